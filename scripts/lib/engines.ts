@@ -1,0 +1,61 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startProcess, waitForPort, type ManagedProcess, type StartOptions } from './processes.ts';
+
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export const toolPaths = {
+  temporal: path.join(projectRoot, '.tools/venv/bin/temporal'),
+  temporalTestServer: path.join(projectRoot, '.tools/venv/bin/temporal-test-server'),
+  ferretdb: path.join(projectRoot, '.tools/bin/ferretdb'),
+};
+
+/** Runs scripts/provision.sh (cached: instant when everything is in place). */
+export function provision(): void {
+  const result = spawnSync('bash', [path.join(projectRoot, 'scripts/provision.sh')], { stdio: 'inherit' });
+  if (result.status !== 0) {
+    process.stderr.write('framegate: provisioning failed (see the messages above).\n');
+    process.exit(result.status ?? 1);
+  }
+}
+
+export async function startFerretDb(options: { port: number; dataDir: string; output?: StartOptions['output'] }): Promise<ManagedProcess> {
+  mkdirSync(options.dataDir, { recursive: true });
+  const ferretdb = startProcess(
+    'ferretdb',
+    toolPaths.ferretdb,
+    [
+      '--handler=sqlite',
+      `--sqlite-url=file:${options.dataDir}/`,
+      `--state-dir=${options.dataDir}`,
+      `--listen-addr=127.0.0.1:${options.port}`,
+      '--debug-addr=-',
+      '--telemetry=disable',
+      '--log-level=warn',
+    ],
+    { output: options.output ?? 'quiet' },
+  );
+  await waitForPort('127.0.0.1', options.port, ferretdb);
+  return ferretdb;
+}
+
+export async function startTemporalDevServer(options: {
+  port: number;
+  uiPort?: number;
+  dbFile?: string;
+  output?: StartOptions['output'];
+}): Promise<ManagedProcess> {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'warn'];
+  if (options.uiPort) args.push('--ui-port', String(options.uiPort));
+  else args.push('--headless');
+  if (options.dbFile) {
+    mkdirSync(path.dirname(options.dbFile), { recursive: true });
+    args.push('--db-filename', options.dbFile);
+  }
+  const temporal = startProcess('temporal', toolPaths.temporal, args, { output: options.output ?? 'quiet' });
+  await waitForPort('127.0.0.1', options.port, temporal);
+  if (options.uiPort) await waitForPort('127.0.0.1', options.uiPort, temporal);
+  return temporal;
+}

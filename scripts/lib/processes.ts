@@ -1,0 +1,107 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, connect } from 'node:net';
+
+// Child-process supervision shared by `npm start` and `npm test`: start a program with its
+// output prefixed by a name, wait for its port, and stop it politely (SIGTERM, then SIGKILL).
+
+export interface ManagedProcess {
+  name: string;
+  child: ChildProcess;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+  stop(timeoutMs?: number): Promise<void>;
+  /** The last lines the process printed, for error reports. */
+  recentOutput(): string;
+}
+
+export interface StartOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** 'inherit-prefixed' copies output to our stdout with a "[name]" prefix; 'quiet' keeps it only for error reports. */
+  output?: 'inherit-prefixed' | 'quiet';
+}
+
+function prefixLines(name: string, sink: NodeJS.WriteStream) {
+  let pending = '';
+  return (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) sink.write(`[${name}] ${line}\n`);
+  };
+}
+
+export function startProcess(name: string, command: string, args: string[], options: StartOptions = {}): ManagedProcess {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const recent: string[] = [];
+  const remember = (chunk: Buffer) => {
+    recent.push(chunk.toString('utf8'));
+    if (recent.length > 50) recent.shift();
+  };
+  child.stdout!.on('data', remember);
+  child.stderr!.on('data', remember);
+  if (options.output === 'inherit-prefixed') {
+    child.stdout!.on('data', prefixLines(name, process.stdout));
+    child.stderr!.on('data', prefixLines(name, process.stderr));
+  }
+  const exited = new Promise<number | null>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : null)));
+    child.on('error', (error) => {
+      recent.push(String(error));
+      resolve(127);
+    });
+  });
+  return {
+    name,
+    child,
+    exited,
+    async stop(timeoutMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      await exited;
+      clearTimeout(timer);
+    },
+    recentOutput: () => recent.join(''),
+  };
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Waits until host:port accepts connections; fails early with the process's output if it died. */
+export async function waitForPort(host: string, port: number, process: ManagedProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let ended = false;
+  void process.exited.then(() => (ended = true));
+  while (Date.now() < deadline) {
+    if (ended) throw new Error(`${process.name} exited before listening on ${host}:${port}:\n${process.recentOutput()}`);
+    if (await canConnect(host, port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${process.name} did not listen on ${host}:${port} within ${timeoutMs} ms:\n${process.recentOutput()}`);
+}

@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { projectRoot, provision, startFerretDb, startTemporalDevServer } from './lib/engines.ts';
+import { startProcess, waitForPort, type ManagedProcess } from './lib/processes.ts';
+
+// `npm start`: the whole local stack in one command. Engines first (store, Temporal with its
+// Web UI), then the simulator, the worker and the api as separate processes, each with its
+// output prefixed by its name. Data lives under .data/ and survives restarts. Ctrl-C stops all.
+
+const started = Date.now();
+const dataDir = path.join(projectRoot, '.data');
+mkdirSync(dataDir, { recursive: true });
+const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const ports = {
+  api: numberFrom('PORT', 8080),
+  simulator: numberFrom('SIMULATOR_PORT', 8090),
+  ferretdb: numberFrom('FERRETDB_PORT', 27027),
+  temporal: numberFrom('TEMPORAL_PORT', 7233),
+  temporalUi: numberFrom('TEMPORAL_UI_PORT', 8233),
+};
+
+function adminToken(): { token: string; source: string } {
+  if (process.env.ADMIN_TOKEN) return { token: process.env.ADMIN_TOKEN, source: 'the ADMIN_TOKEN environment variable' };
+  const file = path.join(dataDir, 'admin-token');
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+  return { token: readFileSync(file, 'utf8').trim(), source: path.relative(process.cwd(), file) || file };
+}
+
+const children: ManagedProcess[] = [];
+let stopping = false;
+async function stopAll(exitCode: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    console.log('\n[framegate] stopping…');
+    // Reverse start order: the api stops taking requests before the engines go away.
+    for (const child of [...children].reverse()) await child.stop();
+    console.log('[framegate] stopped.');
+  }
+  process.exit(exitCode);
+}
+process.on('SIGINT', () => void stopAll(0));
+process.on('SIGTERM', () => void stopAll(0));
+
+function watch(child: ManagedProcess): ManagedProcess {
+  children.push(child);
+  void child.exited.then((code) => {
+    if (stopping) return;
+    console.error(`[framegate] ${child.name} exited unexpectedly (code ${code}); stopping the stack.`);
+    void stopAll(1);
+  });
+  return child;
+}
+
+try {
+  provision();
+  const admin = adminToken();
+  const environment: NodeJS.ProcessEnv = { ...process.env, ADMIN_TOKEN: admin.token };
+
+  if (!process.env.MONGODB_URI) {
+    console.log(`[framegate] starting FerretDB on 127.0.0.1:${ports.ferretdb} (data in .data/ferretdb)`);
+    watch(await startFerretDb({ port: ports.ferretdb, dataDir: path.join(dataDir, 'ferretdb') }));
+    environment.MONGODB_URI = `mongodb://127.0.0.1:${ports.ferretdb}/`;
+  }
+  if (!process.env.TEMPORAL_ADDRESS) {
+    console.log(`[framegate] starting the Temporal dev server on 127.0.0.1:${ports.temporal} (history in .data/temporal.db)`);
+    watch(await startTemporalDevServer({ port: ports.temporal, uiPort: ports.temporalUi, dbFile: path.join(dataDir, 'temporal.db') }));
+    environment.TEMPORAL_ADDRESS = `127.0.0.1:${ports.temporal}`;
+    environment.TEMPORAL_UI_URL ??= `http://127.0.0.1:${ports.temporalUi}`;
+  }
+  environment.SIMULATOR_URL ??= `http://127.0.0.1:${ports.simulator}`;
+  environment.PORT = String(ports.api);
+  environment.SIMULATOR_PORT = String(ports.simulator);
+  // The local stack delivers webhooks to receivers on this machine, so loopback is allowed here.
+  environment.OUTBOUND_ALLOWLIST ??= 'loopback';
+
+  const node = (name: string, entry: string) =>
+    watch(startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed' }));
+  const simulator = node('simulator', 'simulator/server.ts');
+  await waitForPort('127.0.0.1', ports.simulator, simulator);
+  node('worker', 'worker/main.ts');
+  const api = node('api', 'api/server.ts');
+  await waitForPort('127.0.0.1', ports.api, api);
+
+  const base = `http://127.0.0.1:${ports.api}`;
+  console.log(
+    [
+      '',
+      `Framegate is up (${((Date.now() - started) / 1000).toFixed(1)} s):`,
+      `  API base URL (OpenAI clients)  ${base}/v1`,
+      `  Web console                    ${base}/console`,
+      `  Temporal Web UI                ${environment.TEMPORAL_UI_URL}`,
+      `  Vendor simulator               ${environment.SIMULATOR_URL}`,
+      `  Store                          ${environment.MONGODB_URI}`,
+      `  Admin token                    in ${admin.source}`,
+      '  Stop with Ctrl-C.',
+      '',
+    ].join('\n'),
+  );
+} catch (error) {
+  console.error(`[framegate] ${error instanceof Error ? error.message : String(error)}`);
+  await stopAll(1);
+}
