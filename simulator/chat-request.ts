@@ -1,0 +1,61 @@
+import { z } from 'zod';
+
+// The parts of an OpenAI chat completion request the simulator acts on. Lenient like the
+// OpenAI-compatible vendors: parameters it does not model (temperature, top_p, stop, ...) are
+// accepted and ignored; the ones it uses are checked so malformed bodies get a realistic 400.
+
+const textPart = z.object({ type: z.literal('text'), text: z.string() });
+
+const message = z.object({
+  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
+  // Content may be a string, an array of parts (text, image_url, ...) or null beside tool calls.
+  content: z.union([z.string(), z.array(z.looseObject({ type: z.string() })), z.null()]).optional(),
+  tool_call_id: z.string().optional(),
+});
+
+const functionTool = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+
+const toolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
+]);
+
+export const chatCompletionBody = z.object({
+  model: z.string().min(1),
+  messages: z.array(message).min(1),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+  tools: z.array(functionTool).nullish(),
+  tool_choice: toolChoice.nullish(),
+  max_tokens: z.number().int().positive().nullish(),
+  max_completion_tokens: z.number().int().positive().nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+});
+
+export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;
+export type ChatMessage = ChatCompletionBody['messages'][number];
+export type FunctionTool = NonNullable<ChatCompletionBody['tools']>[number];
+
+/** The text of a message, its text parts joined when content is an array. */
+export function messageText(message: ChatMessage): string {
+  const { content } = message;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((part) => textPart.safeParse(part))
+    .flatMap((parsed) => (parsed.success ? [parsed.data.text] : []))
+    .join(' ');
+}
+
+export function lastUserText(messages: ChatMessage[]): string {
+  const lastUser = messages.findLast((candidate) => candidate.role === 'user');
+  return lastUser ? messageText(lastUser) : '';
+}

@@ -1,0 +1,87 @@
+import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyReply } from 'fastify';
+import type { ChatAnswer } from './chat-replies.ts';
+
+// Server-sent events in OpenAI's chat.completion.chunk format. The stream notices when the
+// client goes away and stops at once: that is what lets a test prove that the gateway
+// cancels its upstream request when its own caller disconnects.
+
+export interface CompletionIdentity {
+  id: string;
+  created: number;
+  model: string;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface StreamSettings extends CompletionIdentity {
+  usage: Usage;
+  includeUsage: boolean;
+  gapMs: number;
+  /** Aborted when the client disconnects before the stream ends. */
+  signal: AbortSignal;
+}
+
+export const systemFingerprint = 'fp_simulator';
+
+/** Aborts the returned signal, and calls `onAbandoned` once, if the client leaves before the end. */
+export function watchClient(response: ServerResponse, onAbandoned: () => void): AbortSignal {
+  const controller = new AbortController();
+  response.on('close', () => {
+    if (response.writableFinished) return;
+    onAbandoned();
+    controller.abort();
+  });
+  return controller.signal;
+}
+
+/** Waits, unless the client leaves first; false means it left. */
+export async function pause(milliseconds: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return false;
+  if (milliseconds <= 0) return true;
+  try {
+    await sleep(milliseconds, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function firstDelta(answer: ChatAnswer) {
+  if (answer.kind === 'text') return { role: 'assistant', content: '', refusal: null };
+  return {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ index: 0, id: answer.callId, type: 'function', function: { name: answer.name, arguments: '' } }],
+  };
+}
+
+function pieceDelta(answer: ChatAnswer, piece: string) {
+  return answer.kind === 'text' ? { content: piece } : { tool_calls: [{ index: 0, function: { arguments: piece } }] };
+}
+
+export async function streamAnswer(reply: FastifyReply, answer: ChatAnswer, settings: StreamSettings): Promise<void> {
+  reply.hijack();
+  const response = reply.raw;
+  response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const identity = { id: settings.id, object: 'chat.completion.chunk', created: settings.created, model: settings.model, system_fingerprint: systemFingerprint };
+  // With include_usage OpenAI sends `usage: null` on every chunk before the usage chunk.
+  const usageField = settings.includeUsage ? { usage: null } : {};
+  const send = (payload: object) => response.write(`data: ${JSON.stringify(payload)}\n\n`);
+  const chunk = (delta: object, finishReason: string | null = null) =>
+    send({ ...identity, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }], ...usageField });
+
+  chunk(firstDelta(answer));
+  for (const piece of answer.pieces) {
+    if (!(await pause(settings.gapMs, settings.signal))) return;
+    chunk(pieceDelta(answer, piece));
+  }
+  chunk({}, answer.kind === 'text' ? answer.finishReason : 'tool_calls');
+  if (settings.includeUsage) send({ ...identity, choices: [], usage: settings.usage });
+  response.end('data: [DONE]\n\n');
+}

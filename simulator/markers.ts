@@ -1,0 +1,95 @@
+/**
+ * Steering markers: like a payment provider's test card numbers, a marker written in a prompt
+ * (or in the last user message of a chat) tells the simulator which path to take, so every
+ * outcome the gateway must handle can be produced on demand, offline and deterministically.
+ *
+ * A marker is `[sim:...]` holding one or more whitespace-separated `name` or `name=value`
+ * tokens; several markers may appear in one prompt. Unknown tokens and malformed values are
+ * ignored so a typo degrades to the normal path rather than an error.
+ *
+ * Video submissions (Seedance and OpenAI videos):
+ * - `[sim:fail]`      accepted, runs, then ends failed.
+ * - `[sim:reject]`    400 at submission.
+ * - `[sim:flaky]`     503 with `Retry-After: 1` to the first two submissions of the same
+ *                     prompt text, accepted from the third on.
+ * - `[sim:delay=N]`   the task takes N seconds (fractions allowed, 0 = instant; default 1).
+ *
+ * Chat and images:
+ * - `[sim:error=NNN]`              answer with HTTP status NNN (400-599) in OpenAI's error
+ *                                  shape; 429 and 503 carry `Retry-After: 1`.
+ * - `[sim:slow]`                   stream with 200 ms between chunks.
+ * - `[sim:delay_ms=N]`             wait N ms before the first byte.
+ * - `[sim:chunks=N gap_ms=M]`      the reply is exactly N content chunks, M ms apart.
+ */
+export interface Markers {
+  fail: boolean;
+  reject: boolean;
+  flaky: boolean;
+  slow: boolean;
+  delaySeconds?: number;
+  errorStatus?: number;
+  delayMs?: number;
+  chunks?: number;
+  gapMs?: number;
+}
+
+const markerPattern = /\[sim:([^\]]*)\]/g;
+
+function nonNegativeNumber(value: string | undefined): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const parsed = Number(value);
+  return Number.isFinite(parsed) && parsed >= 0 ? parsed : undefined;
+}
+
+function nonNegativeInteger(value: string | undefined): number | undefined {
+  const parsed = nonNegativeNumber(value);
+  return parsed !== undefined && Number.isInteger(parsed) ? parsed : undefined;
+}
+
+export function parseMarkers(text: string): Markers {
+  const markers: Markers = { fail: false, reject: false, flaky: false, slow: false };
+  for (const match of text.matchAll(markerPattern)) {
+    for (const token of (match[1] ?? '').trim().split(/\s+/)) {
+      const [name, value] = token.split('=', 2) as [string, string | undefined];
+      switch (name) {
+        case 'fail':
+        case 'reject':
+        case 'flaky':
+        case 'slow':
+          markers[name] = true;
+          break;
+        case 'delay': {
+          const seconds = nonNegativeNumber(value);
+          if (seconds !== undefined) markers.delaySeconds = seconds;
+          break;
+        }
+        case 'delay_ms': {
+          const milliseconds = nonNegativeNumber(value);
+          if (milliseconds !== undefined) markers.delayMs = milliseconds;
+          break;
+        }
+        case 'error': {
+          const status = nonNegativeInteger(value);
+          if (status !== undefined && status >= 400 && status <= 599) markers.errorStatus = status;
+          break;
+        }
+        case 'chunks': {
+          const count = nonNegativeInteger(value);
+          if (count !== undefined && count > 0) markers.chunks = count;
+          break;
+        }
+        case 'gap_ms': {
+          const milliseconds = nonNegativeNumber(value);
+          if (milliseconds !== undefined) markers.gapMs = milliseconds;
+          break;
+        }
+      }
+    }
+  }
+  return markers;
+}
+
+/** The text a user wrote, without the markers, for echoing back in replies. */
+export function stripMarkers(text: string): string {
+  return text.replace(markerPattern, ' ').replace(/\s+/g, ' ').trim();
+}

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { completionTokens, planAnswer, promptTokens, type ChatAnswer } from './chat-replies.ts';
+import { chatCompletionBody, lastUserText } from './chat-request.ts';
+import { pause, streamAnswer, systemFingerprint, watchClient, type CompletionIdentity, type Usage } from './chat-stream.ts';
+import { parseMarkers } from './markers.ts';
+import { sendOpenAiError } from './openai-errors.ts';
+import type { SimulatorStats } from './stats.ts';
+import { firstProblem } from './validation.ts';
+import type { Clock } from './video-tasks.ts';
+
+// OpenAI's chat completions, answered deterministically (see chat-replies.ts), as one JSON
+// object or as a stream. Markers in the last user message steer delays, chunking and errors.
+
+export interface ChatOptions {
+  stats: SimulatorStats;
+  clock: Clock;
+}
+
+// What [sim:slow] means: slow enough for a test to disconnect mid-stream reliably.
+const slowGapMs = 200;
+
+function assistantMessage(answer: ChatAnswer) {
+  if (answer.kind === 'text') return { role: 'assistant', content: answer.pieces.join(''), refusal: null };
+  return {
+    role: 'assistant',
+    content: null,
+    refusal: null,
+    tool_calls: [{ id: answer.callId, type: 'function', function: { name: answer.name, arguments: answer.argumentsJson } }],
+  };
+}
+
+function completionObject(identity: CompletionIdentity, answer: ChatAnswer, usage: Usage) {
+  return {
+    ...identity,
+    object: 'chat.completion',
+    system_fingerprint: systemFingerprint,
+    choices: [{ index: 0, message: assistantMessage(answer), logprobs: null, finish_reason: answer.kind === 'text' ? answer.finishReason : 'tool_calls' }],
+    usage,
+  };
+}
+
+export async function chatRoutes(app: FastifyInstance, options: ChatOptions): Promise<void> {
+  const { stats, clock } = options;
+
+  app.post('/chat/completions', async (request, reply) => {
+    stats.chatRequests++;
+    const parsed = chatCompletionBody.safeParse(request.body);
+    if (!parsed.success) {
+      const problem = firstProblem(parsed.error);
+      return sendOpenAiError(reply, 400, problem.message, { param: problem.param });
+    }
+    const body = parsed.data;
+    const streaming = body.stream === true;
+    const markers = parseMarkers(lastUserText(body.messages));
+    const signal = watchClient(reply.raw, () => {
+      if (streaming) stats.chatStreamsAborted++;
+    });
+
+    if (!(await pause(markers.delayMs ?? 0, signal))) {
+      // The client is gone; there is nobody to answer.
+      reply.hijack();
+      return;
+    }
+    if (markers.errorStatus !== undefined) {
+      return sendOpenAiError(reply, markers.errorStatus, `Simulated upstream error ${markers.errorStatus} ([sim:error=${markers.errorStatus}] in the last user message).`);
+    }
+    const planned = planAnswer(body, markers);
+    if (!planned.ok) return sendOpenAiError(reply, 400, planned.message, { param: planned.param });
+
+    const prompt = promptTokens(body.messages);
+    const completion = completionTokens(planned.answer);
+    const usage: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+    const identity: CompletionIdentity = { id: `chatcmpl-${randomBytes(12).toString('hex')}`, created: Math.floor(clock() / 1000), model: body.model };
+    if (!streaming) return completionObject(identity, planned.answer, usage);
+
+    await streamAnswer(reply, planned.answer, {
+      ...identity,
+      usage,
+      includeUsage: body.stream_options?.include_usage === true,
+      gapMs: markers.gapMs ?? (markers.slow ? slowGapMs : 0),
+      signal,
+    });
+  });
+}

@@ -1,0 +1,105 @@
+// Builds arguments that satisfy a tool's JSON schema, so a simulated tool call is one the
+// gateway's client could actually execute. Covers what function definitions use in practice
+// (objects, required properties, enums, consts, scalar types, arrays with bounds, anyOf /
+// oneOf / allOf); `$ref` and pattern constraints are not resolved.
+
+type Schema = Record<string, unknown>;
+
+const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
+const numberOr = (value: unknown, fallback: number) => (typeof value === 'number' && Number.isFinite(value) ? value : fallback);
+
+function sampleString(schema: Schema): string {
+  switch (schema.format) {
+    case 'date-time':
+      return '2025-01-01T00:00:00Z';
+    case 'date':
+      return '2025-01-01';
+    case 'email':
+      return 'someone@example.com';
+    case 'uri':
+    case 'url':
+      return 'https://example.com/';
+    case 'uuid':
+      return '00000000-0000-4000-8000-000000000000';
+  }
+  const minimumLength = numberOr(schema.minLength, 0);
+  const maximumLength = numberOr(schema.maxLength, Number.POSITIVE_INFINITY);
+  return 'sample'.padEnd(minimumLength, 'x').slice(0, maximumLength);
+}
+
+function sampleNumber(schema: Schema, integer: boolean): number {
+  const exclusiveMinimum = typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum : undefined;
+  const lowest = exclusiveMinimum !== undefined ? exclusiveMinimum + (integer ? 1 : 0.5) : numberOr(schema.minimum, 1);
+  const highest = numberOr(schema.maximum, numberOr(schema.exclusiveMaximum, Number.POSITIVE_INFINITY) - (integer ? 1 : 0.5));
+  const value = Math.min(Math.max(1, lowest), highest);
+  return integer ? Math.ceil(value) : value;
+}
+
+function sampleArray(schema: Schema, depth: number): unknown[] {
+  // One item shows the shape; more only when minItems asks (capped, a sample need not be huge).
+  const count = Math.min(Math.max(1, numberOr(schema.minItems, 1)), numberOr(schema.maxItems, Number.POSITIVE_INFINITY), 10);
+  return Array.from({ length: count }, () => sampleValue(isSchema(schema.items) ? schema.items : {}, depth + 1));
+}
+
+function sampleObject(schema: Schema, depth: number): Record<string, unknown> {
+  const properties = isSchema(schema.properties) ? schema.properties : {};
+  const required = Array.isArray(schema.required) ? schema.required.filter((name): name is string => typeof name === 'string') : [];
+  const result: Record<string, unknown> = {};
+  for (const name of required) {
+    const property = properties[name];
+    result[name] = sampleValue(isSchema(property) ? property : {}, depth + 1);
+  }
+  return result;
+}
+
+// Every part of an allOf must hold at once: their properties and required lists add up.
+function mergeAllOf(schema: Schema): Schema {
+  const { allOf, ...outer } = schema;
+  const parts = [outer, ...(Array.isArray(allOf) ? allOf.filter(isSchema) : [])];
+  return {
+    ...Object.assign({}, ...parts),
+    properties: Object.assign({}, ...parts.map((part) => (isSchema(part.properties) ? part.properties : {}))),
+    required: parts.flatMap((part) => (Array.isArray(part.required) ? part.required : [])),
+  };
+}
+
+/** A value valid against `schema`, built from its first-listed choices. */
+export function sampleValue(schema: Schema, depth = 0): unknown {
+  // Self-referencing schemas cannot recurse forever.
+  if (depth > 8) return null;
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  if ('default' in schema) return schema.default;
+  for (const combinator of ['anyOf', 'oneOf'] as const) {
+    const options = schema[combinator];
+    if (Array.isArray(options) && isSchema(options[0])) return sampleValue(options[0], depth + 1);
+  }
+  if (Array.isArray(schema.allOf)) return sampleValue(mergeAllOf(schema), depth + 1);
+  // ["string", "null"] style unions: the first non-null type is the useful one.
+  const declared = Array.isArray(schema.type) ? schema.type.find((type) => type !== 'null') ?? 'null' : schema.type;
+  switch (declared) {
+    case 'string':
+      return sampleString(schema);
+    case 'integer':
+      return sampleNumber(schema, true);
+    case 'number':
+      return sampleNumber(schema, false);
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+    case 'array':
+      return sampleArray(schema, depth);
+    case 'object':
+      return sampleObject(schema, depth);
+    default:
+      return isSchema(schema.properties) ? sampleObject(schema, depth) : 'sample';
+  }
+}
+
+/** Arguments for a function tool; a tool without parameters takes an empty object. */
+export function sampleArguments(parameters: unknown): Record<string, unknown> {
+  if (!isSchema(parameters)) return {};
+  const value = sampleValue(parameters);
+  return isSchema(value) ? value : {};
+}

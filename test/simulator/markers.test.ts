@@ -1,0 +1,24 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseMarkers, stripMarkers } from '../../simulator/markers.ts';
+
+describe('simulator: prompt markers', () => {
+  it('reads flags and valued markers anywhere in the text, several per bracket', () => {
+    const markers = parseMarkers('a fox [sim:fail] runs [sim:delay=0.2] [sim:chunks=12 gap_ms=5] [sim:error=429 delay_ms=30] [sim:slow]');
+    assert.deepEqual(markers, { fail: true, reject: false, flaky: false, slow: true, delaySeconds: 0.2, chunks: 12, gapMs: 5, errorStatus: 429, delayMs: 30 });
+  });
+
+  it('ignores malformed values and unknown names instead of failing', () => {
+    const markers = parseMarkers('[sim:delay=soon] [sim:error=200] [sim:error=abc] [sim:chunks=0] [sim:teleport] [sim:delay=-1] [not:fail]');
+    assert.deepEqual(markers, { fail: false, reject: false, flaky: false, slow: false });
+  });
+
+  it('accepts zero delays', () => {
+    assert.equal(parseMarkers('[sim:delay=0]').delaySeconds, 0);
+    assert.equal(parseMarkers('[sim:delay_ms=0]').delayMs, 0);
+  });
+
+  it('strips markers from text for echoing', () => {
+    assert.equal(stripMarkers('hello [sim:slow] there  [sim:chunks=3 gap_ms=1]'), 'hello there');
+  });
+});
