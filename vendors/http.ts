@@ -1,0 +1,175 @@
+import { getGlobalDispatcher, interceptors, request, type Dispatcher } from 'undici';
+import { z } from 'zod';
+import { VendorRejectedError, VendorTransientError } from './types.ts';
+
+// The HTTP plumbing every video adapter shares, so that one module decides what is worth
+// retrying. The workflow retries VendorTransientError (after Retry-After when the vendor sent
+// one) and ends the task on VendorRejectedError, so a wrong classification here either bills
+// nobody for a task that could have succeeded or hammers a vendor that already said no.
+
+export const DEFAULT_VENDOR_TIMEOUT_MS = 30_000;
+
+export type VendorHttpMethod = 'GET' | 'POST' | 'DELETE';
+
+export interface VendorHttpOptions {
+  /** Names the vendor in error messages, e.g. "seedance". */
+  vendor: string;
+  baseUrl: string;
+  apiKey: string;
+  /** Longest wait for the response headers, and for each stretch of silence in the body. */
+  timeoutMs?: number;
+}
+
+export interface VendorStream {
+  body: AsyncIterable<Uint8Array>;
+  contentType: string | undefined;
+}
+
+// Both vendors wrap errors as {error: {code, message, ...}}. Lenient, because a proxy in front
+// of a vendor may answer with anything; what does not fit falls back to the raw text.
+const vendorErrorBody = z.looseObject({
+  error: z.union([
+    z.string(),
+    z.looseObject({
+      code: z.union([z.string(), z.number()]).nullish(),
+      message: z.string().nullish(),
+      type: z.string().nullish(),
+    }),
+  ]),
+});
+
+/** Milliseconds to wait from a Retry-After header (delay-seconds or an HTTP date), if usable. */
+export function parseRetryAfter(header: string | string[] | undefined, now: number = Date.now()): number | undefined {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  // Every HTTP-date form starts with a day name; without this check Date.parse would read
+  // "-5" or "1.5" as calendar dates.
+  if (!/^[A-Za-z]/.test(value)) return undefined;
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** Turns a non-2xx answer into the error the workflow's retry policy understands. */
+export function classifyVendorFailure(
+  vendor: string,
+  statusCode: number,
+  headers: Record<string, string | string[] | undefined>,
+  bodyText: string,
+): VendorTransientError | VendorRejectedError {
+  const { code, message } = readVendorError(bodyText);
+  const description = `${vendor} answered ${statusCode}${code ? ` ${code}` : ''}: ${message}`;
+  if (statusCode === 408 || statusCode === 429 || statusCode >= 500) {
+    return new VendorTransientError(description, statusCode, parseRetryAfter(headers['retry-after']));
+  }
+  // Everything else, including an unexpected 3xx: a redirect from a JSON API means a wrong
+  // base URL, which retrying cannot fix, so it should fail loudly rather than loop.
+  return new VendorRejectedError(description, statusCode, code);
+}
+
+function readVendorError(bodyText: string): { code?: string; message: string } {
+  const snippet = bodyText.trim().slice(0, 300) || '(empty body)';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bodyText);
+  } catch {
+    return { message: snippet };
+  }
+  const result = vendorErrorBody.safeParse(parsed);
+  if (!result.success) return { message: snippet };
+  const error = result.data.error;
+  if (typeof error === 'string') return { message: error };
+  // OpenAI sends code null on server errors; its `type` is then the most specific label.
+  const code = error.code ?? error.type ?? undefined;
+  return { code: code === undefined ? undefined : String(code), message: error.message ?? snippet };
+}
+
+function describeNetworkError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? `${code}: ${error.message}` : `${error.name}: ${error.message}`;
+}
+
+/** A small client bound to one vendor connection. */
+export function createVendorHttp(options: VendorHttpOptions) {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_VENDOR_TIMEOUT_MS;
+  const vendor = options.vendor;
+
+  async function readText(method: VendorHttpMethod, path: string, body: Dispatcher.ResponseData['body']): Promise<string> {
+    try {
+      return await body.text();
+    } catch (error) {
+      throw new VendorTransientError(`${vendor}: ${method} ${path} broke off while reading the body: ${describeNetworkError(error)}`);
+    }
+  }
+
+  /** Sends one request; resolves only for 2xx, throws the classified error otherwise. */
+  async function send(
+    method: VendorHttpMethod,
+    path: string,
+    init: { json?: unknown; accept?: string; dispatcher?: Dispatcher } = {},
+  ): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}`, accept: init.accept ?? 'application/json' };
+    if (init.json !== undefined) headers['content-type'] = 'application/json';
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(`${base}${path}`, {
+        method,
+        headers,
+        body: init.json === undefined ? undefined : JSON.stringify(init.json),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        dispatcher: init.dispatcher,
+      });
+    } catch (error) {
+      // Refused, reset, DNS or timeout: the vendor never answered, so another try may work.
+      throw new VendorTransientError(`${vendor}: ${method} ${path} got no answer: ${describeNetworkError(error)}`);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const text = await readText(method, path, response.body).catch(() => '');
+    throw classifyVendorFailure(vendor, response.statusCode, response.headers, text);
+  }
+
+  return {
+    /** A JSON call whose 2xx body must match `schema`. */
+    async json<T>(method: VendorHttpMethod, path: string, schema: z.ZodType<T>, json?: unknown): Promise<T> {
+      const response = await send(method, path, { json });
+      const text = await readText(method, path, response.body);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // A 2xx that is not JSON is most often a proxy or load balancer page in front of the
+        // vendor, not the vendor's verdict on our request: worth another try, never a refusal.
+        throw new VendorTransientError(`${vendor}: ${method} ${path} answered ${response.statusCode} with a body that is not JSON`, response.statusCode);
+      }
+      const result = schema.safeParse(parsed);
+      if (!result.success) {
+        throw new VendorTransientError(
+          `${vendor}: ${method} ${path} answered ${response.statusCode} with an unexpected shape: ${z.prettifyError(result.error)}`,
+          response.statusCode,
+        );
+      }
+      return result.data;
+    },
+
+    /** A call whose 2xx body does not matter (DELETE). */
+    async discard(method: VendorHttpMethod, path: string): Promise<void> {
+      const response = await send(method, path);
+      await response.body.dump();
+    },
+
+    /** A binary download, streamed. Redirects are followed because a download endpoint may hand
+     * off to storage; undici drops the Authorization header when the redirect leaves the origin. */
+    async stream(path: string): Promise<VendorStream> {
+      const dispatcher = getGlobalDispatcher().compose(interceptors.redirect({ maxRedirections: 3 }));
+      const response = await send('GET', path, { accept: '*/*', dispatcher });
+      const contentType = response.headers['content-type'];
+      return { body: response.body, contentType: Array.isArray(contentType) ? contentType[0] : contentType };
+    },
+  };
+}
+
+export type VendorHttp = ReturnType<typeof createVendorHttp>;

@@ -1,0 +1,72 @@
+import { createVendorHttp } from '../http.ts';
+import { VendorRejectedError, VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
+import { OPENAI_VIDEOS_PATH, openAiVideo, toOpenAiCreateVideoBody, type OpenAiVideo } from './openai-videos-wire.ts';
+
+export interface OpenAiVideosVendorOptions {
+  timeoutMs?: number;
+}
+
+/** Maps an OpenAI video object onto our four states. */
+function toVendorTaskStatus(video: OpenAiVideo): VendorTaskStatus {
+  switch (video.status) {
+    case 'queued':
+      return { state: 'queued' };
+    case 'in_progress': {
+      const progress = video.progress;
+      return typeof progress === 'number' ? { state: 'running', progress: Math.min(100, Math.max(0, progress)) } : { state: 'running' };
+    }
+    case 'completed':
+      // No videoUrl: the clip is only downloadable with the vendor key, so the gateway streams
+      // it to the caller through openContent instead of handing out a URL.
+      return { state: 'succeeded' };
+    case 'failed':
+      return {
+        state: 'failed',
+        reason: video.error?.message ?? 'OpenAI reported the video failed without a reason.',
+        code: video.error?.code ?? undefined,
+      };
+    default:
+      // A status this adapter does not know yet: keep polling rather than guess a final state.
+      throw new VendorTransientError(`openai-videos answered an unknown video status '${video.status}'`);
+  }
+}
+
+// The spec documents the clip as `application/binary`; our public format is mp4, so anything
+// that is not explicitly a video type is served as video/mp4.
+function clipContentType(vendorType: string | undefined): string {
+  return vendorType?.startsWith('video/') ? vendorType : 'video/mp4';
+}
+
+export function createOpenAiVideosVendor(connection: VendorConnection, options: OpenAiVideosVendorOptions = {}): VideoVendor {
+  const http = createVendorHttp({ vendor: 'openai-videos', baseUrl: connection.baseUrl, apiKey: connection.apiKey, timeoutMs: options.timeoutMs });
+  const videoPath = (vendorTaskId: string) => `${OPENAI_VIDEOS_PATH}/${encodeURIComponent(vendorTaskId)}`;
+
+  return {
+    async start(request) {
+      // Built first: a request OpenAI cannot express is refused before any call is made.
+      const body = toOpenAiCreateVideoBody(request);
+      const created = await http.json('POST', OPENAI_VIDEOS_PATH, openAiVideo, body);
+      return { vendorTaskId: created.id };
+    },
+
+    async status(vendorTaskId) {
+      return toVendorTaskStatus(await http.json('GET', videoPath(vendorTaskId), openAiVideo));
+    },
+
+    async cancel(vendorTaskId) {
+      // DELETE is the API's only way to stop and discard a video. A video that is already gone
+      // needs no cancelling.
+      try {
+        await http.discard('DELETE', videoPath(vendorTaskId));
+      } catch (error) {
+        if (error instanceof VendorRejectedError && error.status === 404) return;
+        throw error;
+      }
+    },
+
+    async openContent(vendorTaskId) {
+      const content = await http.stream(`${videoPath(vendorTaskId)}/content`);
+      return { body: content.body, contentType: clipContentType(content.contentType) };
+    },
+  };
+}

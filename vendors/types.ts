@@ -1,0 +1,76 @@
+// The small interface every video vendor adapter implements. Shared code depends on this
+// file only; nothing outside vendors/<vendor>/ may import a vendor's own modules.
+
+export type ReferenceMediaType = 'image_url' | 'video_url' | 'audio_url';
+export type ReferenceMediaRole =
+  | 'reference_image'
+  | 'reference_video'
+  | 'reference_audio'
+  | 'first_frame'
+  | 'last_frame';
+
+export interface ReferenceMedia {
+  type: ReferenceMediaType;
+  url: string;
+  role: ReferenceMediaRole;
+}
+
+export interface VideoGenerationRequest {
+  /** The vendor's own model name (the catalog maps our id to it). */
+  upstreamModel: string;
+  prompt: string;
+  /** Clip length in whole seconds. */
+  seconds?: number;
+  ratio?: string;
+  resolution?: string;
+  generateAudio?: boolean;
+  content: ReferenceMedia[];
+}
+
+/** A vendor task's state, normalised. `succeeded` without `videoUrl` means the clip is only
+ * downloadable through the vendor's authenticated content endpoint (see `openContent`). */
+export type VendorTaskStatus =
+  | { state: 'queued' }
+  | { state: 'running'; progress?: number }
+  | { state: 'succeeded'; videoUrl?: string }
+  | { state: 'failed'; reason: string; code?: string };
+
+export interface VideoVendor {
+  /** Starts a generation. Throws VendorTransientError or VendorRejectedError. */
+  start(request: VideoGenerationRequest): Promise<{ vendorTaskId: string }>;
+  /** Reads the vendor task. Throws VendorTransientError on network trouble, 429 or 5xx. */
+  status(vendorTaskId: string): Promise<VendorTaskStatus>;
+  /** Best effort cancellation of a vendor task (deadline exceeded). */
+  cancel(vendorTaskId: string): Promise<void>;
+  /** Streams the finished clip when the vendor gives no public URL. */
+  openContent?(vendorTaskId: string): Promise<{ body: AsyncIterable<Uint8Array>; contentType: string }>;
+}
+
+/** Worth retrying: network failure, 408, 429 or 5xx. `retryAfterMs` echoes the vendor's Retry-After. */
+export class VendorTransientError extends Error {
+  override readonly name = 'VendorTransientError';
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** A definite refusal (a 4xx other than 408/429): retrying cannot help. */
+export class VendorRejectedError extends Error {
+  override readonly name = 'VendorRejectedError';
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly vendorCode?: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface VendorConnection {
+  baseUrl: string;
+  apiKey: string;
+}
