@@ -1,0 +1,56 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Ledger } from '../store/ledger.ts';
+import type { UsageStore } from '../store/usage.ts';
+
+// Balance activities. Each is idempotent on (task id, operation) through the ledger, so Temporal
+// may retry them freely; capture and release share one settlement slot, so a task is either
+// charged or refunded, never both.
+
+export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStore }) {
+  return {
+    /** Re-applies the hold the api placed (a no-op then); places it if an api crash skipped it. */
+    async holdFunds(input: { taskId: string; accountId: string; keyId: string; amountMicros: number }): Promise<'held' | 'insufficient_balance'> {
+      const outcome = await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'hold', amountMicros: input.amountMicros });
+      return outcome === 'applied' ? 'held' : 'insufficient_balance';
+    },
+
+    async settleHold(input: {
+      taskId: string;
+      accountId: string;
+      keyId: string;
+      modelId: string;
+      amountMicros: number;
+      outcome: 'capture' | 'release';
+      videoSeconds: number;
+    }): Promise<void> {
+      const result = await deps.ledger.apply({
+        accountId: input.accountId,
+        keyId: input.keyId,
+        reference: input.taskId,
+        operation: input.outcome,
+        amountMicros: input.amountMicros,
+      });
+      if (result === 'conflict') {
+        // The other settlement already happened: retrying cannot change that, and the task's
+        // final state must follow the money, so this is a bug worth stopping on.
+        throw ApplicationFailure.nonRetryable(`task ${input.taskId} was already settled the other way`, 'SettlementConflict');
+      }
+      if (result !== 'applied') throw new Error(`settlement of ${input.taskId} returned ${result}`);
+      if (input.outcome === 'capture') {
+        await deps.usage.record({
+          _id: `${input.taskId}:usage`,
+          account_id: input.accountId,
+          key_id: input.keyId,
+          model: input.modelId,
+          kind: 'video',
+          requests: 1,
+          video_seconds: input.videoSeconds,
+          input_tokens: 0,
+          output_tokens: 0,
+          images: 0,
+          spend_micros: input.amountMicros,
+        });
+      }
+    },
+  };
+}

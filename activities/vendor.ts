@@ -1,0 +1,56 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { VendorRejectedError, VendorTransientError, type VendorTaskStatus, type VideoGenerationRequest, type VideoVendor } from '../vendors/types.ts';
+
+// Vendor calls. Errors become Temporal failures whose `type` drives the retry policy:
+// VendorTransient is retried (after the vendor's Retry-After when it sent one), VendorRejected
+// is listed in nonRetryableErrorTypes and ends the task as failed.
+
+export type VendorLookup = (upstream: string) => VideoVendor;
+
+function asFailure(error: unknown): unknown {
+  if (error instanceof VendorRejectedError) {
+    return ApplicationFailure.create({
+      message: error.message,
+      type: 'VendorRejected',
+      nonRetryable: true,
+      details: [{ status: error.status, vendorCode: error.vendorCode ?? null }],
+    });
+  }
+  if (error instanceof VendorTransientError) {
+    return ApplicationFailure.create({
+      message: error.message,
+      type: 'VendorTransient',
+      nextRetryDelay: error.retryAfterMs,
+      details: [{ status: error.status ?? null }],
+    });
+  }
+  return error;
+}
+
+export function createVendorActivities(vendorFor: VendorLookup) {
+  return {
+    async submitToVendor(input: { taskId: string; upstream: string; request: VideoGenerationRequest }): Promise<{ vendorTaskId: string }> {
+      try {
+        return await vendorFor(input.upstream).start(input.request);
+      } catch (error) {
+        throw asFailure(error);
+      }
+    },
+
+    async readVendorStatus(input: { upstream: string; vendorTaskId: string }): Promise<VendorTaskStatus> {
+      try {
+        return await vendorFor(input.upstream).status(input.vendorTaskId);
+      } catch (error) {
+        throw asFailure(error);
+      }
+    },
+
+    async cancelVendorTask(input: { upstream: string; vendorTaskId: string }): Promise<void> {
+      try {
+        await vendorFor(input.upstream).cancel(input.vendorTaskId);
+      } catch (error) {
+        throw asFailure(error);
+      }
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Catalog } from '../core/catalog.ts';
+import { publicBaseUrl, type Config } from '../core/config.ts';
+import { newId } from '../core/ids.ts';
+import type { TemporalHandle } from '../core/temporal-client.ts';
+import { createVendorLookup } from '../core/vendor-lookup.ts';
+import { AccountStore } from '../store/accounts.ts';
+import { ApiKeyStore } from '../store/api-keys.ts';
+import { pingDatabase, type Database } from '../store/database.ts';
+import { Ledger } from '../store/ledger.ts';
+import { TaskStore } from '../store/tasks.ts';
+import { adminAuth } from './plugins/admin-auth.ts';
+import { apiKeyAuth } from './plugins/api-key-auth.ts';
+import { errorHandler } from './plugins/error-handler.ts';
+import { adminRoutes } from './routes/admin/index.ts';
+import { healthRoutes } from './routes/health/index.ts';
+import { modelRoutes } from './routes/models/index.ts';
+import { videoRoutes } from './routes/video/index.ts';
+import { VideoTaskService } from './services/video-tasks.ts';
+
+export interface AppDependencies {
+  config: Config;
+  catalog: Catalog;
+  database: Database;
+  temporal: TemporalHandle;
+  /** Fastify logger options; tests pass false. */
+  logger?: boolean | object;
+}
+
+// Builds the whole HTTP application without listening, so tests drive it with inject() or
+// on an ephemeral port, and server.ts only adds the socket.
+export async function buildApp(dependencies: AppDependencies): Promise<FastifyInstance> {
+  const { config, catalog, database, temporal } = dependencies;
+  const app = Fastify({
+    logger: dependencies.logger ?? {
+      level: config.LOG_LEVEL,
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+    },
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => newId('req'),
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  // Only JSON bodies are accepted: text/plain would otherwise reach the validators as a string.
+  app.removeContentTypeParser('text/plain');
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const accounts = new AccountStore(database.db);
+  const apiKeys = new ApiKeyStore(database.db);
+  const tasks = new TaskStore(database.db);
+  const ledger = new Ledger(database.db);
+  const videoTasks = new VideoTaskService({
+    catalog,
+    tasks,
+    ledger,
+    accounts,
+    temporal: temporal.client,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    deadlineSeconds: config.VIDEO_TASK_DEADLINE_SECONDS,
+  });
+
+
+  await app.register(errorHandler);
+  await app.register(apiKeyAuth, { apiKeys });
+  await app.register(adminAuth, { adminToken: config.ADMIN_TOKEN });
+
+  await app.register(healthRoutes, {
+    checks: { database: () => pingDatabase(database), temporal: () => temporal.check() },
+  });
+  await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog });
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', v1.requireApiKey);
+      await v1.register(modelRoutes, { catalog });
+      await v1.register(videoRoutes, {
+        service: videoTasks,
+        publicBaseUrl: publicBaseUrl(config),
+        vendorFor: createVendorLookup(catalog),
+        upstreamOf: (modelId) => catalog.find(modelId)?.upstream,
+      });
+    },
+    { prefix: '/v1' },
+  );
+
+  return app;
+}

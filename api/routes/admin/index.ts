@@ -1,0 +1,65 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Catalog } from '../../../core/catalog.ts';
+import { GatewayError } from '../../../core/errors.ts';
+import type { AccountStore } from '../../../store/accounts.ts';
+import type { ApiKeyStore } from '../../../store/api-keys.ts';
+import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, createdKeyView, createKeyBody, keyView } from './schemas.ts';
+import { toAccountView, toKeyView } from './views.ts';
+
+export interface AdminRouteOptions {
+  accounts: AccountStore;
+  apiKeys: ApiKeyStore;
+  catalog: Catalog;
+}
+
+function accountNotFound(id: string): GatewayError {
+  return new GatewayError('resource_not_found', `No account with id '${id}'.`);
+}
+
+export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog }) => {
+  app.addHook('onRequest', app.requireAdmin);
+
+  app.post('/accounts', { schema: { body: createAccountBody, response: { 201: accountView } } }, async (request, reply) => {
+    const account = await accounts.create({ name: request.body.name, balanceMicros: request.body.balance_usd ?? 0 });
+    return reply.status(201).send(toAccountView(account));
+  });
+
+  app.get('/accounts/:id', { schema: { params: accountIdParams, response: { 200: accountWithKeysView } } }, async (request) => {
+    const account = await accounts.find(request.params.id);
+    if (!account) throw accountNotFound(request.params.id);
+    const keys = await apiKeys.listForAccount(account._id);
+    return { ...toAccountView(account), keys: keys.map(toKeyView) };
+  });
+
+  app.post('/accounts/:id/credits', { schema: { params: accountIdParams, body: addCreditsBody, response: { 200: accountView } } }, async (request) => {
+    const account = await accounts.credit(request.params.id, request.body.amount_usd);
+    if (!account) throw accountNotFound(request.params.id);
+    return toAccountView(account);
+  });
+
+  app.post('/accounts/:id/keys', { schema: { params: accountIdParams, body: createKeyBody, response: { 201: createdKeyView } } }, async (request, reply) => {
+    const account = await accounts.find(request.params.id);
+    if (!account) throw accountNotFound(request.params.id);
+    const models = request.body.models ?? null;
+    const unknown = models?.filter((modelId) => !catalog.find(modelId)) ?? [];
+    if (unknown.length > 0) {
+      throw new GatewayError('invalid_request', `Unknown model ids in 'models': ${unknown.join(', ')}.`, 'models');
+    }
+    const { key, plaintext } = await apiKeys.create({ accountId: account._id, name: request.body.name, models });
+    return reply.status(201).send({
+      id: key._id,
+      key: plaintext,
+      name: key.name,
+      models: key.models,
+      prefix: key.prefix,
+      last4: key.last4,
+      created_at: key.created_at.toISOString(),
+    });
+  });
+
+  app.delete('/keys/:id', { schema: { params: accountIdParams, response: { 200: keyView } } }, async (request) => {
+    const key = await apiKeys.revoke(request.params.id);
+    if (!key) throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
+    return toKeyView(key);
+  });
+};

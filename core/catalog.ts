@@ -1,0 +1,138 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+// The model catalog is data: which ids exist, what kind they are, which upstream serves them,
+// their limits and their prices. Local and production deployments differ only in the file
+// (CATALOG_FILE) and the environment it interpolates (`${VAR}` or `${VAR:-default}`).
+
+const upstreamSchema = z.object({
+  protocol: z.enum(['seedance', 'openai-videos', 'openai']),
+  base_url: z.string().url(),
+  api_key: z.string(),
+});
+
+const referenceCapsSchema = z.object({
+  images: z.number().int().min(0),
+  videos: z.number().int().min(0),
+  audios: z.number().int().min(0),
+  total: z.number().int().min(0),
+  /** first_frame / last_frame image entries allowed (mutually exclusive with reference images). */
+  frames: z.boolean(),
+});
+
+const videoModelSchema = z.object({
+  id: z.string(),
+  kind: z.literal('video'),
+  upstream: z.string(),
+  upstream_model: z.string(),
+  owned_by: z.string(),
+  seconds: z.array(z.number().int().positive()).nonempty(),
+  default_seconds: z.number().int().positive(),
+  resolutions: z.array(z.enum(['480p', '720p', '1080p'])).nonempty(),
+  default_resolution: z.enum(['480p', '720p', '1080p']),
+  ratios: z.array(z.string()).nonempty(),
+  default_ratio: z.string(),
+  audio: z.boolean(),
+  reference: referenceCapsSchema,
+  /** Price per second of clip, by resolution, in micro-USD. */
+  price_per_second_micros: z.record(z.string(), z.number().int().min(0)),
+});
+
+const chatModelSchema = z.object({
+  id: z.string(),
+  kind: z.literal('chat'),
+  upstream: z.string(),
+  upstream_model: z.string(),
+  owned_by: z.string(),
+  tools: z.boolean(),
+  max_output_tokens: z.number().int().positive(),
+  price_per_million_input_tokens_micros: z.number().int().min(0),
+  price_per_million_output_tokens_micros: z.number().int().min(0),
+});
+
+const imageModelSchema = z.object({
+  id: z.string(),
+  kind: z.literal('image'),
+  upstream: z.string(),
+  upstream_model: z.string(),
+  owned_by: z.string(),
+  price_per_image_micros: z.number().int().min(0),
+});
+
+const modelSchema = z.discriminatedUnion('kind', [videoModelSchema, chatModelSchema, imageModelSchema]);
+
+const catalogSchema = z
+  .object({
+    created: z.number().int(),
+    upstreams: z.record(z.string(), upstreamSchema),
+    models: z.array(modelSchema),
+  })
+  .superRefine((catalog, context) => {
+    const seen = new Set<string>();
+    for (const model of catalog.models) {
+      if (seen.has(model.id)) context.addIssue({ code: 'custom', message: `duplicate model id ${model.id}` });
+      seen.add(model.id);
+      if (!catalog.upstreams[model.upstream]) {
+        context.addIssue({ code: 'custom', message: `model ${model.id} names unknown upstream ${model.upstream}` });
+      }
+    }
+  });
+
+export type Upstream = z.infer<typeof upstreamSchema>;
+export type VideoModel = z.infer<typeof videoModelSchema>;
+export type ChatModel = z.infer<typeof chatModelSchema>;
+export type ImageModel = z.infer<typeof imageModelSchema>;
+export type CatalogModel = z.infer<typeof modelSchema>;
+export type CatalogData = z.infer<typeof catalogSchema>;
+
+export class Catalog {
+  private readonly byId: Map<string, CatalogModel>;
+
+  constructor(readonly data: CatalogData) {
+    this.byId = new Map(data.models.map((model) => [model.id, model]));
+  }
+
+  find(modelId: string): CatalogModel | undefined {
+    return this.byId.get(modelId);
+  }
+
+  all(): CatalogModel[] {
+    return this.data.models;
+  }
+
+  upstream(name: string): Upstream {
+    const upstream = this.data.upstreams[name];
+    if (!upstream) throw new Error(`unknown upstream ${name}`);
+    return upstream;
+  }
+}
+
+const PLACEHOLDER = /\$\{([A-Z0-9_]+)(?::-([^}]*))?\}/g;
+
+function interpolate(value: unknown, environment: NodeJS.ProcessEnv): unknown {
+  if (typeof value === 'string') {
+    return value.replace(PLACEHOLDER, (_match, name: string, fallback: string | undefined) => {
+      const found = environment[name];
+      if (found !== undefined && found !== '') return found;
+      if (fallback !== undefined) return fallback;
+      throw new Error(`catalog needs environment variable ${name}`);
+    });
+  }
+  if (Array.isArray(value)) return value.map((item) => interpolate(item, environment));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolate(item, environment)]));
+  }
+  return value;
+}
+
+export function parseCatalog(raw: unknown, environment: NodeJS.ProcessEnv = process.env): Catalog {
+  const parsed = catalogSchema.safeParse(interpolate(raw, environment));
+  if (!parsed.success) {
+    throw new Error(`Invalid model catalog: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`);
+  }
+  return new Catalog(parsed.data);
+}
+
+export function loadCatalog(file: string, environment: NodeJS.ProcessEnv = process.env): Catalog {
+  return parseCatalog(JSON.parse(readFileSync(file, 'utf8')), environment);
+}

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+// Every environment variable the api and worker read, in one place. The README's
+// configuration table mirrors this schema; keep them together when either changes.
+const environmentSchema = z.object({
+  HOST: z.string().default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  MONGODB_URI: z.string().default('mongodb://127.0.0.1:27027/'),
+  MONGODB_DB: z.string().default('framegate'),
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('framegate-video-v1'),
+  TEMPORAL_UI_URL: z.string().default('http://127.0.0.1:8233'),
+  ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
+  CATALOG_FILE: z.string().default('config/catalog.local.json'),
+  SIMULATOR_URL: z.string().default('http://127.0.0.1:8090'),
+  BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  VIDEO_TASK_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3600),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  OUTBOUND_ALLOWLIST: z.string().default(''),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof environmentSchema>;
+
+/** Where callers reach the API; used in download links inside task JSON. */
+export function publicBaseUrl(config: Config): string {
+  return (config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '');
+}
+
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = environmentSchema.safeParse(environment);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,31 @@
+import type { Catalog, CatalogModel } from './catalog.ts';
+import { GatewayError } from './errors.ts';
+
+export interface ModelAccess {
+  models: string[] | null;
+}
+
+export function mayUseModel(access: ModelAccess, modelId: string): boolean {
+  return access.models === null || access.models.includes(modelId);
+}
+
+/** Finds the model a request names and checks the key may use it, in the spec's order:
+ * unknown id → 404, not permitted → 403, wrong kind for this endpoint → 400. */
+export function resolveModel<Kind extends CatalogModel['kind']>(
+  catalog: Catalog,
+  access: ModelAccess,
+  modelId: string,
+  kind: Kind,
+): Extract<CatalogModel, { kind: Kind }> {
+  const model = catalog.find(modelId);
+  if (!model) {
+    throw new GatewayError('model_not_found', `The model '${modelId}' does not exist. GET /v1/models lists the models your key can use.`, 'model');
+  }
+  if (!mayUseModel(access, modelId)) {
+    throw new GatewayError('model_not_allowed', `This API key may not use the model '${modelId}'.`, 'model');
+  }
+  if (model.kind !== kind) {
+    throw new GatewayError('invalid_request', `The model '${modelId}' is a ${model.kind} model; this endpoint needs a ${kind} model.`, 'model');
+  }
+  return model as Extract<CatalogModel, { kind: Kind }>;
+}

@@ -1,0 +1,54 @@
+// Types shared by the api, the workflow and the activities. This file must stay free of
+// runtime imports: the workflow bundle imports it, and workflows may not touch Node built-ins.
+import type { ReferenceMedia, VideoGenerationRequest } from '../vendors/types.ts';
+
+export type TaskStatus = 'submitted' | 'running' | 'succeeded' | 'failed';
+export const FINAL_STATUSES: readonly TaskStatus[] = ['succeeded', 'failed'];
+
+export interface TaskError {
+  code: string;
+  message: string;
+}
+
+/** What the caller sent in `metadata`, echoed back on the task. */
+export interface VideoTaskMetadata {
+  ratio?: string;
+  resolution?: string;
+  generate_audio?: boolean;
+  callback_url?: string;
+  content?: Array<{ type: ReferenceMedia['type']; role: string } & Record<string, unknown>>;
+}
+
+export interface VideoTaskWorkflowInput {
+  taskId: string;
+  accountId: string;
+  keyId: string;
+  modelId: string;
+  /** Catalog upstream name; the worker resolves its address and secret itself, so no secret enters the history. */
+  upstream: string;
+  request: VideoGenerationRequest;
+  holdMicros: number;
+  callbackUrl?: string;
+  /** How long the task may take before it fails (and its vendor task is cancelled). */
+  deadlineSeconds: number;
+  requestId: string;
+}
+
+export interface VideoTaskWorkflowResult {
+  status: 'succeeded' | 'failed';
+  url?: string;
+  error?: TaskError;
+  webhook?: 'delivered' | 'gone' | 'refused' | 'exhausted';
+}
+
+export interface WebhookAttempt {
+  attempt: number;
+  at: Date;
+  outcome: 'delivered' | 'retry' | 'gone' | 'refused';
+  status?: number;
+  error?: string;
+  duration_ms: number;
+}
+
+/** The published webhook retry schedule: the delay before each attempt, in seconds. */
+export const WEBHOOK_RETRY_SCHEDULE_SECONDS = [0, 5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600, 14 * 3600, 20 * 3600, 24 * 3600];

@@ -1,0 +1,119 @@
+import type { VideoModel } from './catalog.ts';
+import { GatewayError } from './errors.ts';
+import type { ReferenceMedia, VideoGenerationRequest } from '../vendors/types.ts';
+
+// Model-dependent rules for a video submission (spec 4.1 rules 1-4 and section 8). Each
+// refusal is a 400 that names the field, so a caller can fix the request without guessing.
+
+/** Spec section 8: per-request caps, whatever the model allows. */
+export const SPEC_REFERENCE_CAPS = { images: 9, videos: 3, audios: 3 } as const;
+
+const ROLE_FOR_TYPE: Record<ReferenceMedia['type'], readonly ReferenceMedia['role'][]> = {
+  image_url: ['reference_image', 'first_frame', 'last_frame'],
+  video_url: ['reference_video'],
+  audio_url: ['reference_audio'],
+};
+
+export interface SubmissionInput {
+  model: string;
+  prompt: string;
+  seconds?: string;
+  metadata?: {
+    ratio?: string;
+    resolution?: string;
+    generate_audio?: boolean;
+    callback_url?: string;
+    content?: Array<{ type: ReferenceMedia['type']; role: string } & Partial<Record<ReferenceMedia['type'], { url: string }>>>;
+  };
+}
+
+export interface ValidatedSubmission {
+  seconds: number;
+  resolution: string;
+  ratio: string;
+  request: VideoGenerationRequest;
+}
+
+function refuse(param: string, message: string): never {
+  throw new GatewayError('invalid_request', message, param);
+}
+
+function listOf(values: readonly (string | number)[]): string {
+  return values.join(', ');
+}
+
+function validateContent(model: VideoModel, content: NonNullable<SubmissionInput['metadata']>['content'] = []): ReferenceMedia[] {
+  const media: ReferenceMedia[] = content.map((entry, index) => {
+    const allowed = ROLE_FOR_TYPE[entry.type];
+    if (!allowed.includes(entry.role as ReferenceMedia['role'])) {
+      refuse(`metadata.content.${index}.role`, `metadata.content[${index}].role must be ${allowed.join(' or ')} for a ${entry.type} entry, got '${entry.role}'.`);
+    }
+    return { type: entry.type, url: entry[entry.type]!.url, role: entry.role as ReferenceMedia['role'] };
+  });
+
+  const count = (role: ReferenceMedia['role']) => media.filter((item) => item.role === role).length;
+  const images = count('reference_image');
+  const videos = count('reference_video');
+  const audios = count('reference_audio');
+  const firstFrames = count('first_frame');
+  const lastFrames = count('last_frame');
+  const frames = firstFrames + lastFrames;
+
+  if (frames > 0 && images > 0) {
+    refuse('metadata.content', 'Reference images (role reference_image) cannot be mixed with first/last-frame images (first_frame, last_frame); use one mode.');
+  }
+  if (frames > 0 && !model.reference.frames) refuse('metadata.content', `The model '${model.id}' does not support first/last-frame images.`);
+  if (firstFrames > 1 || lastFrames > 1) refuse('metadata.content', 'At most one first_frame and one last_frame image are allowed.');
+  if (lastFrames > 0 && firstFrames === 0) refuse('metadata.content', 'A last_frame image needs a first_frame image too.');
+
+  const caps: Array<[number, number, number, string, string]> = [
+    [images, SPEC_REFERENCE_CAPS.images, model.reference.images, 'reference images (image_url)', 'images'],
+    [videos, SPEC_REFERENCE_CAPS.videos, model.reference.videos, 'reference videos (video_url)', 'videos'],
+    [audios, SPEC_REFERENCE_CAPS.audios, model.reference.audios, 'reference audios (audio_url)', 'audios'],
+  ];
+  for (const [found, specCap, modelCap, label] of caps) {
+    const cap = Math.min(specCap, modelCap);
+    if (found > cap) {
+      refuse('metadata.content', cap === 0 ? `The model '${model.id}' does not accept ${label}.` : `At most ${cap} ${label} are allowed for '${model.id}', got ${found}.`);
+    }
+  }
+  if (media.length > model.reference.total) {
+    refuse('metadata.content', `At most ${model.reference.total} reference entries in total are allowed for '${model.id}', got ${media.length}.`);
+  }
+  return media;
+}
+
+function validateCitations(prompt: string, imageEntries: number): void {
+  for (const match of prompt.matchAll(/@image(\d+)/g)) {
+    const cited = Number(match[1]);
+    if (cited < 1 || cited > imageEntries) {
+      const available = imageEntries === 0 ? 'the request has no image entries' : `valid citations are @image1 to @image${imageEntries}`;
+      refuse('prompt', `The prompt cites @image${match[1]}, but ${available} in metadata.content.`);
+    }
+  }
+}
+
+export function validateVideoSubmission(model: VideoModel, input: SubmissionInput): ValidatedSubmission {
+  const metadata = input.metadata ?? {};
+  const seconds = input.seconds === undefined ? model.default_seconds : Number(input.seconds);
+  if (!model.seconds.includes(seconds)) {
+    refuse('seconds', `seconds must be one of ${listOf(model.seconds)} for '${model.id}', got "${input.seconds}".`);
+  }
+  const resolution = metadata.resolution ?? model.default_resolution;
+  if (!(model.resolutions as string[]).includes(resolution)) {
+    refuse('metadata.resolution', `metadata.resolution must be one of ${listOf(model.resolutions)} for '${model.id}', got '${resolution}'.`);
+  }
+  const ratio = metadata.ratio ?? model.default_ratio;
+  if (!model.ratios.includes(ratio)) {
+    refuse('metadata.ratio', `metadata.ratio must be one of ${listOf(model.ratios)} for '${model.id}', got '${ratio}'.`);
+  }
+  if (metadata.generate_audio === true && !model.audio) {
+    refuse('metadata.generate_audio', `The model '${model.id}' cannot generate audio; omit metadata.generate_audio or set it to false.`);
+  }
+  const content = validateContent(model, metadata.content);
+  validateCitations(input.prompt, content.filter((item) => item.type === 'image_url').length);
+
+  const request: VideoGenerationRequest = { upstreamModel: model.upstream_model, prompt: input.prompt, seconds, ratio, resolution, content };
+  if (metadata.generate_audio !== undefined) request.generateAudio = metadata.generate_audio;
+  return { seconds, resolution, ratio, request };
+}

@@ -1,0 +1,39 @@
+import { MongoClient, type Db } from 'mongodb';
+import { Ledger } from './ledger.ts';
+
+// One MongoClient per process. Indexes are created at start-up by whoever connects first;
+// createIndex is idempotent, so api and worker may both call it.
+
+export interface Database {
+  client: MongoClient;
+  db: Db;
+  close(): Promise<void>;
+}
+
+export async function connectDatabase(uri: string, databaseName: string): Promise<Database> {
+  const client = new MongoClient(uri, {
+    serverSelectionTimeoutMS: 5_000,
+    // Fail fast during an outage so the API can answer 503 instead of hanging.
+    connectTimeoutMS: 5_000,
+    appName: 'framegate',
+  });
+  await client.connect();
+  const db = client.db(databaseName);
+  await ensureIndexes(db);
+  return { client, db, close: () => client.close() };
+}
+
+async function ensureIndexes(db: Db): Promise<void> {
+  await db.collection('api_keys').createIndex({ hash: 1 }, { unique: true, name: 'hash_unique' });
+  await db.collection('api_keys').createIndex({ account_id: 1, created_at: -1 }, { name: 'by_account' });
+  await db.collection('tasks').createIndex({ account_id: 1, created_at: -1 }, { name: 'by_account' });
+  await db.collection('tasks').createIndex({ workflow_started: 1, created_at: 1 }, { name: 'by_start_state' });
+  await Ledger.ensureIndexes(db);
+  await db.collection('usage').createIndex({ account_id: 1, day: 1 }, { name: 'by_account_day' });
+  await db.collection('usage').createIndex({ key_id: 1, day: 1 }, { name: 'by_key_day' });
+}
+
+/** Cheap liveness probe for /readyz. */
+export async function pingDatabase(database: Database): Promise<void> {
+  await database.db.command({ ping: 1 });
+}

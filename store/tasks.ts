@@ -1,0 +1,98 @@
+import type { Collection, Db } from 'mongodb';
+import type { TaskError, TaskStatus, VideoTaskMetadata, VideoTaskWorkflowInput, WebhookAttempt } from '../core/video-task.ts';
+
+export interface TaskDocument {
+  _id: string;
+  account_id: string;
+  key_id: string;
+  model: string;
+  status: TaskStatus;
+  seconds: number;
+  resolution: string;
+  ratio: string;
+  metadata: VideoTaskMetadata;
+  price_micros: number;
+  progress: number;
+  vendor_task_id?: string;
+  /** Public download address from the vendor, when it gives one. */
+  url?: string;
+  /** True when the clip is only downloadable through the gateway (vendor content needs our key). */
+  content_via_gateway?: boolean;
+  error?: TaskError;
+  request_id: string;
+  /** False until workflow.start returned; lets a sweeper start workflows an api crash left behind. */
+  workflow_started: boolean;
+  /** What the workflow was (or will be) started with, so the sweeper can start it again. */
+  workflow_input: VideoTaskWorkflowInput;
+  webhook?: { url: string; state: 'pending' | 'delivered' | 'gone' | 'refused' | 'exhausted'; attempts: WebhookAttempt[] };
+  created_at: Date;
+  updated_at: Date;
+}
+
+const OPEN_STATUSES: TaskStatus[] = ['submitted', 'running'];
+
+export class TaskStore {
+  readonly collection: Collection<TaskDocument>;
+
+  constructor(db: Db) {
+    this.collection = db.collection<TaskDocument>('tasks');
+  }
+
+  async insert(task: TaskDocument): Promise<void> {
+    await this.collection.insertOne(task);
+  }
+
+  find(taskId: string): Promise<TaskDocument | null> {
+    return this.collection.findOne({ _id: taskId });
+  }
+
+  findForAccount(taskId: string, accountId: string): Promise<TaskDocument | null> {
+    return this.collection.findOne({ _id: taskId, account_id: accountId });
+  }
+
+  listForAccount(accountId: string, limit: number): Promise<TaskDocument[]> {
+    return this.collection.find({ account_id: accountId }).sort({ created_at: -1 }).limit(limit).toArray();
+  }
+
+  async remove(taskId: string): Promise<void> {
+    await this.collection.deleteOne({ _id: taskId });
+  }
+
+  async markWorkflowStarted(taskId: string): Promise<void> {
+    await this.collection.updateOne({ _id: taskId }, { $set: { workflow_started: true } });
+  }
+
+  /** Moves an open task to `running` (idempotent). Final states are never touched. */
+  async markRunning(taskId: string, update: { vendorTaskId: string; progress?: number }): Promise<void> {
+    const set: Partial<TaskDocument> = { status: 'running', vendor_task_id: update.vendorTaskId, updated_at: new Date() };
+    if (update.progress !== undefined) set.progress = update.progress;
+    await this.collection.updateOne({ _id: taskId, status: { $in: OPEN_STATUSES } }, { $set: set });
+  }
+
+  async updateProgress(taskId: string, progress: number): Promise<void> {
+    await this.collection.updateOne({ _id: taskId, status: 'running', progress: { $lt: progress } }, { $set: { progress, updated_at: new Date() } });
+  }
+
+  /** Writes the final state once; a second call (a retried activity) changes nothing. */
+  async finish(taskId: string, final: { status: 'succeeded'; url?: string; contentViaGateway?: boolean } | { status: 'failed'; error: TaskError }): Promise<TaskDocument | null> {
+    const set: Partial<TaskDocument> = { status: final.status, updated_at: new Date() };
+    if (final.status === 'succeeded') {
+      set.progress = 100;
+      if (final.url) set.url = final.url;
+      if (final.contentViaGateway) set.content_via_gateway = true;
+    } else {
+      set.error = final.error;
+    }
+    await this.collection.updateOne({ _id: taskId, status: { $in: OPEN_STATUSES } }, { $set: set });
+    return this.find(taskId);
+  }
+
+  async recordWebhookAttempt(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<void> {
+    await this.collection.updateOne({ _id: taskId }, { $push: { 'webhook.attempts': attempt }, $set: { 'webhook.state': state } });
+  }
+
+  /** Tasks whose workflow start was never confirmed (the api died between insert and start). */
+  findUnstarted(olderThan: Date, limit: number): Promise<TaskDocument[]> {
+    return this.collection.find({ workflow_started: false, status: 'submitted', created_at: { $lt: olderThan } }).limit(limit).toArray();
+  }
+}

@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { hashApiKey, isWellFormedApiKey } from '../../core/api-keys.ts';
+import { adminHeaders, bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+
+describe('admin API', () => {
+  let harness: TestApp;
+  before(async () => {
+    harness = await startTestApp('admin');
+  });
+  after(() => harness.close());
+
+  const post = (url: string, payload: unknown) => harness.app.inject({ method: 'POST', url, headers: adminHeaders, payload: payload as object });
+
+  it('creates an account with a micro-exact balance and a whsec_ webhook secret', async () => {
+    const response = await post('/admin/accounts', { name: 'Acme', balance_usd: 12.345678 });
+    assert.equal(response.statusCode, 201);
+    const account = response.json();
+    assert.match(account.id, /^acct_/);
+    assert.equal(account.name, 'Acme');
+    assert.equal(account.balance_usd, 12.345678);
+    assert.ok(!Number.isNaN(Date.parse(account.created_at)));
+    assert.match(account.webhook_secret, /^whsec_[A-Za-z0-9+/=]+$/);
+    assert.ok(Buffer.from(account.webhook_secret.slice(6), 'base64').length >= 24);
+    const latest = await harness.database.db.collection('ledger').find({ account_id: account.id }).sort({ seq: -1 }).limit(1).next();
+    assert.equal(latest?.balance_micros, 12_345_678);
+    assert.ok(Number.isInteger(latest?.balance_micros));
+  });
+
+  it('defaults the balance to zero', async () => {
+    const response = await post('/admin/accounts', { name: 'Zero' });
+    assert.equal(response.json().balance_usd, 0);
+  });
+
+  const badAccounts: Array<[string, unknown, string]> = [
+    ['seven decimals', { name: 'a', balance_usd: 1.0000001 }, 'balance_usd'],
+    ['a negative balance', { name: 'a', balance_usd: -1 }, 'balance_usd'],
+    ['a balance given as a string', { name: 'a', balance_usd: '5' }, 'balance_usd'],
+    ['a missing name', { balance_usd: 1 }, 'name'],
+    ['an empty name', { name: '  ' }, 'name'],
+  ];
+  for (const [label, payload, field] of badAccounts) {
+    it(`refuses an account with ${label} (400 naming ${field})`, async () => {
+      const response = await post('/admin/accounts', payload);
+      assert.equal(response.statusCode, 400);
+      const body = response.json();
+      assert.equal(body.error.type, 'invalid_request_error');
+      assert.equal(body.error.param, field);
+      assert.match(body.error.message, new RegExp(field));
+    });
+  }
+
+  it('adds credits exactly, refuses non-positive or over-precise amounts, 404s unknown accounts', async () => {
+    const account = await createAccount(harness.app, { name: 'Credits', balance_usd: 0.1 });
+    const credited = await post(`/admin/accounts/${account.id}/credits`, { amount_usd: 0.2 });
+    assert.equal(credited.statusCode, 200);
+    assert.equal(credited.json().balance_usd, 0.3); // 0.1 + 0.2 in micros, not 0.30000000000000004
+    for (const amount of [0, -5, 0.0000001]) {
+      const refused = await post(`/admin/accounts/${account.id}/credits`, { amount_usd: amount });
+      assert.equal(refused.statusCode, 400, `amount ${amount}`);
+      assert.equal(refused.json().error.param, 'amount_usd');
+    }
+    const missing = await post('/admin/accounts/acct_missing/credits', { amount_usd: 1 });
+    assert.equal(missing.statusCode, 404);
+    assert.equal(missing.json().error.type, 'not_found_error');
+  });
+
+  it('issues a key once in plaintext and stores only its SHA-256 hash', async () => {
+    const account = await createAccount(harness.app, { name: 'Keys' });
+    const response = await post(`/admin/accounts/${account.id}/keys`, { name: 'prod', models: ['gpt-4o-mini'] });
+    assert.equal(response.statusCode, 201);
+    const created = response.json();
+    assert.ok(isWellFormedApiKey(created.key), created.key);
+    assert.match(created.key, /^fg_[0-9A-Za-z]{49}$/);
+    assert.equal(created.prefix, created.key.slice(0, 8));
+    assert.equal(created.last4, created.key.slice(-4));
+    assert.deepEqual(created.models, ['gpt-4o-mini']);
+
+    const stored = await harness.database.db.collection('api_keys').findOne({ _id: created.id });
+    assert.equal(stored?.hash, hashApiKey(created.key));
+    assert.ok(!JSON.stringify(stored).includes(created.key), 'the plaintext must not be stored');
+
+    const shown = await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders });
+    assert.equal(shown.statusCode, 200);
+    assert.ok(!shown.body.includes(created.key), 'the plaintext is shown only at creation');
+    const listed = shown.json().keys[0];
+    assert.deepEqual(
+      { id: listed.id, name: listed.name, prefix: listed.prefix, last4: listed.last4, status: listed.status },
+      { id: created.id, name: 'prod', prefix: created.prefix, last4: created.last4, status: 'active' },
+    );
+  });
+
+  it('refuses keys restricted to unknown models and keys for unknown accounts', async () => {
+    const account = await createAccount(harness.app, { name: 'Bad keys' });
+    const unknownModel = await post(`/admin/accounts/${account.id}/keys`, { name: 'k', models: ['gpt-99'] });
+    assert.equal(unknownModel.statusCode, 400);
+    assert.equal(unknownModel.json().error.param, 'models');
+    const unknownAccount = await post('/admin/accounts/acct_nobody/keys', { name: 'k' });
+    assert.equal(unknownAccount.statusCode, 404);
+  });
+
+  it('revokes a key (idempotently) and 404s an unknown key', async () => {
+    const account = await createAccount(harness.app, { name: 'Revoke' });
+    const created = await createKey(harness.app, account.id);
+    const first = await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${created.id}`, headers: adminHeaders });
+    assert.equal(first.statusCode, 200);
+    assert.equal(first.json().status, 'revoked');
+    const revokedAt = first.json().revoked_at;
+    const second = await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${created.id}`, headers: adminHeaders });
+    assert.equal(second.json().revoked_at, revokedAt, 'a second delete keeps the first revocation time');
+    const unknown = await harness.app.inject({ method: 'DELETE', url: '/admin/keys/key_nope', headers: adminHeaders });
+    assert.equal(unknown.statusCode, 404);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(created.key) })).statusCode, 401);
+  });
+
+  it('404s an unknown account', async () => {
+    const response = await harness.app.inject({ method: 'GET', url: '/admin/accounts/acct_nobody', headers: adminHeaders });
+    assert.equal(response.statusCode, 404);
+    assert.equal(response.json().error.code, 'resource_not_found');
+  });
+
+  it('lists restricted models only for a restricted key', async () => {
+    const account = await createAccount(harness.app, { name: 'Restricted' });
+    const restricted = await createKey(harness.app, account.id, { name: 'r', models: ['sora-2', 'gpt-image-1'] });
+    const listed = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(restricted.key) });
+    assert.deepEqual(
+      listed.json().data.map((model: { id: string }) => model.id).sort(),
+      ['gpt-image-1', 'sora-2'],
+    );
+  });
+});

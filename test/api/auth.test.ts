@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { generateApiKey } from '../../core/api-keys.ts';
+import { adminHeaders, bearer, createAccount, createKey, startTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
+
+describe('API key authentication on /v1', () => {
+  let harness: TestApp;
+  let validKey: string;
+
+  before(async () => {
+    harness = await startTestApp('auth');
+    const account = await createAccount(harness.app, { name: 'auth', balance_usd: 1 });
+    validKey = (await createKey(harness.app, account.id)).key;
+  });
+  after(() => harness.close());
+
+  const refused: Array<[string, Record<string, string>]> = [
+    ['no Authorization header', {}],
+    ['a Basic scheme', { authorization: 'Basic dXNlcjpwYXNz' }],
+    ['Bearer without a token', { authorization: 'Bearer' }],
+    ['a token that is not a key', { authorization: 'Bearer sk-not-ours' }],
+    ['a key with a broken checksum', { authorization: `Bearer ${generateApiKey().plaintext.slice(0, -1)}0` }],
+    ['a well-formed key that was never issued', bearer(generateApiKey().plaintext)],
+    ['the admin token', { authorization: `Bearer ${TEST_ADMIN_TOKEN}` }],
+  ];
+  for (const [label, headers] of refused) {
+    it(`refuses ${label} with 401 authentication_error`, async () => {
+      const response = await harness.app.inject({ method: 'GET', url: '/v1/models', headers });
+      assert.equal(response.statusCode, 401);
+      const body = response.json();
+      assert.equal(body.error.type, 'authentication_error');
+      assert.equal(body.error.code, 'invalid_api_key');
+      assert.match(body.error.message, /API key|Authorization/);
+    });
+  }
+
+  it('accepts a valid key, case-insensitive scheme included', async () => {
+    for (const scheme of ['Bearer', 'bearer']) {
+      const response = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: `${scheme} ${validKey}` } });
+      assert.equal(response.statusCode, 200, response.body);
+    }
+  });
+
+  it('refuses a revoked key at once', async () => {
+    const account = await createAccount(harness.app, { name: 'revoking' });
+    const created = await createKey(harness.app, account.id);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(created.key) })).statusCode, 200);
+    const revoked = await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${created.id}`, headers: adminHeaders });
+    assert.equal(revoked.statusCode, 200);
+    const after = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(created.key) });
+    assert.equal(after.statusCode, 401);
+    assert.equal(after.json().error.type, 'authentication_error');
+  });
+
+  it('records last_used_at for a key that was used', async () => {
+    const account = await createAccount(harness.app, { name: 'last-used' });
+    const created = await createKey(harness.app, account.id);
+    const before = (await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
+    assert.equal(before.keys[0].last_used_at, null);
+    await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(created.key) });
+    // The write is fire-and-forget; give it a moment to land.
+    let lastUsed: string | null = null;
+    for (let attempt = 0; attempt < 50 && !lastUsed; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      lastUsed = (await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json().keys[0].last_used_at;
+    }
+    assert.ok(lastUsed && Date.parse(lastUsed) > Date.now() - 60_000, `last_used_at is ${lastUsed}`);
+  });
+});
+
+describe('admin token on /admin', () => {
+  let harness: TestApp;
+  before(async () => {
+    harness = await startTestApp('admin-auth');
+  });
+  after(() => harness.close());
+
+  it('refuses a missing, wrong or API-key token with 401', async () => {
+    const account = await createAccount(harness.app, { name: 'x' });
+    const apiKey = (await createKey(harness.app, account.id)).key;
+    for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }, bearer(apiKey), { authorization: TEST_ADMIN_TOKEN }]) {
+      const response = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers, payload: { name: 'nope' } });
+      assert.equal(response.statusCode, 401);
+      assert.equal(response.json().error.type, 'authentication_error');
+    }
+  });
+
+  it('answers 503 with an actionable message when ADMIN_TOKEN is not configured', async () => {
+    const unconfigured = await startTestApp('admin-off', { ADMIN_TOKEN: undefined as unknown as string });
+    try {
+      const response = await unconfigured.app.inject({ method: 'GET', url: '/admin/accounts/acct_x', headers: adminHeaders });
+      assert.equal(response.statusCode, 503);
+      assert.match(response.json().error.message, /ADMIN_TOKEN/);
+    } finally {
+      await unconfigured.close();
+    }
+  });
+});

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { adminHeaders, bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+
+function assertErrorShape(body: unknown, status: number, type: string) {
+  const error = (body as { error: Record<string, unknown> }).error;
+  assert.equal(typeof error.message, 'string', `status ${status}`);
+  assert.ok((error.message as string).length > 0);
+  assert.equal(error.type, type);
+  assert.equal(typeof error.code, 'string');
+}
+
+describe('errors in the shape of spec section 7', () => {
+  let harness: TestApp;
+  let key: string;
+  before(async () => {
+    harness = await startTestApp('errors', { BODY_LIMIT_BYTES: '2048' });
+    key = (await createKey(harness.app, (await createAccount(harness.app, { name: 'errors' })).id)).key;
+  });
+  after(() => harness.close());
+
+  it('404 for unknown routes, inside and outside /v1', async () => {
+    for (const [url, headers] of [['/nope', {}], ['/v1/nope', bearer(key)], ['/v2/models', bearer(key)]] as const) {
+      const response = await harness.app.inject({ method: 'GET', url, headers });
+      assert.equal(response.statusCode, 404, url);
+      assertErrorShape(response.json(), 404, 'not_found_error');
+      assert.equal(response.json().error.code, 'route_not_found');
+    }
+  });
+
+  it('400 invalid_json for a malformed body', async () => {
+    const response = await harness.app.inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers: { ...adminHeaders, 'content-type': 'application/json' },
+      payload: '{"name": "half',
+    });
+    assert.equal(response.statusCode, 400);
+    assertErrorShape(response.json(), 400, 'invalid_request_error');
+    assert.equal(response.json().error.code, 'invalid_json');
+  });
+
+  it('400 empty_body for an empty JSON body', async () => {
+    const response = await harness.app.inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers: { ...adminHeaders, 'content-type': 'application/json' },
+      payload: '',
+    });
+    assert.equal(response.statusCode, 400);
+    assert.equal(response.json().error.code, 'empty_body');
+  });
+
+  it('413 for a body over the limit, naming the limit', async () => {
+    const response = await harness.app.inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers: { ...adminHeaders, 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'x'.repeat(4096) }),
+    });
+    assert.equal(response.statusCode, 413);
+    assertErrorShape(response.json(), 413, 'invalid_request_error');
+    assert.match(response.json().error.message, /2048 bytes/);
+  });
+
+  it('415 for a body that is not JSON', async () => {
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+      const response = await harness.app.inject({
+        method: 'POST',
+        url: '/admin/accounts',
+        headers: { ...adminHeaders, 'content-type': contentType },
+        payload: 'name=x',
+      });
+      assert.equal(response.statusCode, 415, contentType);
+      assertErrorShape(response.json(), 415, 'invalid_request_error');
+    }
+  });
+
+  it('400 naming the offending field for a validation failure', async () => {
+    const response = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: adminHeaders, payload: { name: 5 } });
+    assert.equal(response.statusCode, 400);
+    assert.equal(response.json().error.param, 'name');
+    assert.match(response.json().error.message, /'name'/);
+  });
+
+  it('400 for a prototype-poisoning body, and the process stays healthy', async () => {
+    const response = await harness.app.inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers: { ...adminHeaders, 'content-type': 'application/json' },
+      payload: '{"name":"x","__proto__":{"admin":true}}',
+    });
+    assert.equal(response.statusCode, 400);
+    assertErrorShape(response.json(), 400, 'invalid_request_error');
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+  });
+
+  it('returns the request id in x-request-id', async () => {
+    const response = await harness.app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'req_from_client' } });
+    assert.equal(response.headers['x-request-id'], 'req_from_client');
+  });
+});
+
+describe('health and readiness', () => {
+  it('/healthz is 200; /readyz is 200 with both engines up', async () => {
+    const harness = await startTestApp('ready');
+    try {
+      assert.deepEqual((await harness.app.inject({ method: 'GET', url: '/healthz' })).json(), { status: 'ok' });
+      const ready = await harness.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(ready.statusCode, 200, ready.body);
+      assert.deepEqual(ready.json().checks, { database: 'ok', temporal: 'ok' });
+    } finally {
+      await harness.close();
+    }
+  });
+
+  it('/readyz is 503 in the error shape when Temporal is unreachable', async () => {
+    const harness = await startTestApp('unready', { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    try {
+      const response = await harness.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(response.statusCode, 503);
+      assertErrorShape(response.json(), 503, 'service_unavailable_error');
+      assert.equal(response.json().checks.database, 'ok');
+      assert.match(response.json().checks.temporal, /^unavailable/);
+    } finally {
+      await harness.close();
+    }
+  });
+});

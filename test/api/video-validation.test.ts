@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { adminHeaders, bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+
+const image = (index: number, role = 'reference_image') => ({ type: 'image_url', image_url: { url: `https://media.example/${index}.png` }, role });
+const video = (index: number) => ({ type: 'video_url', video_url: { url: `https://media.example/${index}.mp4` }, role: 'reference_video' });
+const audio = (index: number) => ({ type: 'audio_url', audio_url: { url: `https://media.example/${index}.mp3` }, role: 'reference_audio' });
+
+// [label, body, status, param, message pattern]
+const refusals: Array<[string, Record<string, unknown>, number, string | undefined, RegExp]> = [
+  ['no model', { prompt: 'a cat' }, 400, 'model', /'model'.*required/],
+  ['no prompt', { model: 'seedance-2.0' }, 400, 'prompt', /'prompt'.*required/],
+  ['an empty prompt', { model: 'seedance-2.0', prompt: '   ' }, 400, 'prompt', /must not be empty/],
+  ['an unknown model', { model: 'seedance-9', prompt: 'x' }, 404, 'model', /does not exist/],
+  ['a chat model', { model: 'gpt-4o-mini', prompt: 'x' }, 400, 'model', /chat model/],
+  ['seconds as a number', { model: 'seedance-2.0', prompt: 'x', seconds: 5 }, 400, 'seconds', /string of digits/],
+  ['seconds with a unit', { model: 'seedance-2.0', prompt: 'x', seconds: '5s' }, 400, 'seconds', /string of digits/],
+  ['seconds out of range', { model: 'seedance-2.0', prompt: 'x', seconds: '16' }, 400, 'seconds', /one of 4, 5, .*15/],
+  ['seconds the model does not offer', { model: 'seedance-1.0-pro', prompt: 'x', seconds: '7' }, 400, 'seconds', /one of 5, 10/],
+  ['a resolution the model lacks', { model: 'sora-2', prompt: 'x', metadata: { resolution: '1080p' } }, 400, 'metadata.resolution', /one of 720p/],
+  ['an unknown resolution', { model: 'seedance-2.0', prompt: 'x', metadata: { resolution: '4k' } }, 400, 'metadata.resolution', /480p, 720p, 1080p/],
+  ['a ratio the model lacks', { model: 'sora-2', prompt: 'x', metadata: { ratio: '1:1' } }, 400, 'metadata.ratio', /16:9, 9:16/],
+  ['audio on a model without audio', { model: 'seedance-1.0-pro', prompt: 'x', metadata: { generate_audio: true } }, 400, 'metadata.generate_audio', /cannot generate audio/],
+  ['callback_url at the top level', { model: 'seedance-2.0', prompt: 'x', callback_url: 'https://hooks.example/x' }, 400, 'callback_url', /belongs inside metadata/],
+  ['a relative callback_url', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: '/hook' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
+  ['an ftp callback_url', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'ftp://hooks.example/x' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
+  ['an unknown content type', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'text_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.type', /image_url, video_url or audio_url/],
+  ['an entry without its url object', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'image_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.image_url', /is required/],
+  ['an entry whose object lacks url', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'video_url', video_url: {}, role: 'reference_video' }] } }, 400, 'metadata.content.0.video_url.url', /absolute http/],
+  ['a role that does not match the type', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [image(1), { ...video(1), role: 'reference_image' }] } }, 400, 'metadata.content.1.role', /reference_video/],
+  ['reference images mixed with frames', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [image(1), image(2, 'first_frame')] } }, 400, 'metadata.content', /cannot be mixed/],
+  ['ten reference images', { model: 'seedance-2.0', prompt: 'x', metadata: { content: Array.from({ length: 10 }, (_, i) => image(i)) } }, 400, 'metadata.content', /At most 9 reference images/],
+  ['four reference videos', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [video(1), video(2), video(3), video(4)] } }, 400, 'metadata.content', /At most 3 reference videos/],
+  ['four reference audios', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [audio(1), audio(2), audio(3), audio(4)] } }, 400, 'metadata.content', /At most 3 reference audios/],
+  ['more than the model total', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [...Array.from({ length: 9 }, (_, i) => image(i)), video(1), video(2), audio(1), audio(2)] } }, 400, 'metadata.content', /12 reference entries in total/],
+  ['reference images on a frames-only model', { model: 'seedance-1.0-pro', prompt: 'x', metadata: { content: [image(1)] } }, 400, 'metadata.content', /does not accept reference images/],
+  ['frames on a model without frame mode', { model: 'sora-2', prompt: 'x', metadata: { content: [image(1, 'first_frame')] } }, 400, 'metadata.content', /first\/last-frame/],
+  ['a last frame without a first frame', { model: 'seedance-1.0-pro', prompt: 'x', metadata: { content: [image(1, 'last_frame')] } }, 400, 'metadata.content', /needs a first_frame/],
+  ['@image0', { model: 'seedance-2.0', prompt: 'a cat like @image0', metadata: { content: [image(1)] } }, 400, 'prompt', /@image0/],
+  ['@image3 with two images', { model: 'seedance-2.0', prompt: '@image1 meets @image3', metadata: { content: [image(1), image(2)] } }, 400, 'prompt', /@image1 to @image2/],
+  ['@image1 with no images', { model: 'seedance-2.0', prompt: 'like @image1' }, 400, 'prompt', /no image entries/],
+  ['an unknown top-level field', { model: 'seedance-2.0', prompt: 'x', duration: 5 }, 400, undefined, /duration/],
+];
+
+describe('POST /v1/video/generations refuses bad requests', () => {
+  let harness: TestApp;
+  let key: string;
+  let accountId: string;
+  before(async () => {
+    harness = await startTestApp('video-validation');
+    accountId = (await createAccount(harness.app, { name: 'validation', balance_usd: 100 })).id;
+    key = (await createKey(harness.app, accountId)).key;
+  });
+  after(() => harness.close());
+
+  for (const [label, body, status, param, message] of refusals) {
+    it(`${label} → ${status}${param ? ` naming ${param}` : ''}`, async () => {
+      const response = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: body });
+      assert.equal(response.statusCode, status, response.body);
+      const error = response.json().error;
+      if (param) assert.equal(error.param, param);
+      assert.match(error.message, message);
+    });
+  }
+
+  it('a model the key may not use → 403 permission_error', async () => {
+    const restricted = (await createKey(harness.app, accountId, { name: 'chat only', models: ['gpt-4o-mini'] })).key;
+    const response = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(restricted), payload: { model: 'seedance-2.0', prompt: 'x' } });
+    assert.equal(response.statusCode, 403);
+    assert.equal(response.json().error.type, 'permission_error');
+  });
+
+  it('an unaffordable task → 403 with the price and nothing held', async () => {
+    const poor = await createAccount(harness.app, { name: 'poor', balance_usd: 0.1 });
+    const poorKey = (await createKey(harness.app, poor.id)).key;
+    const response = await harness.app.inject({
+      method: 'POST',
+      url: '/v1/video/generations',
+      headers: bearer(poorKey),
+      payload: { model: 'seedance-2.0', prompt: 'x', seconds: '10', metadata: { resolution: '1080p' } },
+    });
+    assert.equal(response.statusCode, 403);
+    assert.equal(response.json().error.type, 'insufficient_quota');
+    assert.match(response.json().error.message, /costs \$1\.600000 .* \$0\.100000 available/);
+    const account = (await harness.app.inject({ method: 'GET', url: `/admin/accounts/${poor.id}`, headers: adminHeaders })).json();
+    assert.equal(account.balance_usd, 0.1);
+    assert.equal(account.held_usd, 0);
+    assert.equal(await harness.database.db.collection('tasks').countDocuments({ account_id: poor.id }), 0);
+  });
+
+  it('an unknown task → 404; another account\'s task → 404 too', async () => {
+    const unknown = await harness.app.inject({ method: 'GET', url: '/v1/video/generations/task_nope', headers: bearer(key) });
+    assert.equal(unknown.statusCode, 404);
+    assert.equal(unknown.json().error.code, 'task_not_found');
+    const accepted = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'seedance-2.0', prompt: 'x' } });
+    assert.equal(accepted.statusCode, 200, accepted.body);
+    const other = await createAccount(harness.app, { name: 'other' });
+    const otherKey = (await createKey(harness.app, other.id)).key;
+    const foreign = await harness.app.inject({ method: 'GET', url: `/v1/video/generations/${accepted.json().task_id}`, headers: bearer(otherKey) });
+    assert.equal(foreign.statusCode, 404);
+    const own = await harness.app.inject({ method: 'GET', url: `/v1/video/generations/${accepted.json().task_id}`, headers: bearer(key) });
+    assert.equal(own.statusCode, 200);
+    // The task never runs here (no worker on this queue); stop its workflow to keep the server tidy.
+    await harness.temporal.client.workflow.getHandle(accepted.json().task_id).terminate('test cleanup');
+  });
+});

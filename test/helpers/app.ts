@@ -1,0 +1,61 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../api/app.ts';
+import { loadCatalog } from '../../core/catalog.ts';
+import { loadConfig, type Config } from '../../core/config.ts';
+import { createTemporalHandle, type TemporalHandle } from '../../core/temporal-client.ts';
+import { testDatabase, testTemporalAddress } from './engines.ts';
+
+export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+
+export interface TestApp {
+  app: FastifyInstance;
+  config: Config;
+  database: Awaited<ReturnType<typeof testDatabase>>;
+  temporal: TemporalHandle;
+  close(): Promise<void>;
+}
+
+/** The real API on a database of its own, the suite's Temporal server and the local catalog. */
+export async function startTestApp(label: string, overrides: Partial<Record<keyof Config, string>> = {}): Promise<TestApp> {
+  const database = await testDatabase(label);
+  const config = loadConfig({
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    TEMPORAL_ADDRESS: testTemporalAddress(),
+    MONGODB_DB: database.db.databaseName,
+    LOG_LEVEL: 'silent',
+    ...overrides,
+  });
+  const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
+  const catalog = loadCatalog(config.CATALOG_FILE, { SIMULATOR_URL: config.SIMULATOR_URL });
+  const app = await buildApp({ config, catalog, database, temporal, logger: false });
+  await app.ready();
+  return {
+    app,
+    config,
+    database,
+    temporal,
+    async close() {
+      await app.close();
+      await temporal.close();
+      await database.drop();
+    },
+  };
+}
+
+export const adminHeaders = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+
+export async function createAccount(app: FastifyInstance, body: { name: string; balance_usd?: number }) {
+  const response = await app.inject({ method: 'POST', url: '/admin/accounts', headers: adminHeaders, payload: body });
+  if (response.statusCode !== 201) throw new Error(`account creation failed: ${response.statusCode} ${response.body}`);
+  return response.json() as { id: string; name: string; balance_usd: number; webhook_secret: string };
+}
+
+export async function createKey(app: FastifyInstance, accountId: string, body: { name: string; models?: string[] } = { name: 'test' }) {
+  const response = await app.inject({ method: 'POST', url: `/admin/accounts/${accountId}/keys`, headers: adminHeaders, payload: body });
+  if (response.statusCode !== 201) throw new Error(`key creation failed: ${response.statusCode} ${response.body}`);
+  return response.json() as { id: string; key: string; models: string[] | null };
+}
+
+export function bearer(key: string) {
+  return { authorization: `Bearer ${key}` };
+}

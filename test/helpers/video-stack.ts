@@ -1,0 +1,69 @@
+import type { AddressInfo } from 'node:net';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { loadCatalog } from '../../core/catalog.ts';
+import { freePort } from '../../scripts/lib/processes.ts';
+import { buildSimulator } from '../../simulator/app.ts';
+import { createVideoWorker } from '../../worker/create-worker.ts';
+import { startTestApp, type TestApp } from './app.ts';
+import { testTemporalAddress, uniqueName } from './engines.ts';
+
+export interface VideoStack extends TestApp {
+  baseUrl: string;
+  simulatorUrl: string;
+  taskQueue: string;
+  worker?: Worker;
+}
+
+/** Simulator, api (listening on an ephemeral port) and, unless told otherwise, an in-process
+ * worker on a task queue of its own. */
+export async function startVideoStack(label: string, options: { withWorker?: boolean } = {}): Promise<VideoStack> {
+  const simulator = buildSimulator();
+  await simulator.listen({ host: '127.0.0.1', port: 0 });
+  const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
+  const taskQueue = uniqueName('video-test');
+  // The port is chosen first so the api's public base URL (inside task JSON) is the real one.
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const harness = await startTestApp(label, { SIMULATOR_URL: simulatorUrl, TEMPORAL_TASK_QUEUE: taskQueue, PORT: String(port), PUBLIC_BASE_URL: baseUrl });
+  await harness.app.listen({ host: '127.0.0.1', port });
+
+  if (options.withWorker === false) {
+    return {
+      ...harness,
+      baseUrl,
+      simulatorUrl,
+      taskQueue,
+      async close() {
+        await simulator.close();
+        await harness.close();
+      },
+    };
+  }
+  const connection = await NativeConnection.connect({ address: testTemporalAddress() });
+  const worker = await createVideoWorker({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    database: harness.database,
+    catalog: loadCatalog('config/catalog.local.json', { SIMULATOR_URL: simulatorUrl }),
+    publicBaseUrl: baseUrl,
+    outboundAllowlist: 'loopback',
+    webhookTimeoutMs: 2_000,
+  });
+  const running = worker.run();
+
+  return {
+    ...harness,
+    baseUrl,
+    simulatorUrl,
+    taskQueue,
+    worker,
+    async close() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await simulator.close();
+      await harness.close();
+    },
+  };
+}

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { Webhook } from 'standardwebhooks';
+import { adminHeaders, createAccount, createKey } from '../helpers/app.ts';
+import { recordHistoryIfAsked } from '../helpers/histories.ts';
+import { videoClient } from '../helpers/video-client.ts';
+import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+describe('video tasks end to end (real Temporal, store and simulator)', () => {
+  let stack: VideoStack;
+  before(async () => {
+    stack = await startVideoStack('video-e2e');
+  });
+  after(() => stack.close());
+
+  async function newCustomer(balanceUsd: number) {
+    const account = await createAccount(stack.app, { name: 'video', balance_usd: balanceUsd });
+    const key = await createKey(stack.app, account.id);
+    return { account, key, client: videoClient(stack.baseUrl, key.key) };
+  }
+  const accountOf = async (id: string) => (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${id}`, headers: adminHeaders })).json();
+
+  it('a task goes submitted → running → succeeded, downloads a real MP4, and is charged once', async () => {
+    const { account, key, client } = await newCustomer(10);
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'a red fox at dawn [sim:delay=1.5]', seconds: '5', metadata: { resolution: '480p', ratio: '9:16' } });
+    assert.equal(submitted.status, 200);
+    assert.deepEqual(Object.keys(submitted.json).sort(), ['status', 'task_id']);
+    assert.equal(submitted.json.status, 'submitted');
+
+    const held = await accountOf(account.id);
+    assert.equal(held.held_usd, 0.2); // 5 s × $0.04 at 480p, held at submission
+    assert.equal(held.balance_usd, 9.8);
+
+    const task = await client.waitForFinal(submitted.json.task_id);
+    assert.equal(task.status, 'succeeded', JSON.stringify(task));
+    assert.ok(task.seen.includes('running'), `statuses seen: ${task.seen}`);
+    assert.equal(task.format, 'mp4');
+    assert.equal(task.model, 'seedance-2.0');
+    assert.equal(task.seconds, '5');
+    assert.equal(task.progress, 100);
+    assert.equal(task.metadata.resolution, '480p');
+    assert.equal(task.metadata.ratio, '9:16');
+    assert.equal(task.error, undefined);
+    assert.ok(task.url?.startsWith(stack.simulatorUrl), task.url);
+
+    const clip = await request(task.url!);
+    assert.equal(clip.statusCode, 200);
+    const bytes = Buffer.from(await clip.body.arrayBuffer());
+    assert.equal(bytes.subarray(4, 8).toString('latin1'), 'ftyp');
+
+    const settled = await accountOf(account.id);
+    assert.deepEqual([settled.balance_usd, settled.held_usd, settled.spent_usd], [9.8, 0, 0.2]);
+    await recordHistoryIfAsked(task.task_id, 'succeeded');
+    const usage = await stack.database.db.collection('usage').find({ key_id: key.id }).toArray();
+    assert.equal(usage.length, 1);
+    assert.deepEqual([usage[0]!.video_seconds, usage[0]!.spend_micros, usage[0]!.model], [5, 200_000, 'seedance-2.0']);
+  });
+
+  it('a vendor failure ends failed with an error and is not billed', async () => {
+    const { account, client } = await newCustomer(5);
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'doomed [sim:fail] [sim:delay=0.2]' });
+    const task = await client.waitForFinal(submitted.json.task_id);
+    assert.equal(task.status, 'failed');
+    assert.equal(task.url, undefined);
+    assert.ok(task.error?.code && task.error.message, JSON.stringify(task.error));
+    await recordHistoryIfAsked(task.task_id, 'vendor-failed');
+    const settled = await accountOf(account.id);
+    assert.deepEqual([settled.balance_usd, settled.held_usd, settled.spent_usd], [5, 0, 0]);
+  });
+
+  it('a vendor 400 at submission fails the task at once, unbilled', async () => {
+    const { account, client } = await newCustomer(5);
+    const submitted = await client.submit({ model: 'seedance-1.0-pro', prompt: 'refused [sim:reject]' });
+    const task = await client.waitForFinal(submitted.json.task_id);
+    assert.equal(task.status, 'failed');
+    assert.equal(task.error?.code, 'vendor_rejected');
+    await recordHistoryIfAsked(task.task_id, 'vendor-rejected');
+    assert.deepEqual((await accountOf(account.id)).balance_usd, 5);
+  });
+
+  it('vendor 503s at submission are retried until the vendor accepts', async () => {
+    const { client } = await newCustomer(5);
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: `flaky ${Date.now()} [sim:flaky] [sim:delay=0.1]` });
+    const task = await client.waitForFinal(submitted.json.task_id);
+    assert.equal(task.status, 'succeeded', JSON.stringify(task));
+  });
+
+  it('sora-2 clips are streamed through the gateway with the caller\'s key', async () => {
+    const { key, client } = await newCustomer(5);
+    const submitted = await client.submit({ model: 'sora-2', prompt: 'a paper boat [sim:delay=0.2]', seconds: '4' });
+    const task = await client.waitForFinal(submitted.json.task_id);
+    assert.equal(task.status, 'succeeded', JSON.stringify(task));
+    assert.equal(task.url, `${stack.baseUrl}/v1/video/generations/${task.task_id}/content`);
+    await recordHistoryIfAsked(task.task_id, 'gateway-content');
+    const anonymous = await request(task.url!);
+    assert.equal(anonymous.statusCode, 401);
+    await anonymous.body.dump();
+    const clip = await request(task.url!, { headers: { authorization: `Bearer ${key.key}` } });
+    assert.equal(clip.statusCode, 200);
+    assert.match(String(clip.headers['content-type']), /video\/mp4/);
+    assert.equal(Buffer.from(await clip.body.arrayBuffer()).subarray(4, 8).toString('latin1'), 'ftyp');
+  });
+
+  it('the webhook carries byte-for-byte the GET body, signed per Standard Webhooks', async () => {
+    const { account, client } = await newCustomer(5);
+    const receiver = await startWebhookReceiver([200]);
+    try {
+      const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'hooked [sim:delay=0.1]', metadata: { callback_url: receiver.url } });
+      const [delivery] = await receiver.waitFor(1);
+      const polled = await client.getRaw(submitted.json.task_id);
+      assert.equal(delivery!.body, polled.text);
+      assert.equal(JSON.parse(delivery!.body).status, 'succeeded');
+      assert.equal(JSON.parse(delivery!.body).metadata.callback_url, receiver.url);
+      assert.equal(delivery!.headers['webhook-id'], `msg_${submitted.json.task_id}`);
+      const verified = new Webhook(account.webhook_secret).verify(delivery!.body, delivery!.headers as Record<string, string>);
+      assert.equal((verified as { task_id: string }).task_id, submitted.json.task_id);
+      const stored = await stack.database.db.collection('tasks').findOne({ _id: submitted.json.task_id });
+      assert.equal(stored?.webhook.state, 'delivered');
+      assert.equal(stored?.webhook.attempts.length, 1);
+      assert.equal(stored?.webhook.attempts[0].status, 200);
+      await recordHistoryIfAsked(submitted.json.task_id, 'webhook-delivered');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a failed task calls back too, with the failed task JSON', async () => {
+    const { client } = await newCustomer(5);
+    const receiver = await startWebhookReceiver([200]);
+    try {
+      const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'x [sim:fail] [sim:delay=0.1]', metadata: { callback_url: receiver.url } });
+      const [delivery] = await receiver.waitFor(1);
+      const body = JSON.parse(delivery!.body);
+      assert.equal(body.task_id, submitted.json.task_id);
+      assert.equal(body.status, 'failed');
+      assert.ok(body.error.message);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('50 concurrent submissions against a balance for 10: 10 accepted, 40 refused, never below zero', async () => {
+    // seedance-2.0 at 480p for 4 s costs $0.16; $1.60 covers exactly 10.
+    const { account, client } = await newCustomer(1.6);
+    const body = { model: 'seedance-2.0', prompt: 'crowd [sim:delay=0.1]', seconds: '4', metadata: { resolution: '480p' } };
+    const answers = await Promise.all(Array.from({ length: 50 }, () => client.submit(body)));
+    const accepted = answers.filter((answer) => answer.status === 200);
+    const refused = answers.filter((answer) => answer.status === 403);
+    assert.equal(accepted.length, 10);
+    assert.equal(refused.length, 40);
+    assert.ok(refused.every((answer) => answer.json.error.type === 'insufficient_quota'));
+    const during = await accountOf(account.id);
+    assert.ok(during.balance_usd >= 0);
+    const finals = await Promise.all(accepted.map((answer) => client.waitForFinal(answer.json.task_id)));
+    assert.ok(finals.every((task) => task.status === 'succeeded'));
+    const settled = await accountOf(account.id);
+    assert.deepEqual([settled.balance_usd, settled.held_usd, settled.spent_usd], [0, 0, 1.6]);
+  });
+});

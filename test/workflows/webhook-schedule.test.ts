@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { Webhook } from 'standardwebhooks';
+import { loadCatalog } from '../../core/catalog.ts';
+import { newId } from '../../core/ids.ts';
+import { WEBHOOK_RETRY_SCHEDULE_SECONDS, type VideoTaskWorkflowInput } from '../../core/video-task.ts';
+import { buildSimulator } from '../../simulator/app.ts';
+import { AccountStore } from '../../store/accounts.ts';
+import { Ledger } from '../../store/ledger.ts';
+import { TaskStore } from '../../store/tasks.ts';
+import { createVideoWorker } from '../../worker/create-worker.ts';
+import type { videoTaskWorkflow } from '../../workflows/video-task.ts';
+import { temporalTestServerPath, testDatabase, uniqueName } from '../helpers/engines.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+// The whole webhook retry schedule (hours of durable timers) runs in seconds on the Java
+// time-skipping test server; activities are real (store, HTTP receiver, simulator).
+
+describe('webhook delivery schedule (time-skipping server)', () => {
+  let environment: TestWorkflowEnvironment;
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let worker: Worker;
+  let running: Promise<void>;
+  let simulator: ReturnType<typeof buildSimulator>;
+  const taskQueue = uniqueName('webhook-schedule');
+
+  before(async () => {
+    environment = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: temporalTestServerPath() } } });
+    database = await testDatabase('webhook-schedule');
+    simulator = buildSimulator();
+    await simulator.listen({ host: '127.0.0.1', port: 0 });
+    const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
+    worker = await createVideoWorker({
+      connection: environment.nativeConnection,
+      namespace: environment.namespace ?? 'default',
+      taskQueue,
+      database,
+      catalog: loadCatalog('config/catalog.local.json', { SIMULATOR_URL: simulatorUrl }),
+      publicBaseUrl: 'http://127.0.0.1:8080',
+      outboundAllowlist: 'loopback',
+      webhookTimeoutMs: 2_000,
+    });
+    running = worker.run();
+  });
+  after(async () => {
+    worker.shutdown();
+    await running;
+    await simulator.close();
+    await environment.teardown();
+    await database.drop();
+  });
+
+  /** Stores a task the way the api does (snapshot + hold) and runs its workflow to the end. */
+  async function runTask(callbackUrl: string) {
+    const accounts = new AccountStore(database.db);
+    const account = await accounts.create({ name: 'hooks', balanceMicros: 1_000_000 });
+    const taskId = newId('task');
+    const input: VideoTaskWorkflowInput = {
+      taskId,
+      accountId: account._id,
+      keyId: 'key_test',
+      modelId: 'seedance-2.0',
+      upstream: 'simulator-seedance',
+      request: { upstreamModel: 'dreamina-seedance-2-0-260128', prompt: 'hook [sim:delay=0]', seconds: 4, ratio: '16:9', resolution: '480p', content: [] },
+      holdMicros: 160_000,
+      callbackUrl,
+      deadlineSeconds: 3600,
+      requestId: 'req_test',
+    };
+    const now = new Date();
+    await new TaskStore(database.db).insert({
+      _id: taskId, account_id: account._id, key_id: 'key_test', model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
+      metadata: { callback_url: callbackUrl }, price_micros: 160_000, progress: 0, request_id: 'req_test', workflow_started: true, workflow_input: input,
+      webhook: { url: callbackUrl, state: 'pending', attempts: [] }, created_at: now, updated_at: now,
+    });
+    await new Ledger(database.db).apply({ accountId: account._id, keyId: 'key_test', reference: taskId, operation: 'hold', amountMicros: 160_000 });
+    const result = await environment.client.workflow.execute<typeof videoTaskWorkflow>('videoTaskWorkflow', { workflowId: taskId, taskQueue, args: [input] });
+    const history = await environment.client.workflow.getHandle(taskId).fetchHistory();
+    const timerSeconds = (history.events ?? [])
+      .map((event) => event.timerStartedEventAttributes?.startToFireTimeout?.seconds)
+      .filter((seconds) => seconds !== undefined && seconds !== null)
+      .map(Number);
+    const task = await new TaskStore(database.db).find(taskId);
+    return { result, timerSeconds, task, account };
+  }
+
+  it('retries a receiver that keeps failing on the published schedule, then gives up (exhausted)', async () => {
+    const receiver = await startWebhookReceiver([500]);
+    try {
+      const { result, timerSeconds, task } = await runTask(receiver.url);
+      assert.equal(result.status, 'succeeded');
+      assert.equal(result.webhook, 'exhausted');
+      assert.equal(receiver.received.length, WEBHOOK_RETRY_SCHEDULE_SECONDS.length);
+      // Timers after the vendor polls are exactly the schedule's delays (the first attempt is immediate).
+      assert.deepEqual(timerSeconds.filter((seconds) => seconds >= 5), WEBHOOK_RETRY_SCHEDULE_SECONDS.slice(1));
+      assert.equal(new Set(receiver.received.map((delivery) => delivery.headers['webhook-id'])).size, 1, 'webhook-id is stable across retries');
+      assert.equal(task?.webhook?.state, 'exhausted');
+      assert.equal(task?.webhook?.attempts.length, 10);
+      assert.ok(task?.webhook?.attempts.every((attempt) => attempt.status === 500 && attempt.outcome === 'retry'));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a receiver answering 500 then 200 gets the task exactly once as a success', async () => {
+    const receiver = await startWebhookReceiver([500, 200]);
+    try {
+      const { result, task, account } = await runTask(receiver.url);
+      assert.equal(result.webhook, 'delivered');
+      assert.equal(receiver.received.length, 2);
+      const [first, second] = receiver.received;
+      assert.equal(first!.headers['webhook-id'], second!.headers['webhook-id']);
+      assert.equal(first!.body, second!.body);
+      const verified = new Webhook(account.webhook_secret).verify(second!.body, second!.headers as Record<string, string>) as { status: string };
+      assert.equal(verified.status, 'succeeded');
+      assert.deepEqual(task?.webhook?.attempts.map((attempt) => [attempt.status, attempt.outcome]), [[500, 'retry'], [200, 'delivered']]);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('410 Gone stops retrying at once', async () => {
+    const receiver = await startWebhookReceiver([410]);
+    try {
+      const { result } = await runTask(receiver.url);
+      assert.equal(result.webhook, 'gone');
+      assert.equal(receiver.received.length, 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('Retry-After from the receiver stretches the next delay', async () => {
+    const receiver = await startWebhookReceiver([{ status: 503, headers: { 'retry-after': '3600' } }, 200]);
+    try {
+      const { result, timerSeconds } = await runTask(receiver.url);
+      assert.equal(result.webhook, 'delivered');
+      assert.deepEqual(timerSeconds.filter((seconds) => seconds >= 5), [3600]);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

@@ -1,0 +1,40 @@
+import { NativeConnection } from '@temporalio/worker';
+import { loadCatalog } from '../core/catalog.ts';
+import { loadConfig, publicBaseUrl } from '../core/config.ts';
+import { createTemporalHandle } from '../core/temporal-client.ts';
+import { connectDatabase } from '../store/database.ts';
+import { TaskStore } from '../store/tasks.ts';
+import { createVideoWorker } from './create-worker.ts';
+import { startSweeper } from './sweeper.ts';
+
+// The worker process. The Temporal runtime traps SIGINT/SIGTERM and shuts the worker down
+// gracefully: running activities finish (or time out) and the process exits.
+const config = loadConfig();
+const catalog = loadCatalog(config.CATALOG_FILE);
+const database = await connectDatabase(config.MONGODB_URI, config.MONGODB_DB);
+const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+const worker = await createVideoWorker({
+  connection,
+  namespace: config.TEMPORAL_NAMESPACE,
+  taskQueue: config.TEMPORAL_TASK_QUEUE,
+  database,
+  catalog,
+  publicBaseUrl: publicBaseUrl(config),
+  outboundAllowlist: config.OUTBOUND_ALLOWLIST,
+  webhookTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+});
+const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
+const stopSweeper = startSweeper({
+  tasks: new TaskStore(database.db),
+  client: temporal.client,
+  taskQueue: config.TEMPORAL_TASK_QUEUE,
+  log: (message) => console.log(message),
+});
+
+console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS}`);
+try {
+  await worker.run();
+} finally {
+  stopSweeper();
+  await Promise.allSettled([connection.close(), temporal.close(), database.close()]);
+}

@@ -1,0 +1,39 @@
+import type { Client } from '@temporalio/client';
+import { startTaskWorkflow } from '../core/start-task-workflow.ts';
+import type { TaskStore } from '../store/tasks.ts';
+
+// An api process that dies between storing a task and starting its workflow leaves a task in
+// `submitted` that nothing will move. The sweeper finds such tasks once they are older than a
+// grace period and starts their workflow (idempotently: the workflow id is the task id).
+
+export interface SweeperOptions {
+  tasks: TaskStore;
+  client: Client;
+  taskQueue: string;
+  graceMs?: number;
+  intervalMs?: number;
+  log?: (message: string) => void;
+}
+
+export async function sweepUnstartedTasks(options: SweeperOptions): Promise<number> {
+  const stale = await options.tasks.findUnstarted(new Date(Date.now() - (options.graceMs ?? 60_000)), 100);
+  for (const task of stale) {
+    await startTaskWorkflow(options.client, options.taskQueue, task.workflow_input);
+    await options.tasks.markWorkflowStarted(task._id);
+    options.log?.(`sweeper started the workflow of task ${task._id}`);
+  }
+  return stale.length;
+}
+
+export function startSweeper(options: SweeperOptions): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    sweepUnstartedTasks(options)
+      .catch((error) => options.log?.(`sweeper: ${error instanceof Error ? error.message : String(error)}`))
+      .finally(() => (running = false));
+  }, options.intervalMs ?? 30_000);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,158 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  sleep,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+import {
+  WEBHOOK_RETRY_SCHEDULE_SECONDS,
+  type TaskError,
+  type VideoTaskWorkflowInput,
+  type VideoTaskWorkflowResult,
+} from '../core/video-task.ts';
+import { getTaskStateQuery, type TaskState } from './definitions.ts';
+
+// One workflow per video task: hold → submit → poll → settle → final snapshot → webhook.
+// Money and snapshots are settled before the webhook, so a caller who hears of a final state
+// can already see it (and its bill) through GET.
+
+/** Vendor submission: transient trouble is retried with backoff for up to 30 minutes. */
+const submission = proxyActivities<Activities>({
+  startToCloseTimeout: '60s',
+  scheduleToCloseTimeout: '30m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: ['VendorRejected'] },
+});
+
+/** One status read; a failed read is simply followed by the next poll. */
+const polling = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '500ms', maximumInterval: '5s', maximumAttempts: 3, nonRetryableErrorTypes: ['VendorRejected'] },
+});
+
+/** Ledger and snapshot writes: idempotent, so they are retried until the store answers. */
+const bookkeeping = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: ['SettlementConflict'] },
+});
+
+/** One webhook attempt; the retry schedule below, with durable timers, replaces activity retries. */
+const webhookDelivery = proxyActivities<Activities>({ startToCloseTimeout: '45s', retry: { maximumAttempts: 1 } });
+
+const POLL_FIRST_MS = 500;
+const POLL_MAX_MS = 10_000;
+const WEBHOOK_MAX_DELAY_MS = 24 * 3600 * 1000;
+
+type Outcome = { status: 'succeeded'; url?: string } | { status: 'failed'; error: TaskError };
+
+function failed(code: string, message: string): Outcome {
+  return { status: 'failed', error: { code, message } };
+}
+
+function describeActivityFailure(error: unknown): { type?: string; message: string } {
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) {
+    return { type: error.cause.type ?? undefined, message: error.cause.message };
+  }
+  return { message: error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error) };
+}
+
+export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<VideoTaskWorkflowResult> {
+  const state: TaskState = { status: 'submitted', progress: 0 };
+  setHandler(getTaskStateQuery, () => state);
+  const deadline = Date.now() + input.deadlineSeconds * 1000;
+
+  let outcome: Outcome;
+  let held = false;
+  try {
+    held = (await bookkeeping.holdFunds({ taskId: input.taskId, accountId: input.accountId, keyId: input.keyId, amountMicros: input.holdMicros })) === 'held';
+    outcome = held ? await generate(input, state, deadline) : failed('insufficient_balance', 'The account balance did not cover this task.');
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    outcome = failed('cancelled', 'The task was cancelled by an operator.');
+  }
+
+  // Whatever happened above (even cancellation), money and snapshot must be settled.
+  await CancellationScope.nonCancellable(async () => {
+    if (held) {
+      await bookkeeping.settleHold({
+        taskId: input.taskId,
+        accountId: input.accountId,
+        keyId: input.keyId,
+        modelId: input.modelId,
+        amountMicros: input.holdMicros,
+        outcome: outcome.status === 'succeeded' ? 'capture' : 'release',
+        videoSeconds: input.request.seconds ?? 0,
+      });
+    }
+    await bookkeeping.finishTask({ taskId: input.taskId, outcome });
+  });
+  state.status = outcome.status;
+  if (outcome.status === 'succeeded') state.progress = 100;
+
+  const result: VideoTaskWorkflowResult = { status: outcome.status };
+  if (outcome.status === 'succeeded' && outcome.url) result.url = outcome.url;
+  if (outcome.status === 'failed') result.error = outcome.error;
+  if (input.callbackUrl) result.webhook = await CancellationScope.nonCancellable(() => deliverWebhook(input.taskId));
+  return result;
+}
+
+async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadline: number): Promise<Outcome> {
+  let vendorTaskId: string;
+  try {
+    ({ vendorTaskId } = await submission.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request }));
+  } catch (error) {
+    if (isCancellation(error)) throw error;
+    const failure = describeActivityFailure(error);
+    return failure.type === 'VendorRejected'
+      ? failed('vendor_rejected', `The vendor refused the task: ${failure.message}`)
+      : failed('vendor_unavailable', `The vendor could not be reached: ${failure.message}`);
+  }
+  state.status = 'running';
+  state.vendorTaskId = vendorTaskId;
+  await bookkeeping.markTaskRunning({ taskId: input.taskId, vendorTaskId });
+
+  let interval = POLL_FIRST_MS;
+  for (;;) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) {
+      await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
+      return failed('deadline_exceeded', `The task did not finish within ${input.deadlineSeconds} seconds.`);
+    }
+    await sleep(Math.min(interval, remaining));
+    interval = Math.min(Math.round(interval * 1.5), POLL_MAX_MS);
+
+    let status;
+    try {
+      status = await polling.readVendorStatus({ upstream: input.upstream, vendorTaskId });
+    } catch (error) {
+      if (isCancellation(error)) throw error;
+      continue; // a status read that keeps failing only ends the task at its deadline
+    }
+    if (status.state === 'succeeded') return status.videoUrl ? { status: 'succeeded', url: status.videoUrl } : { status: 'succeeded' };
+    if (status.state === 'failed') return failed(status.code ?? 'generation_failed', `The vendor reported a failure: ${status.reason}`);
+    if (status.state === 'running' && status.progress !== undefined && status.progress > state.progress) {
+      state.progress = status.progress;
+      await bookkeeping.updateTaskProgress({ taskId: input.taskId, progress: status.progress });
+    }
+  }
+}
+
+async function deliverWebhook(taskId: string): Promise<NonNullable<VideoTaskWorkflowResult['webhook']>> {
+  let retryAfterMs = 0;
+  for (let index = 0; index < WEBHOOK_RETRY_SCHEDULE_SECONDS.length; index++) {
+    const delay = Math.min(Math.max(WEBHOOK_RETRY_SCHEDULE_SECONDS[index]! * 1000, retryAfterMs), WEBHOOK_MAX_DELAY_MS);
+    if (delay > 0) await sleep(delay);
+    const lastAttempt = index === WEBHOOK_RETRY_SCHEDULE_SECONDS.length - 1;
+    try {
+      const answer = await webhookDelivery.deliverTaskWebhook({ taskId, attempt: index + 1, lastAttempt });
+      if (answer.outcome !== 'retry') return answer.outcome;
+      retryAfterMs = answer.retryAfterMs ?? 0;
+    } catch {
+      retryAfterMs = 0; // the attempt itself failed (worker lost, store down): next slot of the schedule
+    }
+  }
+  return 'exhausted';
+}
