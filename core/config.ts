@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 // Every environment variable the api and worker read, in one place. The README's
 // configuration table mirrors this schema; keep them together when either changes.
-const environmentSchema = z.object({
+export const environmentSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   PUBLIC_BASE_URL: z.string().url().optional(),

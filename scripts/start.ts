@@ -88,7 +88,6 @@ try {
       '',
       `Framegate is up (${((Date.now() - started) / 1000).toFixed(1)} s):`,
       `  API base URL (OpenAI clients)  ${base}/v1`,
-      `  Web console                    ${base}/console`,
       `  Temporal Web UI                ${environment.TEMPORAL_UI_URL}`,
       `  Vendor simulator               ${environment.SIMULATOR_URL}`,
       `  Store                          ${environment.MONGODB_URI}`,

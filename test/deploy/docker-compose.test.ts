@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { environmentSchema } from '../../core/config.ts';
+
+// No Docker engine runs here, so docker-compose.yml is checked against the code instead: it
+// parses, every variable it gives the api and worker is one the code reads, the variables
+// production must set are set, and every command names a file that exists.
+
+const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as {
+  services: Record<string, { command?: string[]; environment?: Record<string, unknown>; build?: string; image?: string }>;
+};
+const knownVariables = new Set(Object.keys(environmentSchema.shape));
+const simulatorVariables = new Set(['SIMULATOR_HOST', 'SIMULATOR_PORT', 'SIMULATOR_PUBLIC_URL']);
+
+describe('docker-compose.yml', () => {
+  it('has the production services: MongoDB 7, Temporal with its database and Web UI, api, worker', () => {
+    assert.match(compose.services.mongodb?.image ?? '', /^mongo:7/);
+    assert.ok(compose.services.temporal?.image?.startsWith('temporalio/'));
+    assert.ok(compose.services['temporal-postgresql']);
+    assert.ok(compose.services['temporal-ui']?.image?.startsWith('temporalio/ui'));
+    assert.equal(compose.services.api?.build, '.');
+    assert.equal(compose.services.worker?.build, '.');
+  });
+
+  it('gives the api and worker only variables the code reads, including the required ones', () => {
+    for (const name of ['api', 'worker']) {
+      const environment = compose.services[name]!.environment ?? {};
+      for (const variable of Object.keys(environment)) assert.ok(knownVariables.has(variable), `${name} sets ${variable}, which core/config.ts does not read`);
+      for (const required of ['MONGODB_URI', 'TEMPORAL_ADDRESS', 'ADMIN_TOKEN', 'TEMPORAL_TASK_QUEUE']) {
+        assert.ok(required in environment, `${name} lacks ${required}`);
+      }
+    }
+  });
+
+  it('lets the worker scale (no fixed name or host port)', () => {
+    const worker = compose.services.worker as Record<string, unknown>;
+    assert.equal(worker.container_name, undefined);
+    assert.equal(worker.ports, undefined);
+  });
+
+  it('runs entry files that exist, and the Dockerfile copies them', () => {
+    const dockerfile = readFileSync('Dockerfile', 'utf8');
+    for (const [name, service] of Object.entries(compose.services)) {
+      if (!service.command || service.build !== '.') continue;
+      const entry = service.command.find((part) => part.endsWith('.ts'))!;
+      assert.ok(existsSync(entry), `${name} runs ${entry}, which does not exist`);
+      assert.match(dockerfile, new RegExp(`COPY ${entry.split('/')[0]} `), `the Dockerfile does not copy ${entry.split('/')[0]}/`);
+      for (const variable of Object.keys(service.environment ?? {})) {
+        assert.ok(knownVariables.has(variable) || simulatorVariables.has(variable), `${name} sets unknown ${variable}`);
+      }
+    }
+  });
+});
