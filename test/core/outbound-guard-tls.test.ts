@@ -36,7 +36,7 @@ describe('guarded dispatcher over TLS', () => {
   });
   server.on('connection', () => (seen.connections += 1));
   // servername is set on server-side TLS sockets but missing from @types/node 20.
-server.on('secureConnection', (socket) => seen.serverNames.push((socket as typeof socket & { servername?: string | false }).servername ?? false));
+  server.on('secureConnection', (socket) => seen.serverNames.push((socket as typeof socket & { servername?: string | false }).servername ?? false));
   let port = 0;
 
   before(async () => {

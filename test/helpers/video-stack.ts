@@ -16,7 +16,10 @@ export interface VideoStack extends TestApp {
 
 /** Simulator, api (listening on an ephemeral port) and, unless told otherwise, an in-process
  * worker on a task queue of its own. */
-export async function startVideoStack(label: string, options: { withWorker?: boolean } = {}): Promise<VideoStack> {
+export async function startVideoStack(
+  label: string,
+  options: { withWorker?: boolean; deadlineSeconds?: number; outboundAllowlist?: string } = {},
+): Promise<VideoStack> {
   const simulator = buildSimulator();
   await simulator.listen({ host: '127.0.0.1', port: 0 });
   const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
@@ -24,7 +27,13 @@ export async function startVideoStack(label: string, options: { withWorker?: boo
   // The port is chosen first so the api's public base URL (inside task JSON) is the real one.
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const harness = await startTestApp(label, { SIMULATOR_URL: simulatorUrl, TEMPORAL_TASK_QUEUE: taskQueue, PORT: String(port), PUBLIC_BASE_URL: baseUrl });
+  const harness = await startTestApp(label, {
+    SIMULATOR_URL: simulatorUrl,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    PORT: String(port),
+    PUBLIC_BASE_URL: baseUrl,
+    VIDEO_TASK_DEADLINE_SECONDS: String(options.deadlineSeconds ?? 3600),
+  });
   await harness.app.listen({ host: '127.0.0.1', port });
 
   if (options.withWorker === false) {
@@ -47,7 +56,7 @@ export async function startVideoStack(label: string, options: { withWorker?: boo
     database: harness.database,
     catalog: loadCatalog('config/catalog.local.json', { SIMULATOR_URL: simulatorUrl }),
     publicBaseUrl: baseUrl,
-    outboundAllowlist: 'loopback',
+    outboundAllowlist: options.outboundAllowlist ?? 'loopback',
     webhookTimeoutMs: 2_000,
   });
   const running = worker.run();
