@@ -10,6 +10,12 @@ import { MongoServerError, type Collection, type Db } from 'mongodb';
 // read-modify-write without isolation; 50 concurrent `$inc`s of 1 leave the field at 1, and a
 // guarded update (`balance >= x`) lets all 50 through. Unique-key inserts are the one primitive
 // it (and MongoDB) make atomic, so the ledger is built on them and is correct on both.
+//
+// FerretDB also answers only _id lookups without scanning the collection, so the hot path
+// addresses everything by _id: the head is found from a per-account hint (`ledger_heads`) by
+// probing `${account}:${seq + 1}`, and an applied operation from its marker (`ledger_ops`),
+// written right after its entry. Hints and markers are conveniences: the entries and their
+// unique indexes alone decide, and a scan by op_id is the fallback when a marker is missing.
 
 export type LedgerOperation = 'credit' | 'hold' | 'capture' | 'release' | 'debit';
 
@@ -84,11 +90,37 @@ function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === 11000;
 }
 
+// Movements of one account are queued within a process: the compare-and-swap then only has
+// to settle races between processes, instead of every concurrent request of one caller
+// retrying against the others (16 parallel submissions made O(n²) store round trips).
+const accountQueues = new Map<string, Promise<unknown>>();
+
+function serialized<T>(accountId: string, work: () => Promise<T>): Promise<T> {
+  const previous = accountQueues.get(accountId) ?? Promise.resolve();
+  const next = previous.then(work, work);
+  const settled = next.catch(() => undefined);
+  accountQueues.set(accountId, settled);
+  void settled.then(() => {
+    if (accountQueues.get(accountId) === settled) accountQueues.delete(accountId);
+  });
+  return next;
+}
+
+interface OpMarker {
+  _id: string;
+  entry_id: string;
+  operation: LedgerOperation;
+}
+
 export class Ledger {
   readonly entries: Collection<LedgerEntry>;
+  private readonly markers: Collection<OpMarker>;
+  private readonly heads: Collection<{ _id: string; seq: number }>;
 
   constructor(db: Db) {
     this.entries = db.collection<LedgerEntry>('ledger');
+    this.markers = db.collection<OpMarker>('ledger_ops');
+    this.heads = db.collection<{ _id: string; seq: number }>('ledger_heads');
   }
 
   static async ensureIndexes(db: Db): Promise<void> {
@@ -102,8 +134,10 @@ export class Ledger {
     return latest ? { balance_micros: latest.balance_micros, held_micros: latest.held_micros, spent_micros: latest.spent_micros } : { ...ZERO };
   }
 
-  find(reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
-    return this.entries.findOne({ op_id: opIdFor(reference, operation) });
+  async find(reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
+    const opId = opIdFor(reference, operation);
+    const marker = await this.markers.findOne({ _id: opId });
+    return marker ? this.entries.findOne({ _id: marker.entry_id }) : this.entries.findOne({ op_id: opId });
   }
 
   async apply(input: {
@@ -122,16 +156,19 @@ export class Ledger {
     if (hold < input.amountMicros || (input.heldMicros !== undefined && input.operation !== 'capture')) {
       throw new Error('heldMicros applies to capture only and must be at least the captured amount');
     }
-    const opId = opIdFor(input.reference, input.operation);
+    return serialized(input.accountId, () => this.applyNow(input, hold));
+  }
 
+  private async applyNow(input: { accountId: string; keyId: string | null; reference: string; operation: LedgerOperation; amountMicros: number }, hold: number): Promise<LedgerOutcome> {
+    const opId = opIdFor(input.reference, input.operation);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       // Head first, then the op: an entry the head already reflects is then surely seen below,
       // so a duplicate racing the original never mistakes the original's effect for a shortage.
       const latest = await this.latest(input.accountId);
-      const existing = await this.entries.findOne({ op_id: opId });
-      if (existing) return existing.operation === input.operation ? 'applied' : 'conflict';
+      const marker = await this.markers.findOne({ _id: opId });
+      if (marker) return marker.operation === input.operation ? 'applied' : 'conflict';
       const next = move(latest ?? ZERO, input.operation, input.amountMicros, hold);
-      if (!next) return 'insufficient_balance';
+      if (!next) return (await this.appliedWithoutMarker(opId, input.operation)) ?? 'insufficient_balance';
       const seq = latest ? latest.seq + 1 : 0;
       const entry: LedgerEntry = {
         _id: `${input.accountId}:${seq}`,
@@ -148,18 +185,50 @@ export class Ledger {
       if (hold !== input.amountMicros) entry.settles_hold_micros = hold;
       try {
         await this.entries.insertOne(entry);
-        return 'applied';
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
-        // Another movement took seq (or the same op won elsewhere): re-read and try again,
-        // after a short random pause so racing writers spread out.
+        if (!(await this.entries.findOne({ _id: entry._id }))) {
+          // The seq was free, so the op_id was not: the same operation won elsewhere.
+          const applied = await this.appliedWithoutMarker(opId, input.operation);
+          if (applied) return applied;
+        }
+        // Another movement took this seq: re-read, after a short random pause.
         await new Promise((resolve) => setTimeout(resolve, randomInt(0, 1 + Math.min(attempt, 20))));
+        continue;
       }
+      await this.remember(entry);
+      return 'applied';
     }
     throw new Error(`ledger contention on account ${input.accountId}: gave up after ${MAX_ATTEMPTS} attempts`);
   }
 
-  private latest(accountId: string): Promise<LedgerEntry | null> {
-    return this.entries.find({ account_id: accountId }).sort({ seq: -1 }).limit(1).next();
+  /** The chain head: from the hint, probe forward by _id (entries are contiguous from 0). */
+  private async latest(accountId: string): Promise<LedgerEntry | null> {
+    const hint = await this.heads.findOne({ _id: accountId });
+    let current: LedgerEntry | null = await this.entries.findOne({ _id: `${accountId}:${hint?.seq ?? 0}` });
+    if (!current) return hint ? this.entries.find({ account_id: accountId }).sort({ seq: -1 }).limit(1).next() : null;
+    for (;;) {
+      const following: LedgerEntry | null = await this.entries.findOne({ _id: `${accountId}:${current.seq + 1}` });
+      if (!following) return current;
+      current = following;
+    }
+  }
+
+  /** The slow path (a scan on FerretDB) for an entry whose marker a crash left unwritten. */
+  private async appliedWithoutMarker(opId: string, operation: LedgerOperation): Promise<LedgerOutcome | null> {
+    const entry = await this.entries.findOne({ op_id: opId });
+    if (!entry) return null;
+    await this.remember(entry);
+    return entry.operation === operation ? 'applied' : 'conflict';
+  }
+
+  private async remember(entry: LedgerEntry): Promise<void> {
+    await this.markers.insertOne({ _id: entry.op_id, entry_id: entry._id, operation: entry.operation }).catch((error: unknown) => {
+      if (!isDuplicateKey(error)) throw error;
+    });
+    // A hint may briefly go backwards under races; probing forward makes that harmless.
+    await this.heads.updateOne({ _id: entry.account_id }, { $set: { seq: entry.seq } }, { upsert: true }).catch((error: unknown) => {
+      if (!isDuplicateKey(error)) throw error;
+    });
   }
 }

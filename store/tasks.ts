@@ -46,8 +46,10 @@ export class TaskStore {
     return this.collection.findOne({ _id: taskId });
   }
 
-  findForAccount(taskId: string, accountId: string): Promise<TaskDocument | null> {
-    return this.collection.findOne({ _id: taskId, account_id: accountId });
+  /** By _id only (FerretDB pushes down nothing else and would scan), then the owner check. */
+  async findForAccount(taskId: string, accountId: string): Promise<TaskDocument | null> {
+    const task = await this.collection.findOne({ _id: taskId });
+    return task?.account_id === accountId ? task : null;
   }
 
   listForAccount(accountId: string, limit: number): Promise<TaskDocument[]> {

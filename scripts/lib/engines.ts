@@ -28,7 +28,9 @@ export async function startFerretDb(options: { port: number; dataDir: string; ou
     toolPaths.ferretdb,
     [
       '--handler=sqlite',
-      `--sqlite-url=file:${options.dataDir}/`,
+      // BEGIN IMMEDIATE: a writer waits for the lock (busy_timeout) instead of failing with
+      // SQLITE_BUSY when its read transaction cannot be upgraded under concurrent writes.
+      `--sqlite-url=file:${options.dataDir}/?_txlock=immediate`,
       `--state-dir=${options.dataDir}`,
       `--listen-addr=127.0.0.1:${options.port}`,
       '--debug-addr=-',

@@ -116,7 +116,12 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
       assert.equal(delivery!.headers['webhook-id'], `msg_${submitted.json.task_id}`);
       const verified = new Webhook(account.webhook_secret).verify(delivery!.body, delivery!.headers as Record<string, string>);
       assert.equal((verified as { task_id: string }).task_id, submitted.json.task_id);
-      const stored = await stack.database.db.collection('tasks').findOne({ _id: submitted.json.task_id });
+      // The attempt is recorded just after the receiver answered; give that write a moment.
+      let stored = await stack.database.db.collection('tasks').findOne({ _id: submitted.json.task_id });
+      for (let wait = 0; wait < 100 && stored?.webhook.state !== 'delivered'; wait++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        stored = await stack.database.db.collection('tasks').findOne({ _id: submitted.json.task_id });
+      }
       assert.equal(stored?.webhook.state, 'delivered');
       assert.equal(stored?.webhook.attempts.length, 1);
       assert.equal(stored?.webhook.attempts[0].status, 200);
