@@ -10,13 +10,17 @@ import { ApiKeyStore } from '../store/api-keys.ts';
 import { pingDatabase, type Database } from '../store/database.ts';
 import { Ledger } from '../store/ledger.ts';
 import { TaskStore } from '../store/tasks.ts';
+import { UsageStore } from '../store/usage.ts';
 import { adminAuth } from './plugins/admin-auth.ts';
 import { apiKeyAuth } from './plugins/api-key-auth.ts';
 import { errorHandler } from './plugins/error-handler.ts';
 import { adminRoutes } from './routes/admin/index.ts';
+import { chatRoutes } from './routes/chat/index.ts';
 import { healthRoutes } from './routes/health/index.ts';
+import { imageRoutes } from './routes/images/index.ts';
 import { modelRoutes } from './routes/models/index.ts';
 import { videoRoutes } from './routes/video/index.ts';
+import { createOpenAiProxies } from './services/openai-proxy/index.ts';
 import { VideoTaskService } from './services/video-tasks.ts';
 
 export interface AppDependencies {
@@ -65,6 +69,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     deadlineSeconds: config.VIDEO_TASK_DEADLINE_SECONDS,
   });
 
+  const openAi = createOpenAiProxies({ catalog, billing: { ledger, accounts, usage: new UsageStore(database.db) } });
 
   await app.register(errorHandler);
   await app.register(apiKeyAuth, { apiKeys });
@@ -84,6 +89,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
         vendorFor: createVendorLookup(catalog),
         upstreamOf: (modelId) => catalog.find(modelId)?.upstream,
       });
+      await v1.register(chatRoutes, { chat: openAi.chat, closeProxies: openAi.close });
+      await v1.register(imageRoutes, { images: openAi.images });
     },
     { prefix: '/v1' },
   );

@@ -1,0 +1,36 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
+import { principalOf } from '../../plugins/api-key-auth.ts';
+import type { ChatProxy } from '../../services/openai-proxy/chat-proxy.ts';
+import { abortOnDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
+import { chatCompletionBody, chatCompletionResponse } from './schemas.ts';
+
+export interface ChatRouteOptions {
+  chat: ChatProxy;
+  /** Waits for running settlements and closes the upstream pools when the app closes. */
+  closeProxies: () => Promise<void>;
+}
+
+export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, options) => {
+  app.addHook('onClose', async () => options.closeProxies());
+
+  app.post('/chat/completions', { schema: { body: chatCompletionBody, response: { 200: chatCompletionResponse } } }, async (request, reply) => {
+    const principal = principalOf(request);
+    const context = { signal: abortOnDisconnect(reply.raw), log: request.log };
+    try {
+      if (request.body.stream !== true) {
+        const json = await options.chat.complete(principal, request.body, context);
+        // The upstream's text as is: a string payload skips the serializer (the schema documents it).
+        return reply.type('application/json; charset=utf-8').send(json as unknown as z.infer<typeof chatCompletionResponse>);
+      }
+      const stream = await options.chat.openStream(principal, request.body, context);
+      reply.hijack();
+      await stream.pipeTo(reply.raw, { 'x-request-id': request.id });
+      return reply;
+    } catch (error) {
+      // The caller left before the answer: there is nobody to send an error to.
+      if (context.signal.aborted) return reply.hijack();
+      throw error;
+    }
+  });
+};

@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+// The OpenAI chat completion request (spec 4.3). Every object is loose: parameters this schema
+// does not name (seed, logprobs, response_format, tool_choice, user, ...) reach the upstream
+// untouched, because spec 4.3 says unsupported parameters are ignored upstream, not rejected.
+// What is checked is what the spec states limits for, and what billing reads.
+
+const contentPart = z.looseObject({ type: z.string({ error: 'is required in every content part' }) });
+
+const message = z.looseObject({
+  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool'], { error: 'must be one of system, developer, user, assistant, tool' }),
+  // null is what assistant messages carrying tool_calls send.
+  content: z.union([z.string(), z.array(contentPart), z.null()], { error: 'must be a string or an array of content parts' }).optional(),
+});
+
+/** A JSON schema describing the function's arguments: an object schema. */
+const parametersSchema = z.looseObject({
+  type: z.literal('object', { error: "must be 'object'" }),
+  properties: z.record(z.string(), z.unknown(), { error: 'must be an object' }).optional(),
+  required: z.array(z.string(), { error: 'must be an array of property names' }).optional(),
+});
+
+const functionTool = z.looseObject({
+  type: z.literal('function', { error: "must be 'function'" }),
+  function: z.looseObject(
+    {
+      name: z
+        .string({ error: 'is required' })
+        .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, underscores or dashes'),
+      description: z.string({ error: 'must be a string' }).optional(),
+      parameters: parametersSchema.optional(),
+    },
+    { error: 'is required: {"name": ..., "parameters": {...}}' },
+  ),
+});
+
+const positiveInteger = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
+
+export const chatCompletionBody = z.looseObject({
+  model: z.string({ error: 'is required' }).min(1, 'is required'),
+  messages: z.array(message, { error: 'is required: an array of {role, content} messages' }).min(1, 'must contain at least one message'),
+  temperature: z.number({ error: 'must be a number from 0 to 2' }).min(0, 'must be from 0 to 2').max(2, 'must be from 0 to 2').nullish(),
+  top_p: z.number({ error: 'must be a number from 0 to 1' }).min(0, 'must be from 0 to 1').max(1, 'must be from 0 to 1').nullish(),
+  max_tokens: positiveInteger.nullish(),
+  max_completion_tokens: positiveInteger.nullish(),
+  n: z.number({ error: 'must be an integer from 1 to 128' }).int('must be an integer from 1 to 128').min(1, 'must be from 1 to 128').max(128, 'must be from 1 to 128').nullish(),
+  stop: z
+    .union([z.string(), z.array(z.string()).max(4, 'allows at most 4 stop sequences')], { error: 'must be a string or an array of up to 4 strings' })
+    .nullish(),
+  stream: z.boolean({ error: 'must be a boolean' }).nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean({ error: 'must be a boolean' }).nullish() }).nullish(),
+  tools: z.array(functionTool, { error: 'must be an array of function definitions' }).nullish(),
+});
+
+export type ChatCompletionRequest = z.infer<typeof chatCompletionBody>;
+
+// Documents the answer; the route sends the upstream's JSON text, which skips serialization.
+export const chatCompletionResponse = z.looseObject({
+  id: z.string(),
+  object: z.literal('chat.completion'),
+  created: z.number().int(),
+  model: z.string(),
+  choices: z.array(
+    z.looseObject({
+      index: z.number().int(),
+      message: z.looseObject({ role: z.literal('assistant'), content: z.string().nullable() }),
+      finish_reason: z.string().nullable(),
+    }),
+  ),
+  usage: z.looseObject({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }).optional(),
+});

@@ -1,0 +1,101 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import { chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
+import type { PendingSettlements } from './billing.ts';
+import type { StartedChatCall } from './chat-proxy.ts';
+import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
+
+// A streamed completion once the upstream has said yes: write the SSE head, relay the chunks,
+// end the stream with `data: [DONE]` (or an error event), then settle the money. Settling after
+// the end keeps the ledger's round trips out of the caller's wait; a balance read right after
+// [DONE] may still show the hold for those few milliseconds.
+//
+// How each ending is billed:
+// - completed: the upstream's usage, in full (beyond the hold if the estimate was low);
+//   without a usage chunk, the prompt estimate plus the delivered text, capped at the hold.
+// - the caller disconnected: the upstream's usage if it already arrived, otherwise the prompt
+//   estimate plus what was delivered (max of chunks and characters/4 as output tokens), capped
+//   at the hold; nothing at all when not a single piece of text had been delivered.
+// - the upstream failed mid-stream: nothing (spec 7 rule 4, failed requests are not billed).
+
+export interface ChatStreamOptions {
+  forwardUsage: boolean;
+  signal: AbortSignal;
+  log: FastifyBaseLogger;
+  settlements: PendingSettlements;
+}
+
+/** Output tokens of what a stream delivered, when the upstream did not say. */
+export function deliveredOutputTokens(outcome: RelayOutcome): number {
+  return Math.max(outcome.delivered.pieces, estimateTokens(outcome.delivered.characters));
+}
+
+export class ChatStream {
+  constructor(
+    private readonly call: StartedChatCall,
+    private readonly options: ChatStreamOptions,
+  ) {}
+
+  /** Never throws: once the head is written, every failure ends the stream instead. */
+  async pipeTo(response: ServerResponse, headers: Record<string, string>): Promise<void> {
+    const { model, response: upstream } = this.call;
+    response.writeHead(200, {
+      ...headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      // Tells nginx-style proxies in front of the gateway not to buffer the stream.
+      'x-accel-buffering': 'no',
+    });
+    response.flushHeaders();
+    let outcome: RelayOutcome;
+    try {
+      outcome = await relayChatStream({
+        upstream: upstream.body,
+        response,
+        signal: this.options.signal,
+        forwardUsage: this.options.forwardUsage,
+        modelId: model.id,
+      });
+    } catch (error) {
+      outcome = { end: 'upstream_failed', delivered: { pieces: 0, characters: 0 }, failure: error instanceof Error ? error.message : String(error) };
+    }
+    switch (outcome.end) {
+      case 'completed':
+        response.end('data: [DONE]\n\n');
+        break;
+      case 'upstream_failed': {
+        this.options.log.warn({ failure: outcome.failure }, 'chat stream failed upstream');
+        const error = { message: `The model provider failed mid-stream: ${outcome.failure}. Nothing was charged; retry.`, type: 'upstream_error', code: 'upstream_error' };
+        response.end(sseData(JSON.stringify({ error })));
+        upstream.body.destroy();
+        break;
+      }
+      case 'client_gone':
+        upstream.body.destroy();
+        response.destroy();
+    }
+    const settled = this.settle(outcome);
+    this.options.settlements.track(settled);
+    await settled;
+  }
+
+  private async settle(outcome: RelayOutcome): Promise<void> {
+    const { model, charge, holdTokens } = this.call;
+    const estimated: TokenCounts = { inputTokens: holdTokens.inputTokens, outputTokens: deliveredOutputTokens(outcome) };
+    switch (outcome.end) {
+      case 'completed': {
+        const tokens = outcome.usage ?? estimated;
+        await charge.capture(chatPriceMicros(model, tokens), tokens, { allowOverage: outcome.usage !== undefined });
+        return;
+      }
+      case 'client_gone': {
+        if (!outcome.usage && outcome.delivered.pieces === 0) return charge.release();
+        const tokens = outcome.usage ?? estimated;
+        await charge.capture(chatPriceMicros(model, tokens), tokens, { allowOverage: false });
+        return;
+      }
+      case 'upstream_failed':
+        return charge.release();
+    }
+  }
+}

@@ -1,0 +1,154 @@
+import type { ServerResponse } from 'node:http';
+import { createParser } from 'eventsource-parser';
+import type { TokenCounts } from '../../../core/chat-pricing.ts';
+import { drained } from './client-disconnect.ts';
+import { isObject, readUsage } from './wire.ts';
+
+// Relays an upstream chat.completion.chunk stream to the caller as it arrives. Every event is
+// parsed (a few microseconds per chunk) because the gateway must see three things in it: the
+// usage chunk it bills from, an upstream error event, and how much text was delivered, which
+// prices a stream the caller cancels before the upstream reported usage. Chunks go out as the
+// upstream wrote them unless the model id has to be rewritten; all events parsed from one
+// upstream read leave in one write. The final `data: [DONE]` (or error event) is written by
+// chat-stream.ts, which decides how the call ended.
+
+export interface DeliveredText {
+  /** Chunks that carried text or tool-call arguments: about one token each. */
+  pieces: number;
+  characters: number;
+}
+
+export type RelayEnd = 'completed' | 'client_gone' | 'upstream_failed';
+
+export interface RelayOutcome {
+  end: RelayEnd;
+  usage?: TokenCounts;
+  delivered: DeliveredText;
+  /** Why the upstream stream failed, for the caller's error event and the log. */
+  failure?: string;
+}
+
+export interface RelayOptions {
+  upstream: AsyncIterable<Uint8Array>;
+  response: ServerResponse;
+  /** Fires when the caller disconnects; it also aborts the upstream body. */
+  signal: AbortSignal;
+  /** The caller asked for stream_options.include_usage itself. */
+  forwardUsage: boolean;
+  /** The model id the caller used; chunks naming another model are rewritten. */
+  modelId: string;
+}
+
+interface RelayState {
+  usage?: TokenCounts;
+  delivered: DeliveredText;
+  sawDone: boolean;
+  sawFinish: boolean;
+  failure?: string;
+}
+
+const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
+
+/** An SSE data event; a multi-line payload becomes several data lines. */
+export function sseData(data: string): string {
+  return data.includes('\n') ? `${data.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n` : `data: ${data}\n\n`;
+}
+
+function describeError(error: unknown): string {
+  if (isObject(error) && typeof error.message === 'string') return error.message;
+  return typeof error === 'string' ? error : 'the model provider reported an error';
+}
+
+function countDelivered(choices: unknown[], state: RelayState): void {
+  for (const choice of choices) {
+    if (!isObject(choice)) continue;
+    if (choice.finish_reason) state.sawFinish = true;
+    const delta = choice.delta;
+    if (!isObject(delta)) continue;
+    let characters = textLength(delta.content) + textLength(delta.refusal) + textLength(delta.reasoning_content);
+    if (Array.isArray(delta.tool_calls)) {
+      for (const call of delta.tool_calls) {
+        if (isObject(call) && isObject(call.function)) characters += textLength(call.function.name) + textLength(call.function.arguments);
+      }
+    }
+    if (characters > 0) {
+      state.delivered.pieces++;
+      state.delivered.characters += characters;
+    }
+  }
+}
+
+/** What to send the caller for one upstream event ('' to send nothing). */
+function translate(data: string, state: RelayState, options: RelayOptions): string {
+  if (data === '[DONE]') {
+    state.sawDone = true;
+    return '';
+  }
+  let chunk: unknown;
+  try {
+    chunk = JSON.parse(data);
+  } catch {
+    return sseData(data);
+  }
+  if (!isObject(chunk)) return sseData(data);
+  if (chunk.error !== undefined && chunk.error !== null) {
+    state.failure = describeError(chunk.error);
+    return '';
+  }
+  const usage = readUsage(chunk.usage);
+  if (usage) state.usage = usage;
+  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+  // The usage-only chunk exists because the gateway asked for it; the caller did not.
+  if (usage && choices.length === 0 && !options.forwardUsage) return '';
+  countDelivered(choices, state);
+  if (typeof chunk.model === 'string' && chunk.model !== options.modelId) {
+    chunk.model = options.modelId;
+    if (!options.forwardUsage && chunk.usage === null) delete chunk.usage;
+    return `data: ${JSON.stringify(chunk)}\n\n`;
+  }
+  return sseData(data);
+}
+
+export async function relayChatStream(options: RelayOptions): Promise<RelayOutcome> {
+  const { response, signal } = options;
+  const state: RelayState = { delivered: { pieces: 0, characters: 0 }, sawDone: false, sawFinish: false };
+  let pending = '';
+  const parser = createParser({
+    onEvent: (event) => {
+      if (state.sawDone || state.failure !== undefined) return;
+      pending += translate(event.data, state, options);
+    },
+    // Keep-alive comments keep idle proxies between the caller and us from timing out.
+    onComment: (comment) => {
+      pending += `:${comment}\n\n`;
+    },
+  });
+  const outcome = (end: RelayEnd, failure?: string): RelayOutcome => ({
+    end,
+    delivered: state.delivered,
+    ...(state.usage ? { usage: state.usage } : {}),
+    ...(failure !== undefined ? { failure } : {}),
+  });
+
+  const decoder = new TextDecoder();
+  try {
+    for await (const bytes of options.upstream) {
+      parser.feed(decoder.decode(bytes, { stream: true }));
+      if (pending !== '') {
+        const text = pending;
+        pending = '';
+        // Backpressure: stop reading the upstream (its socket fills and it slows down) until
+        // the caller has taken what was written.
+        if (!response.write(text)) await drained(response, signal);
+      }
+      if (state.failure !== undefined || signal.aborted) break;
+    }
+  } catch (error) {
+    if (signal.aborted) return outcome('client_gone');
+    return outcome('upstream_failed', `the stream from the model provider broke off (${error instanceof Error ? error.message : String(error)})`);
+  }
+  if (signal.aborted) return outcome('client_gone');
+  if (state.failure !== undefined) return outcome('upstream_failed', state.failure);
+  if (!state.sawDone && !state.sawFinish) return outcome('upstream_failed', 'the stream from the model provider ended early');
+  return outcome('completed');
+}

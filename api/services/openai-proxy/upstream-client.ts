@@ -1,0 +1,127 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool, type Dispatcher } from 'undici';
+import type { Catalog } from '../../../core/catalog.ts';
+import { GatewayError } from '../../../core/errors.ts';
+
+// One keep-alive connection pool per OpenAI-compatible upstream, shared by every request, so a
+// call reuses a warm socket instead of paying a TCP (and TLS) handshake each time.
+//
+// Retries are for connection failures only, before the upstream has answered anything: the
+// request either never arrived or arrived on a socket the upstream had already closed (the
+// keep-alive race), so repeating it cannot double an answer the caller will see. Anything the
+// upstream did answer, even a 5xx, goes back to the caller, who decides (spec 7 rule 3).
+
+const RETRYABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+
+export interface UpstreamClientOptions {
+  /** Extra attempts after a connection failure. */
+  retries?: number;
+  /** Pause before retry n (1-based) is retryDelayMs × n. */
+  retryDelayMs?: number;
+  /** Longest wait for the response headers: a non-streamed completion arrives whole. */
+  headersTimeoutMs?: number;
+  /** Longest silence between two pieces of the body (stream chunks). */
+  bodyTimeoutMs?: number;
+}
+
+interface UpstreamConnection {
+  pool: Pool;
+  basePath: string;
+  apiKey: string;
+}
+
+export type UpstreamResponse = Dispatcher.ResponseData;
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export function isRetryableConnectionError(error: unknown): boolean {
+  const code = errorCode(error) ?? errorCode((error as { cause?: unknown } | null)?.cause);
+  return code !== undefined && RETRYABLE_CODES.has(code);
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = errorCode(error);
+  return code ? `${code}: ${error.message}` : error.message;
+}
+
+export class OpenAiUpstreams {
+  private readonly connections = new Map<string, UpstreamConnection>();
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+  private readonly headersTimeoutMs: number;
+  private readonly bodyTimeoutMs: number;
+
+  constructor(
+    private readonly catalog: Catalog,
+    options: UpstreamClientOptions = {},
+  ) {
+    this.retries = options.retries ?? 2;
+    this.retryDelayMs = options.retryDelayMs ?? 50;
+    this.headersTimeoutMs = options.headersTimeoutMs ?? 600_000;
+    this.bodyTimeoutMs = options.bodyTimeoutMs ?? 300_000;
+  }
+
+  /** POSTs JSON to `path` under the upstream's base URL. Resolves with any HTTP answer; throws
+   * a GatewayError (503) when the upstream cannot be reached, and the abort reason when `signal`
+   * fires first. */
+  async postJson(upstreamName: string, path: string, body: unknown, options: { signal: AbortSignal; accept: string }): Promise<UpstreamResponse> {
+    const connection = this.connection(upstreamName);
+    const payload = JSON.stringify(body);
+    const headers = {
+      authorization: `Bearer ${connection.apiKey}`,
+      'content-type': 'application/json',
+      accept: options.accept,
+    };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await connection.pool.request({
+          method: 'POST',
+          path: `${connection.basePath}${path}`,
+          headers,
+          body: payload,
+          signal: options.signal,
+          headersTimeout: this.headersTimeoutMs,
+          bodyTimeout: this.bodyTimeoutMs,
+        });
+      } catch (error) {
+        if (options.signal.aborted) throw error;
+        if (isRetryableConnectionError(error) && attempt < this.retries) {
+          await sleep(this.retryDelayMs * (attempt + 1));
+          continue;
+        }
+        if (errorCode(error) === 'UND_ERR_HEADERS_TIMEOUT') {
+          throw new GatewayError('upstream_error', `The model provider did not answer within ${this.headersTimeoutMs / 1000} s; nothing was charged. Retry later.`);
+        }
+        throw new GatewayError(
+          'service_unavailable',
+          `The model provider is unreachable right now (${describe(error)}); nothing was charged. Retry with backoff.`,
+        );
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.connections.values()].map((connection) => connection.pool);
+    this.connections.clear();
+    await Promise.allSettled(pools.map((pool) => pool.close()));
+  }
+
+  private connection(upstreamName: string): UpstreamConnection {
+    const existing = this.connections.get(upstreamName);
+    if (existing) return existing;
+    const upstream = this.catalog.upstream(upstreamName);
+    if (upstream.protocol !== 'openai') throw new Error(`upstream ${upstreamName} does not speak the OpenAI protocol`);
+    const url = new URL(upstream.base_url);
+    const connection: UpstreamConnection = {
+      pool: new Pool(url.origin, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 }),
+      basePath: url.pathname.replace(/\/+$/, ''),
+      apiKey: upstream.api_key,
+    };
+    this.connections.set(upstreamName, connection);
+    return connection;
+  }
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { GatewayError, type ErrorCode } from '../../../core/errors.ts';
+import type { UpstreamResponse } from './upstream-client.ts';
+
+// An upstream's refusal, translated into the gateway's error body (spec 7). A 4xx is the
+// caller's problem and keeps its status and the upstream's own words, except a 401: the caller's
+// key was already accepted here, so an upstream 401 means the gateway's credentials for that
+// upstream are wrong, which is a gateway fault (502), not something the caller can fix.
+// A 429 keeps Retry-After so OpenAI clients back off as asked; every 5xx becomes 502.
+
+const MAX_ERROR_BODY_CHARACTERS = 16_384;
+
+const upstreamErrorBody = z.looseObject({
+  error: z.union([
+    z.string(),
+    z.looseObject({ message: z.string().nullish(), param: z.string().nullish(), code: z.unknown().nullish(), type: z.string().nullish() }),
+  ]),
+});
+
+const codeByStatus: Partial<Record<number, ErrorCode>> = {
+  400: 'invalid_request',
+  403: 'model_not_allowed',
+  404: 'model_not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'invalid_request',
+  429: 'rate_limit_exceeded',
+};
+
+export interface UpstreamErrorDetail {
+  message: string;
+  param?: string;
+}
+
+export function readUpstreamError(text: string): UpstreamErrorDetail {
+  const fallback = text.trim().slice(0, 300) || '(empty body)';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { message: fallback };
+  }
+  const result = upstreamErrorBody.safeParse(parsed);
+  if (!result.success) return { message: fallback };
+  const { error } = result.data;
+  if (typeof error === 'string') return { message: error };
+  return { message: error.message ?? fallback, ...(error.param ? { param: error.param } : {}) };
+}
+
+async function readBoundedText(response: UpstreamResponse): Promise<string> {
+  try {
+    const text = await response.body.text();
+    return text.slice(0, MAX_ERROR_BODY_CHARACTERS);
+  } catch {
+    return '';
+  }
+}
+
+/** The GatewayError for a non-2xx upstream answer; consumes the body. */
+export async function upstreamRefusal(response: UpstreamResponse): Promise<GatewayError> {
+  const status = response.statusCode;
+  const detail = readUpstreamError(await readBoundedText(response));
+  const retryAfter = response.headers['retry-after'];
+  const headers: Record<string, string> = typeof retryAfter === 'string' ? { 'retry-after': retryAfter } : {};
+
+  if (status >= 500) {
+    return new GatewayError('upstream_error', `The model provider failed (${status}): ${detail.message} Nothing was charged; retry with backoff.`, undefined, headers);
+  }
+  if (status === 401) {
+    return new GatewayError('upstream_error', 'The model provider refused the gateway\'s credentials; the operator must fix the upstream key. Nothing was charged.');
+  }
+  const code = codeByStatus[status];
+  if (code) return new GatewayError(code, detail.message, detail.param, headers);
+  return new GatewayError('upstream_error', `The model provider answered ${status}: ${detail.message} Nothing was charged.`, detail.param, headers);
+}
+
+/** A 2xx whose body is not what the protocol promises. */
+export function malformedUpstreamAnswer(what: string): GatewayError {
+  return new GatewayError('upstream_error', `The model provider sent a malformed ${what}; nothing was charged. Retry later.`);
+}

@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { expectedChatMicros, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+
+// What chat calls cost: the token price of the upstream's usage, exactly; nothing for a failed
+// call; a refusal when the balance does not cover the worst case; and, for a stream the caller
+// abandons, an upstream that is really cancelled and a charge no larger than the hold.
+
+describe('chat billing', () => {
+  let stack: SimulatorStack;
+  before(async () => {
+    stack = await startOpenAiStack('chat-billing');
+  });
+  after(() => stack.close());
+
+  it('charges exactly the token price of the upstream usage and records it for the key', async () => {
+    const caller = await stack.newCaller('exact');
+    const before = await stack.settledAccount(caller.accountId);
+    const completion = await stack.client(caller.key).chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Price this short answer for me please' }],
+    });
+    const price = expectedChatMicros(completion.usage!);
+    assert.ok(price > 0);
+    const after = await stack.settledAccount(caller.accountId);
+    assert.equal(before.balance_micros - after.balance_micros, price);
+    assert.equal(after.spent_micros, price);
+    assert.equal(after.held_micros, 0);
+
+    const [usage, ...others] = await stack.usageRecords(caller.accountId, 1);
+    assert.equal(others.length, 0);
+    assert.equal(usage!.kind, 'chat');
+    assert.equal(usage!.model, 'gpt-4o-mini');
+    assert.equal(usage!.input_tokens, completion.usage!.prompt_tokens);
+    assert.equal(usage!.output_tokens, completion.usage!.completion_tokens);
+    assert.equal(usage!.spend_micros, price);
+    assert.equal(usage!.requests, 1);
+
+    // The hold was the worst case (the model's whole output budget) and the capture returned the rest.
+    const entries = await stack.ledgerEntries(caller.accountId);
+    assert.deepEqual(entries.map((entry) => entry.operation), ['hold', 'capture']);
+    assert.ok(entries[0]!.amount_micros > price);
+    assert.equal(entries[1]!.amount_micros, price);
+  });
+
+  it('charges a stream the usage the upstream reported, even when the caller did not ask to see it', async () => {
+    const caller = await stack.newCaller('stream');
+    const client = stack.client(caller.key);
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'A streamed answer costs the same as a whole one' }];
+    const whole = await client.chat.completions.create({ model: 'gpt-4o-mini', messages });
+    const afterWhole = await stack.settledAccount(caller.accountId);
+
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, whole.choices[0]!.message.content);
+
+    const afterStream = await stack.settledAccount(caller.accountId);
+    assert.equal(afterWhole.balance_micros - afterStream.balance_micros, expectedChatMicros(whole.usage!));
+    assert.equal(afterStream.held_micros, 0);
+    const records = await stack.usageRecords(caller.accountId, 2);
+    assert.equal(records.length, 2);
+    assert.ok(records.every((record) => record.output_tokens === whole.usage!.completion_tokens));
+  });
+
+  it('bills nothing and holds nothing for a call the upstream fails', async () => {
+    const caller = await stack.newCaller('failed');
+    const before = await stack.settledAccount(caller.accountId);
+    const client = stack.client(caller.key);
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'fail [sim:error=500]' }] }), OpenAI.InternalServerError);
+    await assert.rejects(
+      client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'fail [sim:error=503]' }] }),
+      OpenAI.InternalServerError,
+    );
+    const after = await stack.settledAccount(caller.accountId);
+    assert.equal(after.balance_micros, before.balance_micros);
+    assert.equal(after.held_micros, 0);
+    assert.equal(after.spent_micros, 0);
+    assert.deepEqual(await stack.usageRecords(caller.accountId), []);
+    const settlements = (await stack.ledgerEntries(caller.accountId)).filter((entry) => entry.operation !== 'hold');
+    assert.deepEqual(settlements.map((entry) => entry.operation), ['release', 'release']);
+  });
+
+  it('refuses with 403 insufficient_balance when the balance does not cover the worst case', async () => {
+    // 16384 output tokens at $0.60 per million is about $0.0098; one cent covers a capped call only.
+    const caller = await stack.newCaller('poor', 0.005);
+    const client = stack.client(caller.key);
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.PermissionDeniedError);
+      assert.equal((error.error as { type?: string; code?: string }).code, 'insufficient_balance');
+      assert.match(error.message, /max_tokens/);
+      return true;
+    });
+    const untouched = await stack.settledAccount(caller.accountId);
+    assert.equal(untouched.balance_micros, 5_000);
+    assert.equal(untouched.held_micros, 0);
+
+    // A smaller output budget fits the same balance.
+    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+    const after = await stack.settledAccount(caller.accountId);
+    assert.equal(after.balance_micros, 5_000 - expectedChatMicros(completion.usage!));
+  });
+
+  it('charges nothing when the caller gives up on a non-streamed call before the answer', async () => {
+    const caller = await stack.newCaller('impatient');
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const started = Date.now();
+    await assert.rejects(
+      stack.client(caller.key).chat.completions.create(
+        { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'take your time [sim:delay_ms=3000]' }] },
+        { signal: controller.signal },
+      ),
+      OpenAI.APIUserAbortError,
+    );
+    const account = await stack.settledAccount(caller.accountId);
+    // Released as soon as the caller left, not when the upstream would have answered.
+    assert.ok(Date.now() - started < 2_500);
+    assert.equal(account.balance_micros, 10_000_000);
+    assert.equal(account.spent_micros, 0);
+    assert.deepEqual((await stack.ledgerEntries(caller.accountId)).map((entry) => entry.operation), ['hold', 'release']);
+  });
+
+  it('cancels the upstream when the caller abandons a stream, and charges no more than the hold', async () => {
+    const caller = await stack.newCaller('cancel');
+    const before = await stack.settledAccount(caller.accountId);
+    const statsBefore = await stack.simulatorStats();
+    const stream = await stack.client(caller.key).chat.completions.create({
+      model: 'gpt-4o-mini',
+      stream: true,
+      messages: [{ role: 'user', content: 'Tell me a long story about gateways that cancel upstream requests when callers leave [sim:slow]' }],
+    });
+    let received = 0;
+    for await (const chunk of stream) {
+      if (chunk.choices[0]?.delta.content) received++;
+      if (received === 3) break; // leaving the loop aborts the HTTP request
+    }
+    assert.equal(received, 3);
+
+    const deadline = Date.now() + 5_000;
+    while ((await stack.simulatorStats()).chat_streams_aborted === statsBefore.chat_streams_aborted) {
+      assert.ok(Date.now() < deadline, 'the simulator never saw the upstream stream aborted');
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const after = await stack.settledAccount(caller.accountId);
+    const entries = await stack.ledgerEntries(caller.accountId);
+    const hold = entries.find((entry) => entry.operation === 'hold')!;
+    const capture = entries.find((entry) => entry.operation === 'capture')!;
+    assert.ok(capture, 'the delivered part is captured');
+    assert.ok(after.spent_micros > 0, 'what was delivered is paid for');
+    assert.ok(after.spent_micros <= hold.amount_micros);
+    assert.equal(after.spent_micros, capture.amount_micros);
+    assert.equal(before.balance_micros - after.balance_micros, after.spent_micros);
+    const [usage] = await stack.usageRecords(caller.accountId, 1);
+    assert.ok(usage!.output_tokens >= 3 && usage!.output_tokens < 40, `output tokens ${usage!.output_tokens}`);
+  });
+});

@@ -1,0 +1,317 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { request } from 'undici';
+import { freePort } from '../../scripts/lib/processes.ts';
+import { startApiBeforeUpstream, startFakeUpstream, sseWriter, type OpenAiStack, type RecordedRequest } from '../helpers/openai-stack.ts';
+
+// The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
+// cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
+// forced usage request), mid-stream failures, connection retries and upstream refusals.
+
+const UPSTREAM_MODEL = 'gpt-4o-mini-2024-07-18';
+const usage = { prompt_tokens: 1000, completion_tokens: 2000, total_tokens: 3000 };
+// 1000 × 0.15 + 2000 × 0.60 micro-USD
+const PRICE = 1_350;
+
+function completion(content: string) {
+  return {
+    id: 'chatcmpl-fake',
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model: UPSTREAM_MODEL,
+    system_fingerprint: 'fp_fake',
+    choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: 'stop' }],
+    usage,
+  };
+}
+
+const chunk = (delta: object, finish: string | null = null) => ({
+  id: 'chatcmpl-fake',
+  object: 'chat.completion.chunk',
+  created: 1_700_000_000,
+  model: UPSTREAM_MODEL,
+  choices: [{ index: 0, delta, finish_reason: finish }],
+  usage: null,
+});
+
+/** Scripted behaviour, chosen by the last user message. */
+const timesSaid = new Map<string, number>();
+
+async function answer(recorded: RecordedRequest, response: ServerResponse): Promise<void> {
+  const said = String(recorded.body.messages?.at(-1)?.content ?? '');
+  const attempt = (timesSaid.get(said) ?? 0) + 1;
+  timesSaid.set(said, attempt);
+  if (said === 'reset first' && attempt === 1) {
+    response.socket?.destroy();
+    return;
+  }
+  if (said === 'refuse') {
+    response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'logit_bias is malformed', type: 'invalid_request_error', param: 'logit_bias', code: null } }));
+    return;
+  }
+  if (said === 'bad credentials') {
+    response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } }));
+    return;
+  }
+  if (said === 'slow down') {
+    response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end(JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }));
+    return;
+  }
+  if (said === 'flood') {
+    await flood(response);
+    return;
+  }
+  if (recorded.body.stream !== true) {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('Hello from the fake upstream.')));
+    return;
+  }
+  const send = sseWriter(response);
+  send(chunk({ role: 'assistant', content: '' }));
+  send(chunk({ content: 'Hello' }));
+  send(chunk({ content: ' there' }));
+  if (said === 'die mid-stream') {
+    // Let what was written reach the gateway first, then drop the connection.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    response.socket?.destroy();
+    return;
+  }
+  if (said === 'error mid-stream') {
+    send({ error: { message: 'The server had an error while processing your request.', type: 'server_error' } });
+    response.end();
+    return;
+  }
+  send(chunk({}, 'stop'));
+  send({ ...chunk({}), choices: [], usage });
+  send('[DONE]');
+  response.end();
+}
+
+// A stream far larger than every socket buffer between the upstream and the caller, written as
+// fast as the gateway takes it.
+const FLOOD_CHUNKS = 40_000;
+const floodState = { written: 0, finished: false };
+
+async function flood(response: ServerResponse): Promise<void> {
+  const send = sseWriter(response);
+  const filler = 'x'.repeat(1_000);
+  floodState.written = 0;
+  floodState.finished = false;
+  for (let index = 0; index < FLOOD_CHUNKS; index++) {
+    const line = `data: ${JSON.stringify(chunk({ content: filler }))}\n\n`;
+    floodState.written += line.length;
+    if (!response.write(line)) await once(response, 'drain');
+  }
+  send(chunk({}, 'stop'));
+  send({ ...chunk({}), choices: [], usage });
+  send('[DONE]');
+  response.end();
+  floodState.finished = true;
+}
+
+describe('chat against a scripted upstream', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let stack: OpenAiStack;
+  let client: OpenAI;
+  let accountId: string;
+  before(async () => {
+    upstream = await startFakeUpstream(answer);
+    stack = await startApiBeforeUpstream('chat-upstream', upstream.url, { upstreamChatModel: UPSTREAM_MODEL });
+    const caller = await stack.newCaller('scripted');
+    accountId = caller.accountId;
+    client = stack.client(caller.key);
+  });
+  after(async () => {
+    await stack.close();
+    await upstream.close();
+  });
+
+  const lastRequest = () => upstream.received.at(-1)!;
+
+  it('forwards parameters it does not know untouched, with the upstream model id and key', async () => {
+    const tools = [
+      {
+        type: 'function' as const,
+        function: {
+          name: 'lookup',
+          strict: true,
+          parameters: { type: 'object', properties: { q: { type: 'string', description: 'query' } }, required: ['q'], additionalProperties: false },
+        },
+      },
+    ];
+    const answered = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hello', name: 'ana' }],
+      seed: 42,
+      logprobs: true,
+      top_logprobs: 2,
+      response_format: { type: 'json_object' },
+      tool_choice: 'auto',
+      parallel_tool_calls: false,
+      user: 'user-7',
+      metadata: { trace: 'abc' },
+      temperature: 0.3,
+      stop: ['END'],
+      tools,
+      // @ts-expect-error a vendor parameter the client has no type for
+      vendor_knob: { depth: 3 },
+    });
+    const sent = lastRequest();
+    assert.equal(sent.path, '/v1/chat/completions');
+    assert.equal(sent.headers.authorization, 'Bearer fake-upstream-key');
+    assert.equal(sent.body.model, UPSTREAM_MODEL);
+    assert.equal(sent.body.seed, 42);
+    assert.equal(sent.body.logprobs, true);
+    assert.equal(sent.body.top_logprobs, 2);
+    assert.deepEqual(sent.body.response_format, { type: 'json_object' });
+    assert.equal(sent.body.tool_choice, 'auto');
+    assert.equal(sent.body.parallel_tool_calls, false);
+    assert.equal(sent.body.user, 'user-7');
+    assert.deepEqual(sent.body.metadata, { trace: 'abc' });
+    assert.deepEqual(sent.body.vendor_knob, { depth: 3 });
+    assert.deepEqual(sent.body.stop, ['END']);
+    assert.deepEqual(sent.body.messages, [{ role: 'user', content: 'hello', name: 'ana' }]);
+    assert.deepEqual(sent.body.tools, tools);
+    assert.equal(sent.body.stream_options, undefined);
+    // The caller hears its own model id back.
+    assert.equal(answered.model, 'gpt-4o-mini');
+    assert.equal(answered.system_fingerprint, 'fp_fake');
+  });
+
+  it('asks the upstream for usage on every stream, hides it from callers who did not, and rewrites the model id', async () => {
+    const before = await stack.settledAccount(accountId);
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'stream' }], stream: true });
+    const chunks = [];
+    for await (const part of stream) chunks.push(part);
+    assert.deepEqual(lastRequest().body.stream_options, { include_usage: true });
+    assert.equal(chunks.map((part) => part.choices[0]?.delta.content ?? '').join(''), 'Hello there');
+    assert.ok(chunks.every((part) => part.model === 'gpt-4o-mini' && part.choices.length === 1 && !part.usage));
+    const after = await stack.settledAccount(accountId);
+    assert.equal(before.balance_micros - after.balance_micros, PRICE);
+    assert.equal(after.held_micros, 0);
+
+    // Keeps the caller's own stream options next to the forced one.
+    const withUsage = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'stream' }],
+      stream: true,
+      stream_options: { include_usage: true, include_obfuscation: false } as { include_usage: boolean },
+    });
+    const seen = [];
+    for await (const part of withUsage) seen.push(part);
+    assert.deepEqual(lastRequest().body.stream_options, { include_usage: true, include_obfuscation: false });
+    assert.deepEqual(seen.at(-1)!.usage, usage);
+  });
+
+  it('ends a stream whose upstream dies with an error event, and bills nothing', async () => {
+    for (const said of ['die mid-stream', 'error mid-stream']) {
+      const before = await stack.settledAccount(accountId);
+      const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: said }], stream: true });
+      let text = '';
+      await assert.rejects(
+        (async () => {
+          for await (const part of stream) text += part.choices[0]?.delta.content ?? '';
+        })(),
+        (error: unknown) => {
+          assert.ok(error instanceof OpenAI.APIError, String(error));
+          assert.match(error.message, /mid-stream/);
+          return true;
+        },
+        said,
+      );
+      assert.equal(text, 'Hello there');
+      const after = await stack.settledAccount(accountId);
+      assert.equal(after.balance_micros, before.balance_micros, said);
+      assert.equal(after.held_micros, 0, said);
+    }
+  });
+
+  it('reads the upstream only as fast as the caller reads the stream', async () => {
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const outgoing = httpRequest(`${stack.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${client.apiKey}`, 'content-type': 'application/json' },
+      });
+      outgoing.on('response', resolve).on('error', reject);
+      outgoing.end(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'flood' }], stream: true }));
+    });
+    assert.equal(response.statusCode, 200);
+    // Take the first bytes, then stop reading for a while.
+    await once(response, 'readable');
+    response.pause();
+    // Once the socket buffers between upstream, gateway and caller are full, the upstream stalls.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const stalledAt = floodState.written;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(floodState.finished, false, 'the gateway read the whole upstream while its caller did not read');
+    assert.equal(floodState.written, stalledAt, 'the upstream kept writing while the caller did not read');
+
+    let text = '';
+    response.setEncoding('utf8');
+    for await (const piece of response) text += piece;
+    assert.ok(floodState.finished);
+    assert.equal(text.match(/"content":"x+"/g)?.length, FLOOD_CHUNKS);
+    assert.ok(text.endsWith('data: [DONE]\n\n'));
+  });
+
+  it('retries a connection the upstream dropped before answering', async () => {
+    const before = upstream.received.length;
+    const answered = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'reset first' }] });
+    assert.equal(answered.choices[0]!.message.content, 'Hello from the fake upstream.');
+    assert.equal(upstream.received.length - before, 2);
+  });
+
+  it('passes 4xx refusals on in the gateway\'s error body, keeping Retry-After on 429', async () => {
+    const before = await stack.settledAccount(accountId);
+    const refused = await request(`${stack.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${client.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'refuse' }] }),
+    });
+    assert.equal(refused.statusCode, 400);
+    assert.deepEqual(await refused.body.json(), { error: { message: 'logit_bias is malformed', type: 'invalid_request_error', code: 'invalid_request', param: 'logit_bias' } });
+
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'slow down' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.RateLimitError);
+      assert.equal(error.headers?.get('retry-after'), '7');
+      assert.match(error.message, /Rate limit reached/);
+      return true;
+    });
+
+    // The caller's key is fine; the gateway's upstream key is not: a gateway fault.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'bad credentials' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError);
+      assert.equal(error.status, 502);
+      return true;
+    });
+    const after = await stack.settledAccount(accountId);
+    assert.equal(after.balance_micros, before.balance_micros);
+    assert.equal(after.held_micros, 0);
+  });
+});
+
+describe('chat with an unreachable upstream', () => {
+  it('answers 503 after retrying, and bills nothing', async () => {
+    const closedPort = await freePort();
+    const stack = await startApiBeforeUpstream('chat-unreachable', `http://127.0.0.1:${closedPort}`);
+    try {
+      const caller = await stack.newCaller('unreachable');
+      const started = Date.now();
+      await assert.rejects(stack.client(caller.key).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'anyone?' }] }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.InternalServerError);
+        assert.equal(error.status, 503);
+        assert.match(error.message, /unreachable/);
+        return true;
+      });
+      // Two retries with 50 and 100 ms pauses happened before giving up.
+      assert.ok(Date.now() - started >= 150);
+      const account = await stack.settledAccount(caller.accountId);
+      assert.equal(account.balance_micros, 10_000_000);
+      assert.equal(account.held_micros, 0);
+    } finally {
+      await stack.close();
+    }
+  });
+});

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { bearer } from '../helpers/app.ts';
+import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+
+// Request validation of POST /v1/chat/completions: a 400 that names the offending field, before
+// any money is held or any upstream is asked.
+
+const valid = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+
+const cases: Array<{ name: string; body: unknown; field: string }> = [
+  { name: 'model missing', body: { messages: valid.messages }, field: 'model' },
+  { name: 'messages missing', body: { model: 'gpt-4o-mini' }, field: 'messages' },
+  { name: 'messages empty', body: { ...valid, messages: [] }, field: 'messages' },
+  { name: 'unknown role', body: { ...valid, messages: [{ role: 'robot', content: 'hi' }] }, field: 'messages.0.role' },
+  { name: 'content a number', body: { ...valid, messages: [{ role: 'user', content: 42 }] }, field: 'messages.0.content' },
+  { name: 'temperature above 2', body: { ...valid, temperature: 2.1 }, field: 'temperature' },
+  { name: 'temperature below 0', body: { ...valid, temperature: -0.1 }, field: 'temperature' },
+  { name: 'top_p above 1', body: { ...valid, top_p: 1.5 }, field: 'top_p' },
+  { name: 'max_tokens zero', body: { ...valid, max_tokens: 0 }, field: 'max_tokens' },
+  { name: 'max_tokens fractional', body: { ...valid, max_tokens: 10.5 }, field: 'max_tokens' },
+  { name: 'max_completion_tokens negative', body: { ...valid, max_completion_tokens: -3 }, field: 'max_completion_tokens' },
+  { name: 'five stop sequences', body: { ...valid, stop: ['a', 'b', 'c', 'd', 'e'] }, field: 'stop' },
+  { name: 'stop a number', body: { ...valid, stop: 7 }, field: 'stop' },
+  { name: 'stream a string', body: { ...valid, stream: 'yes' }, field: 'stream' },
+  { name: 'tool of another type', body: { ...valid, tools: [{ type: 'retrieval', function: { name: 'x' } }] }, field: 'tools.0.type' },
+  { name: 'tool without a name', body: { ...valid, tools: [{ type: 'function', function: { parameters: { type: 'object' } } }] }, field: 'tools.0.function.name' },
+  {
+    name: 'tool parameters not an object schema',
+    body: { ...valid, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'string' } } }] },
+    field: 'tools.0.function.parameters.type',
+  },
+  {
+    name: 'tool required not an array',
+    body: { ...valid, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', required: 'city' } } }] },
+    field: 'tools.0.function.parameters.required',
+  },
+];
+
+describe('POST /v1/chat/completions validation', () => {
+  let stack: SimulatorStack;
+  let key: string;
+  before(async () => {
+    stack = await startOpenAiStack('chat-validation');
+    ({ key } = await stack.newCaller('validation'));
+  });
+  after(() => stack.close());
+
+  for (const { name, body, field } of cases) {
+    it(`400 naming '${field}': ${name}`, async () => {
+      const response = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(key), payload: body as object });
+      assert.equal(response.statusCode, 400, response.body);
+      const { error } = response.json();
+      assert.equal(error.type, 'invalid_request_error');
+      assert.equal(error.param, field);
+      assert.ok(error.message.includes(`'${field}'`), error.message);
+    });
+  }
+
+  it('accepts the developer and tool roles, null content beside tool calls, and nulls for optional numbers', async () => {
+    const response = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: bearer(key),
+      payload: {
+        model: 'gpt-4o-mini',
+        temperature: null,
+        max_tokens: null,
+        messages: [
+          { role: 'developer', content: 'Be brief.' },
+          { role: 'user', content: [{ type: 'text', text: 'weather?' }] },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+        ],
+      },
+    });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.match(response.json().choices[0].message.content, /sunny/);
+  });
+
+  it('neither asks the upstream nor moves money when validation fails', async () => {
+    const fresh = await stack.newCaller('validation only');
+    const accountBefore = await stack.account(fresh.accountId);
+    const statsBefore = await stack.simulatorStats();
+    const response = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(fresh.key), payload: { ...valid, temperature: 9 } });
+    assert.equal(response.statusCode, 400);
+    const accountAfter = await stack.account(fresh.accountId);
+    assert.equal(accountAfter.balance_micros, accountBefore.balance_micros);
+    assert.equal(accountAfter.held_micros, 0);
+    assert.equal((await stack.simulatorStats()).chat_requests, statsBefore.chat_requests);
+    assert.deepEqual(await stack.ledgerEntries(fresh.accountId), []);
+  });
+});

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { request } from 'undici';
+import { createKey } from '../helpers/app.ts';
+import { PNG_SIGNATURE, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+
+// POST /v1/images/generations through the official client: real PNGs by URL or inline, billed
+// per image (gpt-image-1: $0.04 each in config/catalog.local.json), refusals as the client's
+// own error classes, and nothing billed for a failure.
+
+const PRICE_PER_IMAGE = 40_000;
+
+describe('POST /v1/images/generations through the openai client', () => {
+  let stack: SimulatorStack;
+  before(async () => {
+    stack = await startOpenAiStack('images');
+  });
+  after(() => stack.close());
+
+  it('returns downloadable PNG URLs and bills n images', async () => {
+    const caller = await stack.newCaller('urls');
+    const before = await stack.account(caller.accountId);
+    const result = await stack.client(caller.key).images.generate({ model: 'gpt-image-1', prompt: 'a lighthouse at dusk', n: 2, size: '1024x1024', response_format: 'url' });
+    assert.equal(result.data!.length, 2);
+    for (const image of result.data!) {
+      const download = await request(image.url!);
+      assert.equal(download.statusCode, 200);
+      assert.equal(download.headers['content-type'], 'image/png');
+      const bytes = Buffer.from(await download.body.arrayBuffer());
+      assert.deepEqual(bytes.subarray(0, 8), PNG_SIGNATURE);
+    }
+    const after = await stack.account(caller.accountId);
+    assert.equal(before.balance_micros - after.balance_micros, 2 * PRICE_PER_IMAGE);
+    assert.equal(after.spent_micros, 2 * PRICE_PER_IMAGE);
+    assert.equal(after.held_micros, 0);
+    const [usage] = await stack.usageRecords(caller.accountId, 1);
+    assert.equal(usage!.kind, 'image');
+    assert.equal(usage!.model, 'gpt-image-1');
+    assert.equal(usage!.images, 2);
+    assert.equal(usage!.spend_micros, 2 * PRICE_PER_IMAGE);
+  });
+
+  it('returns inline base64 PNGs', async () => {
+    const caller = await stack.newCaller('b64');
+    const result = await stack.client(caller.key).images.generate({ model: 'gpt-image-1', prompt: 'a red kite', response_format: 'b64_json', size: '1792x1024' });
+    assert.equal(result.data!.length, 1);
+    const png = Buffer.from(result.data![0]!.b64_json!, 'base64');
+    assert.deepEqual(png.subarray(0, 8), PNG_SIGNATURE);
+    // IHDR: width and height follow the 8-byte signature, 4-byte length and 4-byte type.
+    assert.ok(png.readUInt32BE(16) > png.readUInt32BE(20), 'landscape as asked');
+    assert.equal((await stack.account(caller.accountId)).spent_micros, PRICE_PER_IMAGE);
+  });
+
+  it('bills nothing when the upstream fails, and keeps nothing held', async () => {
+    const caller = await stack.newCaller('failing');
+    const client = stack.client(caller.key);
+    await assert.rejects(client.images.generate({ model: 'gpt-image-1', prompt: 'a storm [sim:error=500]' }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError);
+      assert.equal(error.status, 502);
+      return true;
+    });
+    await assert.rejects(client.images.generate({ model: 'gpt-image-1', prompt: 'a queue [sim:error=429]' }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.RateLimitError);
+      assert.equal(error.headers?.get('retry-after'), '1');
+      return true;
+    });
+    const account = await stack.account(caller.accountId);
+    assert.equal(account.balance_micros, 10_000_000);
+    assert.equal(account.held_micros, 0);
+    assert.deepEqual(await stack.usageRecords(caller.accountId), []);
+  });
+
+  it('refuses with the client\'s own error classes', async () => {
+    const caller = await stack.newCaller('refusals');
+    const client = stack.client(caller.key);
+    await assert.rejects(stack.client('fg_wrong').images.generate({ model: 'gpt-image-1', prompt: 'x' }), OpenAI.AuthenticationError);
+    await assert.rejects(client.images.generate({ model: 'dall-e-9', prompt: 'x' }), OpenAI.NotFoundError);
+    await assert.rejects(client.images.generate({ model: 'gpt-4o-mini', prompt: 'x' }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.BadRequestError);
+      assert.match(error.message, /chat model/);
+      return true;
+    });
+    for (const [body, field] of [
+      [{ model: 'gpt-image-1', prompt: 'x', n: 11 }, 'n'],
+      [{ model: 'gpt-image-1', prompt: '' }, 'prompt'],
+      [{ model: 'gpt-image-1', prompt: 'x', size: 'huge' }, 'size'],
+      [{ model: 'gpt-image-1', prompt: 'x', response_format: 'gif' }, 'response_format'],
+    ] as const) {
+      await assert.rejects(client.images.generate(body as OpenAI.ImageGenerateParamsNonStreaming), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, field);
+        assert.equal(error.param, field);
+        return true;
+      });
+    }
+    const chatOnly = await createKey(stack.app, caller.accountId, { name: 'chat only', models: ['gpt-4o-mini'] });
+    await assert.rejects(stack.client(chatOnly.key).images.generate({ model: 'gpt-image-1', prompt: 'x' }), OpenAI.PermissionDeniedError);
+
+    const poor = await stack.newCaller('poor', 0.05);
+    await assert.rejects(stack.client(poor.key).images.generate({ model: 'gpt-image-1', prompt: 'x', n: 2 }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.PermissionDeniedError);
+      assert.equal(error.code, 'insufficient_balance');
+      return true;
+    });
+    assert.equal((await stack.account(poor.accountId)).balance_micros, 50_000);
+  });
+});
