@@ -1,6 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import { ForbiddenDestinationError, validateCallerUrl } from '../core/outbound-guard.ts';
 import { signWebhook } from '../core/webhook-signature.ts';
+import { parseRetryAfter } from '../core/retry-after.ts';
 
 // One webhook delivery attempt. There is no retry loop here on purpose: the workflow owns the
 // schedule on durable timers, so a worker restart between attempts loses nothing. This function
@@ -33,16 +34,6 @@ const USER_AGENT = 'Framegate-Webhooks/1';
 // What we read of a response before dropping it: enough to keep the connection reusable for
 // ordinary answers, without letting a receiver stream into our memory.
 const RESPONSE_DRAIN_LIMIT_BYTES = 64 * 1024;
-
-/** Retry-After as milliseconds from now: delay-seconds or an HTTP date (RFC 9110 10.2.3). */
-export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
-  const text = (Array.isArray(value) ? value[0] : value)?.trim();
-  if (!text) return undefined;
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  // Date.parse reads bare numbers such as "-5" as years; every HTTP-date names a weekday.
-  const at = /[A-Za-z]/.test(text) ? Date.parse(text) : Number.NaN;
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
 
 function findForbidden(error: unknown): ForbiddenDestinationError | undefined {
   for (let current = error; current instanceof Error; current = current.cause) {

@@ -1,6 +1,7 @@
 import { getGlobalDispatcher, interceptors, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { VendorRejectedError, VendorTransientError } from './types.ts';
+import { parseRetryAfter } from '../core/retry-after.ts';
 
 // The HTTP plumbing every video adapter shares, so that one module decides what is worth
 // retrying. The workflow retries VendorTransientError (after Retry-After when the vendor sent
@@ -37,19 +38,6 @@ const vendorErrorBody = z.looseObject({
     }),
   ]),
 });
-
-/** Milliseconds to wait from a Retry-After header (delay-seconds or an HTTP date), if usable. */
-export function parseRetryAfter(header: string | string[] | undefined, now: number = Date.now()): number | undefined {
-  const value = (Array.isArray(header) ? header[0] : header)?.trim();
-  if (!value) return undefined;
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  // Every HTTP-date form starts with a day name; without this check Date.parse would read
-  // "-5" or "1.5" as calendar dates.
-  if (!/^[A-Za-z]/.test(value)) return undefined;
-  const at = Date.parse(value);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now);
-}
 
 /** Turns a non-2xx answer into the error the workflow's retry policy understands. */
 export function classifyVendorFailure(

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { z } from 'zod';
-import { classifyVendorFailure, createVendorHttp, parseRetryAfter } from '../../vendors/http.ts';
+import { parseRetryAfter } from '../../core/retry-after.ts';
+import { classifyVendorFailure, createVendorHttp } from '../../vendors/http.ts';
 import { VendorRejectedError, VendorTransientError } from '../../vendors/types.ts';
 import { refusedBaseUrl, startRecordingServer, type RecordingServer } from './recording-server.ts';
 
