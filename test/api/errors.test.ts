@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { adminHeaders, bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { testDatabase } from '../helpers/engines.ts';
 
 function assertErrorShape(body: unknown, status: number, type: string) {
   const error = (body as { error: Record<string, unknown> }).error;
@@ -98,6 +99,29 @@ describe('errors in the shape of spec section 7', () => {
   it('returns the request id in x-request-id', async () => {
     const response = await harness.app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'req_from_client' } });
     assert.equal(response.headers['x-request-id'], 'req_from_client');
+  });
+});
+
+describe('server errors', () => {
+  it('a 500 names the request id and nothing of the internals', async () => {
+    const harness = await startTestApp('leak');
+    const key = (await createKey(harness.app, (await createAccount(harness.app, { name: 'leak' })).id)).key;
+    const databaseName = harness.database.db.databaseName;
+    await harness.database.client.close(); // the store disappears under the running api
+    try {
+      const response = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key) });
+      assert.equal(response.statusCode, 500);
+      const error = response.json().error;
+      assert.equal(error.type, 'server_error');
+      assert.match(error.message, /request id req_/);
+      assert.doesNotMatch(response.body, /Mongo|topology|stack|\.ts|closed/i);
+    } finally {
+      await harness.app.close();
+      await harness.temporal.close();
+      const cleanup = await testDatabase('leak-cleanup');
+      await cleanup.client.db(databaseName).dropDatabase();
+      await cleanup.drop();
+    }
   });
 });
 

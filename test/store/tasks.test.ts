@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
+import { TaskStore, type TaskDocument } from '../../store/tasks.ts';
+import { testDatabase } from '../helpers/engines.ts';
+
+describe('task snapshots', () => {
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let tasks: TaskStore;
+  before(async () => {
+    database = await testDatabase('tasks');
+    tasks = new TaskStore(database.db);
+  });
+  after(() => database.drop());
+
+  function task(id: string): TaskDocument {
+    const now = new Date();
+    return {
+      _id: id, account_id: 'acct_a', key_id: 'key_a', model: 'seedance-2.0', status: 'submitted', seconds: 5, resolution: '720p', ratio: '16:9',
+      metadata: {}, price_micros: 1, progress: 0, request_id: 'req_a', workflow_started: true, workflow_input: {} as VideoTaskWorkflowInput,
+      created_at: now, updated_at: now,
+    };
+  }
+
+  it('a final state never changes: later finish, running or progress writes are ignored', async () => {
+    await tasks.insert(task('task_final'));
+    await tasks.markRunning('task_final', { vendorTaskId: 'v1' });
+    await tasks.finish('task_final', { status: 'succeeded', url: 'https://cdn.example/clip.mp4' });
+    await tasks.finish('task_final', { status: 'failed', error: { code: 'late', message: 'late failure' } });
+    await tasks.markRunning('task_final', { vendorTaskId: 'v2' });
+    await tasks.updateProgress('task_final', 50);
+    const stored = await tasks.find('task_final');
+    assert.equal(stored?.status, 'succeeded');
+    assert.equal(stored?.url, 'https://cdn.example/clip.mp4');
+    assert.equal(stored?.error, undefined);
+    assert.equal(stored?.vendor_task_id, 'v1');
+    assert.equal(stored?.progress, 100);
+  });
+
+  it('another account cannot read a task', async () => {
+    await tasks.insert(task('task_owned'));
+    assert.equal((await tasks.findForAccount('task_owned', 'acct_a'))?._id, 'task_owned');
+    assert.equal(await tasks.findForAccount('task_owned', 'acct_b'), null);
+  });
+});
