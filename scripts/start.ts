@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from './lib/engines.ts';
-import { startProcess, waitForPort, type ManagedProcess } from './lib/processes.ts';
+import { startProcess, waitForOutput, waitForPort, type ManagedProcess } from './lib/processes.ts';
 
 // `npm start`: the whole local stack in one command. Engines first (store, Temporal with its
 // Web UI), then the simulator, the worker and the api as separate processes, each with its
@@ -78,9 +78,12 @@ try {
     watch(startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed' }));
   const simulator = node('simulator', 'simulator/server.ts');
   await waitForPort('127.0.0.1', ports.simulator, simulator);
-  node('worker', 'worker/main.ts');
+  const worker = node('worker', 'worker/main.ts');
   const api = node('api', 'api/server.ts');
   await waitForPort('127.0.0.1', ports.api, api);
+  // The worker bundles the workflow code first (a few seconds); tasks submitted before it polls
+  // would simply wait in Temporal, but "up" should mean up.
+  await waitForOutput(worker, /worker polling task queue/);
 
   const base = `http://127.0.0.1:${ports.api}`;
   console.log(

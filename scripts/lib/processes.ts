@@ -93,6 +93,18 @@ function canConnect(host: string, port: number): Promise<boolean> {
   });
 }
 
+/** Waits until the process has printed a line matching `pattern`; fails early if it died. */
+export async function waitForOutput(process: ManagedProcess, pattern: RegExp, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let ended = false;
+  void process.exited.then(() => (ended = true));
+  while (!pattern.test(process.recentOutput())) {
+    if (ended) throw new Error(`${process.name} exited before printing ${pattern}:\n${process.recentOutput()}`);
+    if (Date.now() > deadline) throw new Error(`${process.name} did not print ${pattern} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** Waits until host:port accepts connections; fails early with the process's output if it died. */
 export async function waitForPort(host: string, port: number, process: ManagedProcess, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

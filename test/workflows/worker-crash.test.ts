@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startProcess, type ManagedProcess } from '../../scripts/lib/processes.ts';
+import { startProcess, waitForOutput, type ManagedProcess } from '../../scripts/lib/processes.ts';
 import { adminHeaders, createAccount, createKey } from '../helpers/app.ts';
 import { testTemporalAddress } from '../helpers/engines.ts';
 import { videoClient } from '../helpers/video-client.ts';
@@ -31,14 +31,6 @@ describe('a worker killed with SIGKILL mid-task', () => {
         OUTBOUND_ALLOWLIST: 'loopback',
       },
     });
-  }
-
-  async function waitForOutput(worker: ManagedProcess, pattern: RegExp, timeoutMs = 60_000) {
-    const deadline = Date.now() + timeoutMs;
-    while (!pattern.test(worker.recentOutput())) {
-      if (Date.now() > deadline || worker.child.exitCode !== null) throw new Error(`worker never printed ${pattern}:\n${worker.recentOutput()}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 
   it('loses no task, double-bills nothing and delivers every webhook', async () => {
