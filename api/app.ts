@@ -14,6 +14,7 @@ import { UsageStore } from '../store/usage.ts';
 import { adminAuth } from './plugins/admin-auth.ts';
 import { apiKeyAuth } from './plugins/api-key-auth.ts';
 import { errorHandler } from './plugins/error-handler.ts';
+import { jsonBody } from './plugins/json-body.ts';
 import { adminRoutes } from './routes/admin/index.ts';
 import { chatRoutes } from './routes/chat/index.ts';
 import { healthRoutes } from './routes/health/index.ts';
@@ -72,6 +73,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const openAi = createOpenAiProxies({ catalog, billing: { ledger, accounts, usage: new UsageStore(database.db) } });
 
   await app.register(errorHandler);
+  await app.register(jsonBody);
   await app.register(apiKeyAuth, { apiKeys });
   await app.register(adminAuth, { adminToken: config.ADMIN_TOKEN });
 

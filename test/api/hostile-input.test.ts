@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+
+// Malformed and hostile bodies answer 4xx in the spec's error shape, never 5xx, and leave the
+// process healthy.
+
+describe('hostile request bodies', () => {
+  let harness: TestApp;
+  let headers: Record<string, string>;
+  before(async () => {
+    harness = await startTestApp('hostile');
+    const key = (await createKey(harness.app, (await createAccount(harness.app, { name: 'hostile', balance_usd: 5 })).id)).key;
+    headers = { ...bearer(key), 'content-type': 'application/json' };
+  });
+  after(() => harness.close());
+
+  const post = (payload: string | Buffer, extraHeaders: Record<string, string> = {}) =>
+    harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: { ...headers, ...extraHeaders }, payload });
+
+  const cases: Array<[string, () => string | Buffer, number, RegExp]> = [
+    ['truncated JSON', () => '{"model":"seedance-2.0","prompt":"x"', 400, /not valid JSON/],
+    ['a __proto__ key', () => '{"model":"seedance-2.0","prompt":"x","__proto__":{"admin":true}}', 400, /not valid JSON/],
+    ['a constructor.prototype key', () => '{"model":"seedance-2.0","prompt":"x","constructor":{"prototype":{"admin":true}}}', 400, /not valid JSON/],
+    ['invalid UTF-8', () => Buffer.concat([Buffer.from('{"model":"seedance-2.0","prompt":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]), 400, /not valid UTF-8/],
+    ['a 100,000-element array', () => JSON.stringify({ model: 'seedance-2.0', prompt: 'x', metadata: { content: Array(100_000).fill(1) } }), 400, /metadata\.content/],
+    ['100,000 levels of nesting', () => `{"model":"seedance-2.0","prompt":"x","metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}`, 400, /./],
+    ['a JSON array instead of an object', () => '[1,2,3]', 400, /./],
+    ['a JSON string instead of an object', () => '"hello"', 400, /./],
+  ];
+  for (const [label, payload, status, message] of cases) {
+    it(`${label} → ${status}`, async () => {
+      const response = await post(payload());
+      assert.equal(response.statusCode, status, response.body);
+      const error = response.json().error;
+      assert.equal(error.type, 'invalid_request_error');
+      assert.match(error.message, message);
+    });
+  }
+
+  it('a body of exactly the limit is read; one byte more is a 413', async () => {
+    const limit = harness.config.BODY_LIMIT_BYTES;
+    const frame = '{"model":"seedance-2.0","prompt":""}';
+    const atLimit = `{"model":"seedance-2.0","prompt":"${'x'.repeat(limit - frame.length)}"}`;
+    assert.equal(Buffer.byteLength(atLimit), limit);
+    const read = await post(atLimit);
+    assert.equal(read.statusCode, 400, 'read and validated (the prompt is too long), not refused for size');
+    assert.equal(read.json().error.param, 'prompt');
+    const over = await post(`${atLimit} `);
+    assert.equal(over.statusCode, 413);
+    assert.equal(over.json().error.type, 'invalid_request_error');
+  });
+
+  it('a wrong content type → 415, and the process is still healthy afterwards', async () => {
+    const response = await post('model=seedance-2.0', { 'content-type': 'application/x-www-form-urlencoded' });
+    assert.equal(response.statusCode, 415);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+  });
+});
