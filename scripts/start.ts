@@ -91,7 +91,7 @@ try {
       '',
       `Framegate is up (${((Date.now() - started) / 1000).toFixed(1)} s):`,
       `  API base URL (OpenAI clients)  ${base}/v1`,
-      `  Temporal Web UI                ${environment.TEMPORAL_UI_URL}`,
+      `  Temporal Web UI                ${environment.TEMPORAL_UI_URL ?? `(Temporal at ${environment.TEMPORAL_ADDRESS}; set TEMPORAL_UI_URL to show its UI here)`}`,
       `  Vendor simulator               ${environment.SIMULATOR_URL}`,
       `  Store                          ${environment.MONGODB_URI}`,
       `  Admin token                    in ${admin.source}`,
