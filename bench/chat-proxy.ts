@@ -1,0 +1,313 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { request } from 'undici';
+import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '../scripts/lib/engines.ts';
+import { freePort, startProcess, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
+import { connectDatabase } from '../store/database.ts';
+import { chatTarget, complete, fmt, p, runTimedLoad, timeStream, type ChatTarget, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
+
+// `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:
+//   direct   the loopback upstream itself (bench/lib/loopback-upstream.ts, its own process);
+//   Framegate api/server.ts (buildApp + listen, its own process) on FerretDB and Temporal,
+//            with a funded account and key, its catalog's OpenAI upstream pointed at the same
+//            loopback upstream;
+//   LiteLLM  the LiteLLM proxy (pinned, installed by scripts/provision-bench.sh into
+//            .tools/bench-venv), no database, model openai/gpt-4o-mini at the same upstream.
+// 1. added latency p50/p99 at concurrency 1, zero-delay upstream, non-stream;
+// 2. throughput at 50 concurrent connections, upstream answering after 20 ms;
+// 3. streaming (64 chunks 20 ms apart): added time-to-first-token p50/p99 and inter-chunk gap.
+// Every loop is bounded in count and time; all traffic stays on 127.0.0.1. Figures only,
+// nothing asserted (machines are noisy). BENCH_* variables below scale the runs.
+
+const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 500);
+const THROUGHPUT_REQUESTS = Number(process.env.BENCH_THROUGHPUT_REQUESTS ?? 3000);
+const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 20);
+const THROUGHPUT_CONCURRENCY = 50;
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 16);
+const STREAM_CONCURRENCY = 4;
+const ADMIN_TOKEN = 'bench-admin-token-0123456789';
+
+const processes: ManagedProcess[] = [];
+const dataDir = path.join(projectRoot, `.data/bench-chat-${process.pid}`);
+const scratch = mkdtempSync(path.join(tmpdir(), 'framegate-bench-'));
+let exitCode = 0;
+
+async function cleanUp(): Promise<void> {
+  await Promise.allSettled([...processes].reverse().map((child) => child.stop()));
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true });
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => void cleanUp().then(() => process.exit(130)));
+}
+
+/** Child environments without proxy settings: every call in this bench is loopback. */
+function loopbackEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost', ...extra };
+  for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy']) delete env[name];
+  return env;
+}
+
+async function startUpstream(): Promise<string> {
+  const port = await freePort();
+  const upstream = startProcess('upstream', process.execPath, ['--import', 'tsx', 'bench/lib/loopback-upstream.ts'], {
+    cwd: projectRoot,
+    env: loopbackEnv({ PORT: String(port) }),
+  });
+  processes.push(upstream);
+  await waitForPort('127.0.0.1', port, upstream);
+  return `http://127.0.0.1:${port}`;
+}
+
+async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalAddress: string, database: string): Promise<ChatTarget> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const api = startProcess('framegate', process.execPath, ['--import', 'tsx', 'api/server.ts'], {
+    cwd: projectRoot,
+    env: loopbackEnv({
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PUBLIC_BASE_URL: origin,
+      MONGODB_URI: mongodbUri,
+      MONGODB_DB: database,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_TASK_QUEUE: `bench-chat-${process.pid}`,
+      ADMIN_TOKEN,
+      CATALOG_FILE: 'config/catalog.local.json',
+      // The local catalog's OpenAI upstream is ${SIMULATOR_URL}/v1: the loopback upstream.
+      SIMULATOR_URL: upstreamUrl,
+      LOG_LEVEL: process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info',
+    }),
+  });
+  processes.push(api);
+  await waitForPort('127.0.0.1', port, api);
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+  const accountResponse = await request(`${origin}/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench', balance_usd: 1_000_000 }) });
+  const account = (await accountResponse.body.json()) as { id: string };
+  const keyResponse = await request(`${origin}/admin/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench' }) });
+  const { key } = (await keyResponse.body.json()) as { key: string };
+  if (!key) throw new Error('Framegate: no key was created');
+  return chatTarget('Framegate', origin, key);
+}
+
+/** `count` more funded accounts with a key each, sharing `framegate`'s connection pool: the
+ * throughput run repeated with the calls spread over accounts shows what the per-account
+ * serialized ledger costs at 50 concurrent calls of ONE account. */
+async function framegateAccounts(framegate: ChatTarget, count: number): Promise<ChatTarget[]> {
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+  const spread: ChatTarget[] = [];
+  for (let index = 0; index < count; index++) {
+    const accountResponse = await request(`${framegate.origin}/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: `bench-${index}`, balance_usd: 1_000_000 }) });
+    const account = (await accountResponse.body.json()) as { id: string };
+    const keyResponse = await request(`${framegate.origin}/admin/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench' }) });
+    const { key } = (await keyResponse.body.json()) as { key: string };
+    spread.push({ ...framegate, name: `Framegate, ${count} accounts`, headers: { ...framegate.headers, authorization: `Bearer ${key}` } });
+  }
+  return spread;
+}
+
+async function startLiteLlm(upstreamUrl: string): Promise<ChatTarget | string> {
+  const provisioned = spawnSync('bash', [path.join(projectRoot, 'scripts/provision-bench.sh')], {
+    stdio: ['ignore', 'inherit', 'pipe'],
+    timeout: 20 * 60_000,
+  });
+  const provisionErrors = provisioned.stderr?.toString('utf8') ?? '';
+  process.stderr.write(provisionErrors);
+  if (provisioned.status !== 0) {
+    const detail = provisioned.error?.message ?? provisionErrors.trim().split('\n').slice(-3).join(' | ');
+    return `scripts/provision-bench.sh failed (exit ${provisioned.status}): ${detail}`;
+  }
+  const binary = path.join(projectRoot, '.tools/bench-venv/bin/litellm');
+  if (!existsSync(binary)) return `${binary} is missing after provisioning`;
+  const config = path.join(scratch, 'litellm.yaml');
+  writeFileSync(
+    config,
+    [
+      'model_list:',
+      '  - model_name: gpt-4o-mini',
+      '    litellm_params:',
+      '      model: openai/gpt-4o-mini',
+      `      api_base: ${upstreamUrl}/v1`,
+      '      api_key: bench-upstream-key',
+      '',
+    ].join('\n'),
+  );
+  const port = await freePort();
+  const env = loopbackEnv({
+    // Offline: the model cost map from the package, no telemetry; and no database.
+    LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+    LITELLM_TELEMETRY: 'False',
+  });
+  delete env.DATABASE_URL;
+  const litellm = startProcess('litellm', binary, ['--config', config, '--host', '127.0.0.1', '--port', String(port)], { cwd: scratch, env });
+  processes.push(litellm);
+  try {
+    await waitForPort('127.0.0.1', port, litellm, 180_000);
+    const target = chatTarget('LiteLLM', `http://127.0.0.1:${port}`);
+    await complete(target, 'hello');
+    return target;
+  } catch (error) {
+    await litellm.stop();
+    const message = error instanceof Error ? error.message : String(error);
+    return message.split('\n').filter(Boolean).slice(-6).join(' | ');
+  }
+}
+
+function row(cells: string[], widths: number[]): string {
+  return cells.map((cell, index) => (index === 0 ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!))).join('  ');
+}
+
+function ratio(value: number, base: number): string {
+  if (!(Number.isFinite(value) && Number.isFinite(base) && base > 0)) return 'n/a';
+  const quotient = value / base;
+  return `${quotient >= 0.1 ? quotient.toFixed(2) : quotient.toPrecision(2)}×`;
+}
+
+try {
+  provision();
+  const ferretPort = await freePort();
+  const temporalPort = await freePort();
+  if (!process.env.MONGODB_URI) processes.push(await startFerretDb({ port: ferretPort, dataDir }));
+  if (!process.env.TEMPORAL_ADDRESS) processes.push(await startTemporalDevServer({ port: temporalPort }));
+  const mongodbUri = process.env.MONGODB_URI ?? `mongodb://127.0.0.1:${ferretPort}/`;
+  const temporalAddress = process.env.TEMPORAL_ADDRESS ?? `127.0.0.1:${temporalPort}`;
+  const databaseName = `bench_chat_${process.pid}`;
+
+  const upstreamUrl = await startUpstream();
+  const direct = chatTarget('direct', upstreamUrl);
+  const framegate = await startFramegate(upstreamUrl, mongodbUri, temporalAddress, databaseName);
+  const litellm = await startLiteLlm(upstreamUrl);
+  const targets: ChatTarget[] = [direct, framegate, ...(typeof litellm === 'string' ? [] : [litellm])];
+
+  console.log(`\nFramegate chat-proxy benchmark: direct upstream vs Framegate vs LiteLLM (store ${process.env.MONGODB_URI ? 'MONGODB_URI' : 'FerretDB'})`);
+  console.log(`  upstream  loopback OpenAI-compatible server in its own process (${upstreamUrl})`);
+  console.log(`  Framegate api/server.ts in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info'}, funded account + key (hold/capture on every call)`);
+  console.log(typeof litellm === 'string' ? `  LiteLLM: unavailable (${litellm})` : `  LiteLLM   proxy ${litellm.origin}, default settings, no database, model openai/gpt-4o-mini at the same upstream`);
+
+  // 1. Added latency at concurrency 1.
+  const latency = new Map<string, TimedLoad>();
+  for (const target of targets) {
+    await runTimedLoad(1, 50, 30, () => complete(target, 'warm up')); // warm-up
+    latency.set(target.name, await runTimedLoad(1, LATENCY_REQUESTS, 60, () => complete(target, 'ping')));
+  }
+  const base = latency.get('direct')!;
+  console.log(`\n1. Non-stream latency, concurrency 1, zero-delay upstream (${LATENCY_REQUESTS} requests each, after 50 warm-up)`);
+  const w1 = [10, 8, 10, 10, 14, 14, 10, 8];
+  console.log(row(['', 'count', 'p50 ms', 'p99 ms', 'added p50 ms', 'added p99 ms', 'p50 ratio', 'errors'], w1));
+  for (const target of targets) {
+    const load = latency.get(target.name)!;
+    const p50 = p(load.latenciesMs, 0.5);
+    const p99 = p(load.latenciesMs, 0.99);
+    const isBase = target.name === 'direct';
+    console.log(
+      row(
+        [target.name, String(load.completed), fmt(p50), fmt(p99), isBase ? '-' : fmt(p50 - p(base.latenciesMs, 0.5)), isBase ? '-' : fmt(p99 - p(base.latenciesMs, 0.99)), ratio(p50, p(base.latenciesMs, 0.5)), String(load.errors)],
+        w1,
+      ),
+    );
+    if (load.firstError) console.log(`    first error: ${load.firstError}`);
+  }
+
+  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay.
+  const throughput = new Map<string, TimedLoad>();
+  for (const target of targets) {
+    await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]')); // warm-up
+    throughput.set(target.name, await runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, () => complete(target, 'ping [up:delay=20]')));
+  }
+  const spread = await framegateAccounts(framegate, THROUGHPUT_CONCURRENCY);
+  await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, (index) => complete(spread[index % spread.length]!, 'warm up [up:delay=20]'));
+  const spreadLoad = await runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, (index) => complete(spread[index % spread.length]!, 'ping [up:delay=20]'));
+  const ideal = (THROUGHPUT_CONCURRENCY * 1000) / 20;
+  console.log(`\n2. Throughput, ${THROUGHPUT_CONCURRENCY} concurrent connections, upstream answers after 20 ms (up to ${THROUGHPUT_REQUESTS} requests or ${THROUGHPUT_SECONDS} s each; ceiling ${ideal} req/s)`);
+  const w2 = [22, 8, 8, 10, 10, 10, 12, 8];
+  console.log(row(['', 'count', 'seconds', 'req/s', 'p50 ms', 'p99 ms', 'vs direct', 'errors'], w2));
+  const baseThroughput = throughput.get('direct')!;
+  const throughputRows: Array<[string, TimedLoad]> = targets.map((target) => [target.name, throughput.get(target.name)!]);
+  throughputRows.splice(2, 0, [spread[0]!.name, spreadLoad]);
+  for (const [name, load] of throughputRows) {
+    console.log(
+      row(
+        [name, String(load.completed), fmt(load.seconds, 1), fmt(load.perSecond, 0), fmt(p(load.latenciesMs, 0.5)), fmt(p(load.latenciesMs, 0.99)), ratio(load.perSecond, baseThroughput.perSecond), String(load.errors)],
+        w2,
+      ),
+    );
+    if (load.firstError) console.log(`    first error: ${load.firstError}`);
+  }
+
+  // 3. Streaming: 64 chunks 20 ms apart.
+  const streams = new Map<string, { timings: StreamTiming[]; load: TimedLoad }>();
+  for (const target of targets) {
+    await timeStream(target, 'warm up [up:chunks=4]').catch(() => undefined);
+    const timings: StreamTiming[] = [];
+    const load = await runTimedLoad(STREAM_CONCURRENCY, STREAMS, 60, async () => {
+      timings.push(await timeStream(target, 'stream please'));
+      return true;
+    });
+    streams.set(target.name, { timings, load });
+  }
+  console.log(`\n3. Streaming, 64 chunks 20 ms apart (${STREAMS} streams each, ${STREAM_CONCURRENCY} at a time; TTFT = request sent → first content delta)`);
+  const w3 = [10, 8, 10, 10, 12, 12, 9, 9, 9, 8, 8];
+  console.log(row(['', 'streams', 'TTFT p50', 'TTFT p99', 'added p50', 'added p99', 'gap p50', 'gap p99', 'gap max', 'chunks', 'errors'], w3));
+  const baseTtft = streams.get('direct')!.timings.map((timing) => timing.ttftMs);
+  for (const target of targets) {
+    const { timings, load } = streams.get(target.name)!;
+    const ttft = timings.map((timing) => timing.ttftMs);
+    const gaps = timings.flatMap((timing) => timing.gapsMs);
+    const chunks = timings.length ? Math.min(...timings.map((timing) => timing.contentChunks)) : Number.NaN;
+    const isBase = target.name === 'direct';
+    console.log(
+      row(
+        [
+          target.name,
+          String(timings.length),
+          fmt(p(ttft, 0.5)),
+          fmt(p(ttft, 0.99)),
+          isBase ? '-' : fmt(p(ttft, 0.5) - p(baseTtft, 0.5)),
+          isBase ? '-' : fmt(p(ttft, 0.99) - p(baseTtft, 0.99)),
+          fmt(p(gaps, 0.5)),
+          fmt(p(gaps, 0.99)),
+          fmt(gaps.length ? Math.max(...gaps) : Number.NaN),
+          String(chunks),
+          String(load.errors),
+        ],
+        w3,
+      ),
+    );
+    if (load.firstError) console.log(`    first error: ${load.firstError}`);
+  }
+  console.log('   (all figures in ms; "chunks" = fewest content deltas one stream delivered; the upstream sends 64)');
+
+  // Side by side.
+  const added = (name: string) => p(latency.get(name)!.latenciesMs, 0.5) - p(base.latenciesMs, 0.5);
+  const addedTtft = (name: string) => p(streams.get(name)!.timings.map((timing) => timing.ttftMs), 0.5) - p(baseTtft, 0.5);
+  console.log('\nSummary');
+  console.log(
+    `  Framegate: +${fmt(added('Framegate'))} ms p50 latency, ${fmt(throughput.get('Framegate')!.perSecond, 0)} req/s at 50 connections of one account ` +
+      `(${ratio(throughput.get('Framegate')!.perSecond, baseThroughput.perSecond)} of direct; ${fmt(spreadLoad.perSecond, 0)} req/s over ${spread.length} accounts), +${fmt(addedTtft('Framegate'))} ms TTFT p50`,
+  );
+  if (typeof litellm === 'string') {
+    console.log(`  LiteLLM: unavailable (${litellm})`);
+  } else {
+    console.log(`  LiteLLM:   +${fmt(added('LiteLLM'))} ms p50 latency, ${fmt(throughput.get('LiteLLM')!.perSecond, 0)} req/s at 50 connections (${ratio(throughput.get('LiteLLM')!.perSecond, baseThroughput.perSecond)} of direct), +${fmt(addedTtft('LiteLLM'))} ms TTFT p50`);
+    console.log(
+      `  Framegate/LiteLLM: added p50 latency ${ratio(added('Framegate'), added('LiteLLM'))}, throughput ${ratio(throughput.get('Framegate')!.perSecond, throughput.get('LiteLLM')!.perSecond)}, added TTFT p50 ${ratio(addedTtft('Framegate'), addedTtft('LiteLLM'))}`,
+    );
+  }
+
+  await Promise.allSettled(targets.map((target) => target.pool.close()));
+  const database = await connectDatabase(mongodbUri, databaseName);
+  await database.db.dropDatabase().catch(() => undefined);
+  await database.close();
+} catch (error) {
+  exitCode = 1;
+  console.error(`[bench] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  for (const child of processes) {
+    const output = child.recentOutput().trim();
+    if (output) console.error(`[bench] last output of ${child.name}:\n${output.split('\n').slice(-15).join('\n')}`);
+  }
+} finally {
+  await cleanUp();
+}
+process.exit(exitCode);

@@ -1,0 +1,123 @@
+import { Pool } from 'undici';
+import { percentile } from './stats.ts';
+
+// Load and timing helpers for bench/chat-proxy.ts: one chat target (direct upstream, Framegate,
+// LiteLLM) behind a keep-alive pool, a bounded timed loop, and SSE arrival times.
+
+export interface ChatTarget {
+  name: string;
+  origin: string;
+  headers: Record<string, string>;
+  pool: Pool;
+}
+
+export function chatTarget(name: string, origin: string, key?: string, connections = 64): ChatTarget {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (key) headers.authorization = `Bearer ${key}`;
+  return { name, origin, headers, pool: new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 30_000 }) };
+}
+
+export function chatBody(content: string, stream = false): string {
+  return JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, stream, messages: [{ role: 'user', content }] });
+}
+
+/** One non-stream completion; true on a 200 whose body parses. */
+export async function complete(target: ChatTarget, content: string): Promise<boolean> {
+  const response = await target.pool.request({ method: 'POST', path: '/v1/chat/completions', headers: target.headers, body: chatBody(content) });
+  const text = await response.body.text();
+  if (response.statusCode !== 200) throw new Error(`${target.name}: HTTP ${response.statusCode} ${text.slice(0, 300)}`);
+  return Array.isArray(JSON.parse(text).choices);
+}
+
+export interface TimedLoad {
+  completed: number;
+  errors: number;
+  seconds: number;
+  perSecond: number;
+  latenciesMs: number[];
+  firstError?: string;
+}
+
+/** At most `maxRequests` calls with `concurrency` in flight, and no new call after `maxSeconds`. */
+export async function runTimedLoad(
+  concurrency: number,
+  maxRequests: number,
+  maxSeconds: number,
+  operation: (index: number) => Promise<boolean>,
+): Promise<TimedLoad> {
+  const latenciesMs: number[] = [];
+  let next = 0;
+  let completed = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  const started = performance.now();
+  const deadline = started + maxSeconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < maxRequests && performance.now() < deadline) {
+        const index = next++;
+        const begin = performance.now();
+        const ok = await operation(index).catch((error: unknown) => {
+          firstError ??= error instanceof Error ? error.message : String(error);
+          return false;
+        });
+        latenciesMs.push(performance.now() - begin);
+        if (ok) completed++;
+        else errors++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { completed, errors, seconds, perSecond: completed / seconds, latenciesMs, firstError };
+}
+
+export interface StreamTiming {
+  /** Request sent → first content delta arrived. */
+  ttftMs: number;
+  /** Gaps between consecutive content deltas as the client received them. */
+  gapsMs: number[];
+  contentChunks: number;
+  total: number;
+}
+
+/** One streamed completion, timing each `data:` event carrying delta content as it arrives. */
+export async function timeStream(target: ChatTarget, content: string): Promise<StreamTiming> {
+  const begin = performance.now();
+  const response = await target.pool.request({ method: 'POST', path: '/v1/chat/completions', headers: target.headers, body: chatBody(content, true) });
+  if (response.statusCode !== 200) throw new Error(`${target.name}: HTTP ${response.statusCode} ${(await response.body.text()).slice(0, 300)}`);
+  const arrivals: number[] = [];
+  let pending = '';
+  let done = false;
+  for await (const part of response.body) {
+    const now = performance.now();
+    pending += (part as Buffer).toString('utf8');
+    const events = pending.split(/\r?\n\r?\n/);
+    pending = events.pop() ?? '';
+    for (const event of events) {
+      const data = event
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trimStart())
+        .join('\n');
+      if (!data) continue;
+      if (data === '[DONE]') {
+        done = true;
+        continue;
+      }
+      const chunk = JSON.parse(data);
+      if (chunk.choices?.[0]?.delta?.content) arrivals.push(now);
+    }
+  }
+  if (!done) throw new Error(`${target.name}: the stream ended without [DONE]`);
+  if (arrivals.length === 0) throw new Error(`${target.name}: no content chunk`);
+  const gapsMs = arrivals.slice(1).map((at, index) => at - arrivals[index]!);
+  return { ttftMs: arrivals[0]! - begin, gapsMs, contentChunks: arrivals.length, total: performance.now() - begin };
+}
+
+export function fmt(value: number, digits = 2): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
+}
+
+export function p(samples: number[], fraction: number): number {
+  return percentile(samples, fraction);
+}
