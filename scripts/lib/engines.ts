@@ -30,7 +30,10 @@ export async function startFerretDb(options: { port: number; dataDir: string; ou
       '--handler=sqlite',
       // BEGIN IMMEDIATE: a writer waits for the lock (busy_timeout) instead of failing with
       // SQLITE_BUSY when its read transaction cannot be upgraded under concurrent writes.
-      `--sqlite-url=file:${options.dataDir}/?_txlock=immediate`,
+      // synchronous(normal): with WAL, a commit no longer waits for fsync (1.7-2.6x the insert
+      // rate here); a killed process loses nothing, only an OS crash may lose the last commits,
+      // which is the right trade for a local development store.
+      `--sqlite-url=file:${options.dataDir}/?_txlock=immediate&_pragma=synchronous(normal)`,
       `--state-dir=${options.dataDir}`,
       `--listen-addr=127.0.0.1:${options.port}`,
       '--debug-addr=-',
