@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { newId } from '../../core/ids.ts';
+import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
+import { AccountStore } from '../../store/accounts.ts';
+import { Ledger } from '../../store/ledger.ts';
+import { TaskStore } from '../../store/tasks.ts';
+import { sweepUnstartedTasks } from '../../worker/sweeper.ts';
+import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+
+// An api that dies after storing a task but before starting its workflow leaves a `submitted`
+// task nothing would move. The sweeper starts it; the workflow places the hold the api never
+// did, so the task is still paid for exactly once.
+
+describe('sweeper for tasks an api crash left unstarted', () => {
+  let stack: VideoStack;
+  before(async () => {
+    stack = await startVideoStack('sweeper');
+  });
+  after(() => stack.close());
+
+  it('starts the stranded task, which then succeeds and is charged once', async () => {
+    const accounts = new AccountStore(stack.database.db);
+    const tasks = new TaskStore(stack.database.db);
+    const ledger = new Ledger(stack.database.db);
+    const account = await accounts.create({ name: 'stranded', balanceMicros: 1_000_000 });
+    const taskId = newId('task');
+    const input: VideoTaskWorkflowInput = {
+      taskId, accountId: account._id, keyId: 'key_stranded', modelId: 'seedance-2.0', upstream: 'simulator-seedance',
+      request: { upstreamModel: 'dreamina-seedance-2-0-260128', prompt: 'stranded [sim:delay=0]', seconds: 4, ratio: '16:9', resolution: '480p', content: [] },
+      holdMicros: 160_000, deadlineSeconds: 600, requestId: 'req_stranded',
+    };
+    const createdLongAgo = new Date(Date.now() - 5 * 60_000);
+    await tasks.insert({
+      _id: taskId, account_id: account._id, key_id: 'key_stranded', model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
+      metadata: {}, price_micros: 160_000, progress: 0, request_id: 'req_stranded', workflow_started: false, workflow_input: input,
+      created_at: createdLongAgo, updated_at: createdLongAgo,
+    });
+
+    const started = await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
+    assert.equal(started, 1);
+    assert.equal((await tasks.find(taskId))?.workflow_started, true);
+    assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue }), 0, 'a second sweep finds nothing');
+
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.equal(result.status, 'succeeded');
+    assert.equal((await tasks.find(taskId))?.status, 'succeeded');
+    const totals = await ledger.totals(account._id);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [840_000, 0, 160_000]);
+  });
+
+  it('leaves a fresh task alone during its grace period', async () => {
+    const tasks = new TaskStore(stack.database.db);
+    const taskId = newId('task');
+    const now = new Date();
+    await tasks.insert({
+      _id: taskId, account_id: 'acct_fresh', key_id: 'key_fresh', model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
+      metadata: {}, price_micros: 1, progress: 0, request_id: 'req_fresh', workflow_started: false, workflow_input: {} as VideoTaskWorkflowInput,
+      created_at: now, updated_at: now,
+    });
+    assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
+    assert.equal((await tasks.find(taskId))?.workflow_started, false);
+  });
+});
