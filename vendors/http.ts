@@ -2,6 +2,7 @@ import { getGlobalDispatcher, interceptors, request, type Dispatcher } from 'und
 import { z } from 'zod';
 import { VendorRejectedError, VendorTransientError } from './types.ts';
 import { parseRetryAfter } from '../core/retry-after.ts';
+import { readUpstreamError } from '../core/upstream-error-body.ts';
 
 // The HTTP plumbing every video adapter shares, so that one module decides what is worth
 // retrying. The workflow retries VendorTransientError (after Retry-After when the vendor sent
@@ -26,19 +27,6 @@ export interface VendorStream {
   contentType: string | undefined;
 }
 
-// Both vendors wrap errors as {error: {code, message, ...}}. Lenient, because a proxy in front
-// of a vendor may answer with anything; what does not fit falls back to the raw text.
-const vendorErrorBody = z.looseObject({
-  error: z.union([
-    z.string(),
-    z.looseObject({
-      code: z.union([z.string(), z.number()]).nullish(),
-      message: z.string().nullish(),
-      type: z.string().nullish(),
-    }),
-  ]),
-});
-
 /** Turns a non-2xx answer into the error the workflow's retry policy understands. */
 export function classifyVendorFailure(
   vendor: string,
@@ -46,7 +34,7 @@ export function classifyVendorFailure(
   headers: Record<string, string | string[] | undefined>,
   bodyText: string,
 ): VendorTransientError | VendorRejectedError {
-  const { code, message } = readVendorError(bodyText);
+  const { code, message } = readUpstreamError(bodyText);
   const description = `${vendor} answered ${statusCode}${code ? ` ${code}` : ''}: ${message}`;
   if (statusCode === 408 || statusCode === 429 || statusCode >= 500) {
     return new VendorTransientError(description, statusCode, parseRetryAfter(headers['retry-after']));
@@ -54,23 +42,6 @@ export function classifyVendorFailure(
   // Everything else, including an unexpected 3xx: a redirect from a JSON API means a wrong
   // base URL, which retrying cannot fix, so it should fail loudly rather than loop.
   return new VendorRejectedError(description, statusCode, code);
-}
-
-function readVendorError(bodyText: string): { code?: string; message: string } {
-  const snippet = bodyText.trim().slice(0, 300) || '(empty body)';
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(bodyText);
-  } catch {
-    return { message: snippet };
-  }
-  const result = vendorErrorBody.safeParse(parsed);
-  if (!result.success) return { message: snippet };
-  const error = result.data.error;
-  if (typeof error === 'string') return { message: error };
-  // OpenAI sends code null on server errors; its `type` is then the most specific label.
-  const code = error.code ?? error.type ?? undefined;
-  return { code: code === undefined ? undefined : String(code), message: error.message ?? snippet };
 }
 
 function describeNetworkError(error: unknown): string {
@@ -147,6 +118,16 @@ export function createVendorHttp(options: VendorHttpOptions) {
     async discard(method: VendorHttpMethod, path: string): Promise<void> {
       const response = await send(method, path);
       await response.body.dump();
+    },
+
+    /** DELETE of a vendor resource; one that is already gone (404) needs no deleting. */
+    async deleteUnlessGone(path: string): Promise<void> {
+      try {
+        await this.discard('DELETE', path);
+      } catch (error) {
+        if (error instanceof VendorRejectedError && error.status === 404) return;
+        throw error;
+      }
     },
 
     /** A binary download, streamed. Redirects are followed because a download endpoint may hand

@@ -1,5 +1,5 @@
 import { createVendorHttp } from '../http.ts';
-import { VendorRejectedError, VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
+import { VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
 import { OPENAI_VIDEOS_PATH, openAiVideo, toOpenAiCreateVideoBody, type OpenAiVideo } from './openai-videos-wire.ts';
 
 export interface OpenAiVideosVendorOptions {
@@ -54,14 +54,8 @@ export function createOpenAiVideosVendor(connection: VendorConnection, options: 
     },
 
     async cancel(vendorTaskId) {
-      // DELETE is the API's only way to stop and discard a video. A video that is already gone
-      // needs no cancelling.
-      try {
-        await http.discard('DELETE', videoPath(vendorTaskId));
-      } catch (error) {
-        if (error instanceof VendorRejectedError && error.status === 404) return;
-        throw error;
-      }
+      // DELETE is the API's only way to stop and discard a video.
+      await http.deleteUnlessGone(videoPath(vendorTaskId));
     },
 
     async openContent(vendorTaskId) {

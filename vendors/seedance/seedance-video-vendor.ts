@@ -1,5 +1,5 @@
 import { createVendorHttp } from '../http.ts';
-import { VendorRejectedError, VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
+import { VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
 import { SEEDANCE_TASKS_PATH, seedanceCreatedTask, seedanceTask, toSeedanceCreateTaskBody, type SeedanceTask } from './seedance-wire.ts';
 
 export interface SeedanceVendorOptions {
@@ -51,13 +51,8 @@ export function createSeedanceVideoVendor(connection: VendorConnection, options:
 
     async cancel(vendorTaskId) {
       // Seedance cancels only queued tasks (a running one answers 4xx, which the workflow
-      // ignores as best effort). A task that is already gone needs no cancelling.
-      try {
-        await http.discard('DELETE', taskPath(vendorTaskId));
-      } catch (error) {
-        if (error instanceof VendorRejectedError && error.status === 404) return;
-        throw error;
-      }
+      // ignores as best effort).
+      await http.deleteUnlessGone(taskPath(vendorTaskId));
     },
   };
 }

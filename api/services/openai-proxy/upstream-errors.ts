@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { GatewayError, type ErrorCode } from '../../../core/errors.ts';
+import { readUpstreamError } from '../../../core/upstream-error-body.ts';
 import type { UpstreamResponse } from './upstream-client.ts';
 
 // An upstream's refusal, translated into the gateway's error body (spec 7). A 4xx is the
@@ -9,13 +9,6 @@ import type { UpstreamResponse } from './upstream-client.ts';
 // A 429 keeps Retry-After so OpenAI clients back off as asked; every 5xx becomes 502.
 
 const MAX_ERROR_BODY_CHARACTERS = 16_384;
-
-const upstreamErrorBody = z.looseObject({
-  error: z.union([
-    z.string(),
-    z.looseObject({ message: z.string().nullish(), param: z.string().nullish(), code: z.unknown().nullish(), type: z.string().nullish() }),
-  ]),
-});
 
 const codeByStatus: Partial<Record<number, ErrorCode>> = {
   400: 'invalid_request',
@@ -27,26 +20,6 @@ const codeByStatus: Partial<Record<number, ErrorCode>> = {
   422: 'invalid_request',
   429: 'rate_limit_exceeded',
 };
-
-export interface UpstreamErrorDetail {
-  message: string;
-  param?: string;
-}
-
-export function readUpstreamError(text: string): UpstreamErrorDetail {
-  const fallback = text.trim().slice(0, 300) || '(empty body)';
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return { message: fallback };
-  }
-  const result = upstreamErrorBody.safeParse(parsed);
-  if (!result.success) return { message: fallback };
-  const { error } = result.data;
-  if (typeof error === 'string') return { message: error };
-  return { message: error.message ?? fallback, ...(error.param ? { param: error.param } : {}) };
-}
 
 async function readBoundedText(response: UpstreamResponse): Promise<string> {
   try {
