@@ -3,7 +3,6 @@
 import type { ReferenceMedia, VideoGenerationRequest } from '../vendors/types.ts';
 
 export type TaskStatus = 'submitted' | 'running' | 'succeeded' | 'failed';
-export const FINAL_STATUSES: readonly TaskStatus[] = ['succeeded', 'failed'];
 
 export interface TaskError {
   code: string;

@@ -52,10 +52,6 @@ export class TaskStore {
     return task?.account_id === accountId ? task : null;
   }
 
-  listForAccount(accountId: string, limit: number): Promise<TaskDocument[]> {
-    return this.collection.find({ account_id: accountId }).sort({ created_at: -1 }).limit(limit).toArray();
-  }
-
   async remove(taskId: string): Promise<void> {
     await this.collection.deleteOne({ _id: taskId });
   }

@@ -1,8 +1,8 @@
 import { MongoServerError, type Collection, type Db } from 'mongodb';
 
 // One usage record per billed event, under a deterministic id, so a retried activity cannot
-// count twice. `day` is precomputed (UTC) because FerretDB's aggregation has no date operators;
-// per-key reports are a $match on key and day range plus a $group.
+// count twice. `day` is precomputed (UTC) because FerretDB's aggregation has no date operators,
+// so per-key reports can be a $match on key and day range plus a $group.
 
 export interface UsageRecord {
   _id: string;
@@ -42,23 +42,4 @@ export class UsageStore {
     }
   }
 
-  /** Totals per key over [fromDay, toDay] (inclusive, YYYY-MM-DD). */
-  async totalsByKey(accountId: string, fromDay: string, toDay: string) {
-    return this.collection
-      .aggregate<{ _id: string; requests: number; video_seconds: number; input_tokens: number; output_tokens: number; images: number; spend_micros: number }>([
-        { $match: { account_id: accountId, day: { $gte: fromDay, $lte: toDay } } },
-        {
-          $group: {
-            _id: '$key_id',
-            requests: { $sum: '$requests' },
-            video_seconds: { $sum: '$video_seconds' },
-            input_tokens: { $sum: '$input_tokens' },
-            output_tokens: { $sum: '$output_tokens' },
-            images: { $sum: '$images' },
-            spend_micros: { $sum: '$spend_micros' },
-          },
-        },
-      ])
-      .toArray();
-  }
 }

@@ -9,6 +9,3 @@ export interface TaskState {
 
 /** The workflow's own view of its task, readable from the Temporal Web UI or CLI. */
 export const getTaskStateQuery = defineQuery<TaskState>('getTaskState');
-
-/** Task queue names carry a version so a breaking change can run beside the old workers. */
-export const VIDEO_TASK_QUEUE_DEFAULT = 'framegate-video-v1';

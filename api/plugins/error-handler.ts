@@ -3,13 +3,11 @@ import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { GatewayError, type ErrorCode } from '../../core/errors.ts';
 
-// Every error leaves the gateway in the body of spec section 7. Fastify's own errors (body
-// parser, content type, size) are translated by their code; anything unexpected becomes a
+// Every error leaves the gateway in the body of spec section 7. Fastify's own errors (content
+// type, size; JSON parsing is plugins/json-body.ts) are translated by their code; anything unexpected becomes a
 // 500 that names the request id and nothing else, so internals never leak.
 
 const fastifyCodeMap: Record<string, { code: ErrorCode; message?: string }> = {
-  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'empty_body', message: 'The request body is empty; send a JSON object.' },
-  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_json' },
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'unsupported_media_type' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_request' },
@@ -36,9 +34,6 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
     }
     if (mapped.code === 'unsupported_media_type') {
       return new GatewayError('unsupported_media_type', 'Unsupported Content-Type; send application/json.');
-    }
-    if (mapped.code === 'invalid_json') {
-      return new GatewayError('invalid_json', `The request body is not valid JSON: ${error.message.replace(/^Body is not valid JSON but content-type is set to 'application\/json'\s*/, '') || 'parse error'}`);
     }
     return new GatewayError(mapped.code, mapped.message ?? error.message);
   }
