@@ -27,12 +27,32 @@ export function keyIdForHash(hash: string): string {
 // double the database load of the hot path, so it is refreshed at most once a minute per key.
 const LAST_USED_REFRESH_MS = 60_000;
 
+// Authentication reads a key at most once a second per process: a store round trip per request
+// would be most of the gateway's own latency. Revoking through this store drops the entry at
+// once, so the process that revokes refuses the key on the very next request; other API
+// processes refuse it within KEY_CACHE_MS.
+export const KEY_CACHE_MS = 1_000;
+const KEY_CACHE_ENTRIES = 10_000;
+const sharedCaches = new WeakMap<Db, { cache: Map<string, { key: ApiKeyDocument; readAt: number }>; revokedHere: Set<string> }>();
+
 export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
   private readonly lastUsedWrites = new Map<string, number>();
+  private readonly cache: Map<string, { key: ApiKeyDocument; readAt: number }>;
+  /** Keys revoked by this process: refused even if a read from before the revocation lands in the cache. */
+  private readonly revokedHere: Set<string>;
 
   constructor(db: Db) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
+    // Shared by every store over the same database in this process, so a revocation through
+    // any of them (admin API, console) reaches authentication at once.
+    let shared = sharedCaches.get(db);
+    if (!shared) {
+      shared = { cache: new Map(), revokedHere: new Set() };
+      sharedCaches.set(db, shared);
+    }
+    this.cache = shared.cache;
+    this.revokedHere = shared.revokedHere;
   }
 
   async create(input: { accountId: string; name: string; models: string[] | null }): Promise<{ key: ApiKeyDocument; plaintext: string }> {
@@ -54,10 +74,23 @@ export class ApiKeyStore {
   }
 
   /** The live (unrevoked) key with this plaintext, or null. */
-  async findActiveByPlaintext(plaintext: string): Promise<ApiKeyDocument | null> {
+  async findActiveByPlaintext(plaintext: string, now = Date.now()): Promise<ApiKeyDocument | null> {
     const hash = hashApiKey(plaintext);
-    const key = await this.collection.findOne({ _id: keyIdForHash(hash) });
+    const id = keyIdForHash(hash);
+    if (this.revokedHere.has(id)) return null;
+    const cached = this.cache.get(id);
+    let key = cached && now - cached.readAt < KEY_CACHE_MS ? cached.key : null;
+    if (!key) {
+      key = await this.collection.findOne({ _id: id });
+      if (key) this.remember(key, now);
+    }
     return key && key.hash === hash && key.revoked_at === null ? key : null;
+  }
+
+  private remember(key: ApiKeyDocument, now: number): void {
+    this.cache.delete(key._id);
+    if (this.cache.size >= KEY_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(key._id, { key, readAt: now });
   }
 
   listForAccount(accountId: string): Promise<ApiKeyDocument[]> {
@@ -65,6 +98,8 @@ export class ApiKeyStore {
   }
 
   async revoke(keyId: string): Promise<ApiKeyDocument | null> {
+    this.revokedHere.add(keyId);
+    this.cache.delete(keyId);
     const revoked = await this.collection.findOneAndUpdate(
       { _id: keyId, revoked_at: null },
       { $set: { revoked_at: new Date() } },
