@@ -7,6 +7,7 @@ import type { TemporalHandle } from '../core/temporal-client.ts';
 import { createVendorLookup } from '../core/vendor-lookup.ts';
 import { AccountStore } from '../store/accounts.ts';
 import { ApiKeyStore } from '../store/api-keys.ts';
+import { BudgetLeaseStore } from '../store/budget-leases.ts';
 import { pingDatabase, type Database } from '../store/database.ts';
 import { Ledger } from '../store/ledger.ts';
 import { TaskStore } from '../store/tasks.ts';
@@ -21,6 +22,7 @@ import { healthRoutes } from './routes/health/index.ts';
 import { imageRoutes } from './routes/images/index.ts';
 import { modelRoutes } from './routes/models/index.ts';
 import { videoRoutes } from './routes/video/index.ts';
+import { AccountBudgets } from './services/billing/account-budgets.ts';
 import { createOpenAiProxies } from './services/openai-proxy/index.ts';
 import { VideoTaskService } from './services/video-tasks.ts';
 
@@ -60,6 +62,9 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const apiKeys = new ApiKeyStore(database.db);
   const tasks = new TaskStore(database.db);
   const ledger = new Ledger(database.db);
+  const budgets = new AccountBudgets({ ledger, leases: new BudgetLeaseStore(database.db), usage: new UsageStore(database.db), log: app.log });
+  // After the server stopped taking requests: settles every spend lease before the store closes.
+  app.addHook('onClose', async () => budgets.close());
   const videoTasks = new VideoTaskService({
     catalog,
     tasks,
@@ -68,9 +73,10 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     temporal: temporal.client,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deadlineSeconds: config.VIDEO_TASK_DEADLINE_SECONDS,
+    budgets,
   });
 
-  const openAi = createOpenAiProxies({ catalog, billing: { ledger, accounts, usage: new UsageStore(database.db) } });
+  const openAi = createOpenAiProxies({ catalog, budgets });
 
   await app.register(errorHandler);
   await app.register(jsonBody);

@@ -1,8 +1,10 @@
-import { MongoServerError, type Collection, type Db } from 'mongodb';
+import { MongoBulkWriteError, MongoServerError, type Collection, type Db } from 'mongodb';
 
-// One usage record per billed event, under a deterministic id, so a retried activity cannot
-// count twice. `day` is precomputed (UTC) because FerretDB's aggregation has no date operators,
-// so per-key reports can be a $match on key and day range plus a $group.
+// Usage records under deterministic ids, so a retried writer cannot count twice: one per video
+// task, and one per (spend lease, key, model, kind) for chat and images, which sums the calls
+// that lease paid for (`requests` may be more than 1: always sum fields, never count records).
+// `day` is precomputed (UTC) because FerretDB's aggregation has no date operators, so per-key
+// reports can be a $match on key and day range plus a $group.
 
 export interface UsageRecord {
   _id: string;
@@ -42,4 +44,16 @@ export class UsageStore {
     }
   }
 
+  /** Inserts every record; ones already present (a retried settlement) are left as they are. */
+  async recordMany(records: ReadonlyArray<Omit<UsageRecord, 'day' | 'created_at'> & { at: Date }>): Promise<void> {
+    if (records.length === 0) return;
+    const documents = records.map(({ at, ...fields }) => ({ ...fields, day: utcDay(at), created_at: at }));
+    try {
+      await this.collection.insertMany(documents, { ordered: false });
+    } catch (error) {
+      const failures = error instanceof MongoBulkWriteError ? [error.writeErrors].flat() : [];
+      const duplicatesOnly = failures.length > 0 && failures.every((write) => write.code === 11000);
+      if (!duplicatesOnly) throw error;
+    }
+  }
 }

@@ -3,6 +3,8 @@ import { loadCatalog } from '../core/catalog.ts';
 import { loadConfig, publicBaseUrl } from '../core/config.ts';
 import { createTemporalHandle } from '../core/temporal-client.ts';
 import { connectDatabase } from '../store/database.ts';
+import { BudgetLeaseStore } from '../store/budget-leases.ts';
+import { Ledger } from '../store/ledger.ts';
 import { TaskStore } from '../store/tasks.ts';
 import { createVideoWorker } from './create-worker.ts';
 import { startSweeper } from './sweeper.ts';
@@ -26,6 +28,8 @@ const worker = await createVideoWorker({
 const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
 const stopSweeper = startSweeper({
   tasks: new TaskStore(database.db),
+  ledger: new Ledger(database.db),
+  leases: new BudgetLeaseStore(database.db),
   client: temporal.client,
   taskQueue: config.TEMPORAL_TASK_QUEUE,
   log: (message) => console.log(message),

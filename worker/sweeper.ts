@@ -1,10 +1,14 @@
 import type { Client } from '@temporalio/client';
 import { startTaskWorkflow } from '../core/start-task-workflow.ts';
+import type { BudgetLeaseStore } from '../store/budget-leases.ts';
+import type { Ledger } from '../store/ledger.ts';
 import type { TaskStore } from '../store/tasks.ts';
+import { sweepExpiredLeases } from './lease-sweeper.ts';
 
 // An api process that dies between storing a task and starting its workflow leaves a task in
 // `submitted` that nothing will move. The sweeper finds such tasks once they are older than a
 // grace period and starts their workflow (idempotently: the workflow id is the task id).
+// The same timer releases the spend leases of dead api processes (lease-sweeper.ts).
 
 export interface SweeperOptions {
   tasks: TaskStore;
@@ -25,12 +29,13 @@ export async function sweepUnstartedTasks(options: SweeperOptions): Promise<numb
   return stale.length;
 }
 
-export function startSweeper(options: SweeperOptions): () => void {
+export function startSweeper(options: SweeperOptions & { ledger: Ledger; leases: BudgetLeaseStore }): () => void {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
     sweepUnstartedTasks(options)
+      .then(() => sweepExpiredLeases(options))
       .catch((error) => options.log?.(`sweeper: ${error instanceof Error ? error.message : String(error)}`))
       .finally(() => (running = false));
   }, options.intervalMs ?? 30_000);

@@ -21,6 +21,8 @@ export interface VideoTaskServiceOptions {
   temporal: Client;
   taskQueue: string;
   deadlineSeconds: number;
+  /** Chat and image spend leases of this process, which may be sitting on the balance. */
+  budgets?: { returnUnused(accountId: string): Promise<void> };
 }
 
 export class VideoTaskService {
@@ -71,7 +73,13 @@ export class VideoTaskService {
     if (callbackUrl) task.webhook = { url: callbackUrl, state: 'pending', attempts: [] };
     await tasks.insert(task);
 
-    const held = await ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros });
+    const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros });
+    let held = await hold();
+    if (held === 'insufficient_balance' && this.options.budgets) {
+      // Part of the balance may be leased to this process's chat calls without being spent.
+      await this.options.budgets.returnUnused(principal.accountId);
+      held = await hold();
+    }
     if (held !== 'applied') {
       await tasks.remove(taskId);
       const account = await this.options.accounts.find(principal.accountId);

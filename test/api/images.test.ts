@@ -20,7 +20,7 @@ describe('POST /v1/images/generations through the openai client', () => {
 
   it('returns downloadable PNG URLs and bills n images', async () => {
     const caller = await stack.newCaller('urls');
-    const before = await stack.account(caller.accountId);
+    const before = await stack.settledAccount(caller.accountId);
     const result = await stack.client(caller.key).images.generate({ model: 'gpt-image-1', prompt: 'a lighthouse at dusk', n: 2, size: '1024x1024', response_format: 'url' });
     assert.equal(result.data!.length, 2);
     for (const image of result.data!) {
@@ -30,7 +30,7 @@ describe('POST /v1/images/generations through the openai client', () => {
       const bytes = Buffer.from(await download.body.arrayBuffer());
       assert.deepEqual(bytes.subarray(0, 8), PNG_SIGNATURE);
     }
-    const after = await stack.account(caller.accountId);
+    const after = await stack.settledAccount(caller.accountId);
     assert.equal(before.balance_micros - after.balance_micros, 2 * PRICE_PER_IMAGE);
     assert.equal(after.spent_micros, 2 * PRICE_PER_IMAGE);
     assert.equal(after.held_micros, 0);
@@ -49,7 +49,7 @@ describe('POST /v1/images/generations through the openai client', () => {
     assert.deepEqual(png.subarray(0, 8), PNG_SIGNATURE);
     // IHDR: width and height follow the 8-byte signature, 4-byte length and 4-byte type.
     assert.ok(png.readUInt32BE(16) > png.readUInt32BE(20), 'landscape as asked');
-    assert.equal((await stack.account(caller.accountId)).spent_micros, PRICE_PER_IMAGE);
+    assert.equal((await stack.settledAccount(caller.accountId)).spent_micros, PRICE_PER_IMAGE);
   });
 
   it('bills nothing when the upstream fails, and keeps nothing held', async () => {
@@ -65,7 +65,7 @@ describe('POST /v1/images/generations through the openai client', () => {
       assert.equal(error.headers?.get('retry-after'), '1');
       return true;
     });
-    const account = await stack.account(caller.accountId);
+    const account = await stack.settledAccount(caller.accountId);
     assert.equal(account.balance_micros, 10_000_000);
     assert.equal(account.held_micros, 0);
     assert.deepEqual(await stack.usageRecords(caller.accountId), []);
@@ -102,6 +102,6 @@ describe('POST /v1/images/generations through the openai client', () => {
       assert.equal(error.code, 'insufficient_balance');
       return true;
     });
-    assert.equal((await stack.account(poor.accountId)).balance_micros, 50_000);
+    assert.equal((await stack.settledAccount(poor.accountId)).balance_micros, 50_000);
   });
 });

@@ -26,8 +26,8 @@ export interface OpenAiStack extends TestApp {
   /** The account's usage records, polling until there are `expected` of them (a record is
    * written just after the capture). */
   usageRecords(accountId: string, expected?: number): Promise<UsageRecord[]>;
-  /** The account once it holds nothing: a chat call is settled just after its answer was sent,
-   * so a read right after the call may still see the hold. */
+  /** The account once it holds nothing: chat and image calls are paid from a spend lease that
+   * settles with the ledger a moment (about 0.3 s) after the account's last call. */
   settledAccount(accountId: string, timeoutMs?: number): Promise<AccountWithTotals>;
 }
 

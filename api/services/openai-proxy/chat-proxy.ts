@@ -1,30 +1,29 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog, ChatModel } from '../../../core/catalog.ts';
 import { chatHoldTokens, chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
-import { newId } from '../../../core/ids.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ChatCompletionRequest } from '../../routes/chat/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
-import { Charge, type BillingStores, type PendingSettlements } from './billing.ts';
+import type { AccountBudgets } from '../billing/account-budgets.ts';
+import type { Reservation } from '../billing/spend-lease.ts';
 import { ChatStream } from './chat-stream.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
 import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
 import { isObject, readUsage, type Json } from './wire.ts';
 
-// POST /v1/chat/completions against an OpenAI-compatible upstream: resolve the model, hold the
-// worst-case price, forward the caller's body with the upstream's model id, then settle from the
-// usage the upstream reports. Streams are relayed by ChatStream (chat-stream.ts).
+// POST /v1/chat/completions against an OpenAI-compatible upstream: resolve the model, reserve
+// the worst-case price, forward the caller's body with the upstream's model id, then charge from
+// the usage the upstream reports. Streams are relayed by ChatStream (chat-stream.ts).
 //
-// A successful call is settled next to sending the answer, not before it: a capture is a few
-// ledger round trips the caller gains nothing from waiting for. The settlement is tracked so
-// shutdown waits for it. A failed call releases its hold before the error is sent, so a caller
-// retrying at once finds its whole balance again.
+// The reservation comes from the account's spend lease (../billing/account-budgets.ts), in
+// memory: the ledger learns of the call when the lease settles, so no store round trip sits
+// between the caller and the upstream. A failed call releases its reservation before the error
+// is sent, so a caller retrying at once finds the whole amount again.
 
 export interface ChatProxyOptions {
   catalog: Catalog;
   upstreams: OpenAiUpstreams;
-  billing: BillingStores;
-  settlements: PendingSettlements;
+  budgets: AccountBudgets;
 }
 
 export interface CallContext {
@@ -33,11 +32,11 @@ export interface CallContext {
   log: FastifyBaseLogger;
 }
 
-/** A call whose hold is in place and whose upstream answered 2xx. */
+/** A call whose reservation is in place and whose upstream answered 2xx. */
 export interface StartedChatCall {
   model: ChatModel;
-  charge: Charge;
-  /** The hold's token counts; its input side is the prompt estimate. */
+  reservation: Reservation;
+  /** The reservation's token counts; its input side is the prompt estimate. */
   holdTokens: TokenCounts;
   response: UpstreamResponse;
 }
@@ -73,24 +72,24 @@ export class ChatProxy {
 
   /** A non-streamed completion: the upstream's JSON text, answering with the caller's model id. */
   async complete(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<string> {
-    const { model, charge, holdTokens, response } = await this.start(principal, body, context, 'application/json');
+    const { model, reservation, holdTokens, response } = await this.start(principal, body, context, 'application/json');
     let text: string;
     let completion: unknown;
     try {
       text = await response.body.text();
       completion = JSON.parse(text);
     } catch (error) {
-      await charge.release();
+      reservation.release();
       if (context.signal.aborted) throw error;
       throw malformedUpstreamAnswer('chat completion');
     }
     if (!isObject(completion)) {
-      await charge.release();
+      reservation.release();
       throw malformedUpstreamAnswer('chat completion');
     }
     const reported = readUsage(completion.usage);
     const tokens = reported ?? { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
-    this.options.settlements.track(charge.capture(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined }));
+    reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined });
     if (completion.model === model.id) return text;
     return JSON.stringify({ ...completion, model: model.id });
   }
@@ -103,7 +102,6 @@ export class ChatProxy {
       forwardUsage: body.stream_options?.include_usage === true,
       signal: context.signal,
       log: context.log,
-      settlements: this.options.settlements,
     });
   }
 
@@ -115,17 +113,18 @@ export class ChatProxy {
       max_completion_tokens: body.max_completion_tokens,
       n: body.n,
     });
-    // A fresh reference, never the caller-controllable x-request-id: the ledger deduplicates by
-    // reference, so a reused one would skip the hold of the second call.
-    const reference = newId('req');
-    context.log.debug({ reference, model: model.id }, 'chat call billed under reference');
-    const charge = await Charge.hold(this.options.billing, { principal, reference, modelId: model.id, kind: 'chat' }, chatPriceMicros(model, holdTokens), context.log);
+    const reservation = await this.options.budgets.reserve(
+      principal.accountId,
+      chatPriceMicros(model, holdTokens),
+      { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
+      'or lower max_tokens',
+    );
     try {
       const response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', upstreamChatBody(model, body), { signal: context.signal, accept });
       if (response.statusCode < 200 || response.statusCode >= 300) throw await upstreamRefusal(response);
-      return { model, charge, holdTokens, response };
+      return { model, reservation, holdTokens, response };
     } catch (error) {
-      await charge.release();
+      reservation.release();
       throw error;
     }
   }

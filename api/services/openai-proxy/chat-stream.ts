@@ -1,28 +1,25 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
-import type { PendingSettlements } from './billing.ts';
 import type { StartedChatCall } from './chat-proxy.ts';
 import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
 
 // A streamed completion once the upstream has said yes: write the SSE head, relay the chunks,
-// end the stream with `data: [DONE]` (or an error event), then settle the money. Settling after
-// the end keeps the ledger's round trips out of the caller's wait; a balance read right after
-// [DONE] may still show the hold for those few milliseconds.
+// end the stream with `data: [DONE]` (or an error event), then charge the reservation (in
+// memory; the ledger sees it when the account's spend lease settles).
 //
 // How each ending is billed:
 // - completed: the upstream's usage, in full (beyond the hold if the estimate was low);
 //   without a usage chunk, the prompt estimate plus the delivered text, capped at the hold.
 // - the caller disconnected: the upstream's usage if it already arrived, otherwise the prompt
 //   estimate plus what was delivered (max of chunks and characters/4 as output tokens), capped
-//   at the hold; nothing at all when not a single piece of text had been delivered.
+//   at the reservation; nothing at all when not a single piece of text had been delivered.
 // - the upstream failed mid-stream: nothing (spec 7 rule 4, failed requests are not billed).
 
 export interface ChatStreamOptions {
   forwardUsage: boolean;
   signal: AbortSignal;
   log: FastifyBaseLogger;
-  settlements: PendingSettlements;
 }
 
 /** Output tokens of what a stream delivered, when the upstream did not say. */
@@ -74,28 +71,26 @@ export class ChatStream {
         upstream.body.destroy();
         response.destroy();
     }
-    const settled = this.settle(outcome);
-    this.options.settlements.track(settled);
-    await settled;
+    this.settle(outcome);
   }
 
-  private async settle(outcome: RelayOutcome): Promise<void> {
-    const { model, charge, holdTokens } = this.call;
+  private settle(outcome: RelayOutcome): void {
+    const { model, reservation, holdTokens } = this.call;
     const estimated: TokenCounts = { inputTokens: holdTokens.inputTokens, outputTokens: deliveredOutputTokens(outcome) };
     switch (outcome.end) {
       case 'completed': {
         const tokens = outcome.usage ?? estimated;
-        await charge.capture(chatPriceMicros(model, tokens), tokens, { allowOverage: outcome.usage !== undefined });
+        reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: outcome.usage !== undefined });
         return;
       }
       case 'client_gone': {
-        if (!outcome.usage && outcome.delivered.pieces === 0) return charge.release();
+        if (!outcome.usage && outcome.delivered.pieces === 0) return reservation.release();
         const tokens = outcome.usage ?? estimated;
-        await charge.capture(chatPriceMicros(model, tokens), tokens, { allowOverage: false });
+        reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: false });
         return;
       }
       case 'upstream_failed':
-        return charge.release();
+        return reservation.release();
     }
   }
 }

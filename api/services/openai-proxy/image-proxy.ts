@@ -1,21 +1,20 @@
 import type { Catalog } from '../../../core/catalog.ts';
 import { imagePriceMicros } from '../../../core/chat-pricing.ts';
-import { newId } from '../../../core/ids.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ImageGenerationRequest } from '../../routes/images/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
-import { Charge, type BillingStores } from './billing.ts';
+import type { AccountBudgets } from '../billing/account-budgets.ts';
 import type { CallContext } from './chat-proxy.ts';
 import type { OpenAiUpstreams } from './upstream-client.ts';
 import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
 
-// POST /v1/images/generations against an OpenAI-compatible upstream, billed per image: hold
-// n × the image price, capture the price of the images that actually came back.
+// POST /v1/images/generations against an OpenAI-compatible upstream, billed per image: reserve
+// n × the image price from the account's spend lease, charge the images that actually came back.
 
 export interface ImageProxyOptions {
   catalog: Catalog;
   upstreams: OpenAiUpstreams;
-  billing: BillingStores;
+  budgets: AccountBudgets;
 }
 
 export class ImageProxy {
@@ -25,8 +24,12 @@ export class ImageProxy {
   async generate(principal: Principal, body: ImageGenerationRequest, context: CallContext): Promise<string> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'image');
     const asked = body.n ?? 1;
-    const reference = newId('req');
-    const charge = await Charge.hold(this.options.billing, { principal, reference, modelId: model.id, kind: 'image' }, imagePriceMicros(model, asked), context.log);
+    const reservation = await this.options.budgets.reserve(
+      principal.accountId,
+      imagePriceMicros(model, asked),
+      { keyId: principal.keyId, modelId: model.id, kind: 'image' },
+      'or ask for fewer images (n)',
+    );
     let text: string;
     let answer: unknown;
     try {
@@ -39,16 +42,16 @@ export class ImageProxy {
         throw malformedUpstreamAnswer('image response');
       }
     } catch (error) {
-      await charge.release();
+      reservation.release();
       throw error;
     }
     const data = (answer as { data?: unknown } | null)?.data;
     if (!Array.isArray(data) || data.length === 0) {
-      await charge.release();
+      reservation.release();
       throw malformedUpstreamAnswer('image response (no images)');
     }
     const images = Math.min(data.length, asked);
-    await charge.capture(imagePriceMicros(model, images), { images }, { allowOverage: false });
+    reservation.charge(imagePriceMicros(model, images), { images }, { allowOverage: false });
     return text;
   }
 }

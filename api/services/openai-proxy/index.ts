@@ -1,5 +1,5 @@
 import type { Catalog } from '../../../core/catalog.ts';
-import { PendingSettlements, type BillingStores } from './billing.ts';
+import type { AccountBudgets } from '../billing/account-budgets.ts';
 import { ChatProxy } from './chat-proxy.ts';
 import { ImageProxy } from './image-proxy.ts';
 import { OpenAiUpstreams, type UpstreamClientOptions } from './upstream-client.ts';
@@ -10,20 +10,18 @@ export { ImageProxy } from './image-proxy.ts';
 export interface OpenAiProxies {
   chat: ChatProxy;
   images: ImageProxy;
-  /** Waits for settlements still running, then closes the upstream pools; safe to call twice. */
+  /** Closes the upstream pools; safe to call twice. */
   close(): Promise<void>;
 }
 
 /** The chat and image proxies over one set of keep-alive pools, one pool per upstream. */
-export function createOpenAiProxies(options: { catalog: Catalog; billing: BillingStores; upstream?: UpstreamClientOptions }): OpenAiProxies {
+export function createOpenAiProxies(options: { catalog: Catalog; budgets: AccountBudgets; upstream?: UpstreamClientOptions }): OpenAiProxies {
   const upstreams = new OpenAiUpstreams(options.catalog, options.upstream);
-  const settlements = new PendingSettlements();
-  const dependencies = { catalog: options.catalog, upstreams, billing: options.billing };
+  const dependencies = { catalog: options.catalog, upstreams, budgets: options.budgets };
   return {
-    chat: new ChatProxy({ ...dependencies, settlements }),
+    chat: new ChatProxy(dependencies),
     images: new ImageProxy(dependencies),
     async close() {
-      await settlements.drain();
       await upstreams.close();
     },
   };

@@ -1,0 +1,250 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { GatewayError } from '../../../core/errors.ts';
+import { newId } from '../../../core/ids.ts';
+import { microsToUsd } from '../../../core/money.ts';
+import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import type { Ledger } from '../../../store/ledger.ts';
+import type { UsageStore } from '../../../store/usage.ts';
+import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts';
+
+// Chat and image calls are paid from spend leases: per account, this process holds a slice of
+// the balance on the ledger and reserves each call's worst case from it in memory. The ledger
+// then sees one hold and one capture per lease instead of per call, and a call waits for the
+// store only when its account has no lease that covers it (its first call, or a lease spent
+// down faster than the background renewal).
+//
+// A lease is retired when its account goes idle or when it is old (a fresh one is opened ahead
+// of time so callers do not wait), and settles once its last call has finished: usage records
+// first (idempotent ids), then the capture of what its calls cost (the rest of the hold returns
+// to the balance in the same entry), then its lease document is deleted. If this process dies
+// first, the worker's sweeper releases the hold once the lease document expires: a crash can
+// lose what the calls of the last seconds cost, never charge for anything twice.
+//
+// The balance is never overdrawn: a reservation only succeeds inside a hold the ledger granted,
+// and the only excess (an upstream reporting more tokens than the worst-case estimate) is
+// debited with the ledger's own balance check.
+
+export interface LeaseTiming {
+  /** An account without calls for this long gives its lease back. */
+  idleMs: number;
+  /** A lease older than this is replaced, so the ledger and the usage records stay current. */
+  maxAgeMs: number;
+  /** How long the sweeper leaves a lease alone; pushed forward while the lease is in use. */
+  expiryMs: number;
+  tickMs: number;
+  /** The smallest hold worth a ledger round trip (unless the balance is smaller). */
+  minLeaseMicros: number;
+  /** A lease covers this many worst-case reservations of the call that opened it. */
+  reservationsPerLease: number;
+}
+
+export const DEFAULT_LEASE_TIMING: LeaseTiming = {
+  idleMs: 250,
+  maxAgeMs: 5_000,
+  expiryMs: 10 * 60_000,
+  tickMs: 100,
+  minLeaseMicros: 1_000_000,
+  reservationsPerLease: 8,
+};
+
+const SETTLE_ATTEMPTS = 5;
+const HOLD_ATTEMPTS = 3;
+
+export interface AccountBudgetsOptions {
+  ledger: Ledger;
+  leases: BudgetLeaseStore;
+  usage: UsageStore;
+  log: Pick<FastifyBaseLogger, 'warn' | 'error'>;
+  timing?: Partial<LeaseTiming>;
+}
+
+type Opening = { opened: true } | { opened: false; availableMicros: number };
+
+export class AccountBudgets {
+  private readonly timing: LeaseTiming;
+  private readonly active = new Map<string, SpendLease>();
+  private readonly retired = new Set<SpendLease>();
+  private readonly openings = new Map<string, Promise<Opening>>();
+  private readonly settlements = new Map<SpendLease, Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: AccountBudgetsOptions) {
+    this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
+  }
+
+  /**
+   * Reserves `amountMicros` for one call of `accountId`; 403 insufficient_balance when the
+   * balance cannot cover it. `hint` ends the refusal's message (what the caller can change).
+   */
+  async reserve(accountId: string, amountMicros: number, call: BilledCall, hint: string): Promise<Reservation> {
+    this.startTicking();
+    for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
+      const lease = this.active.get(accountId);
+      if (lease?.canCover(amountMicros)) {
+        const reservation = lease.reserve(amountMicros, call, Date.now());
+        if (lease.availableMicros < lease.amountMicros / 4) this.renewInBackground(lease);
+        return reservation;
+      }
+      const opening = await this.open(accountId, amountMicros, 'replace');
+      if (!opening.opened) {
+        throw new GatewayError(
+          'insufficient_balance',
+          `Insufficient balance: this request may cost up to $${microsToUsd(amountMicros).toFixed(6)} and the account has $${microsToUsd(opening.availableMicros).toFixed(6)} available. Add credits, ${hint}, and retry.`,
+        );
+      }
+    }
+    // Other calls of the account took every new lease before this one could reserve.
+    throw new GatewayError('service_unavailable', 'Too many concurrent calls on this account to reserve their cost; retry.');
+  }
+
+  /** Gives the account's unreserved leased money back to the balance, as far as it can now
+   * (a video submission refused for want of balance asks for this before it gives up). */
+  async returnUnused(accountId: string): Promise<void> {
+    const lease = this.active.get(accountId);
+    if (lease) this.retire(lease);
+    await Promise.all([...this.settlements.entries()].filter(([settling]) => settling.accountId === accountId).map(([, settlement]) => settlement));
+  }
+
+  /** Retires every lease, waits (up to `timeoutMs`) for running calls, settles everything. */
+  async close(timeoutMs = 10_000): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await Promise.allSettled(this.openings.values());
+    for (const lease of this.active.values()) this.retire(lease);
+    const deadline = Date.now() + timeoutMs;
+    while ([...this.retired].some((lease) => !lease.isDrained) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    for (const lease of this.retired) if (lease.isDrained) this.settle(lease);
+    await Promise.allSettled(this.settlements.values());
+    for (const lease of this.retired) {
+      this.options.log.error({ lease: lease.reference, callsInFlight: lease.callsInFlight }, 'closing with calls still running on a lease; the sweeper will release its hold');
+    }
+  }
+
+  /** Opens a lease; 'replace' retires the current one first, 'renew' only once the new one holds. */
+  private open(accountId: string, neededMicros: number, mode: 'replace' | 'renew'): Promise<Opening> {
+    let opening = this.openings.get(accountId);
+    if (!opening) {
+      opening = this.openNow(accountId, neededMicros, mode).finally(() => this.openings.delete(accountId));
+      this.openings.set(accountId, opening);
+    }
+    return opening;
+  }
+
+  private async openNow(accountId: string, neededMicros: number, mode: 'replace' | 'renew'): Promise<Opening> {
+    const current = this.active.get(accountId);
+    if (current && mode === 'replace') {
+      // Settled at once when idle, so its unreserved rest is part of the balance read below.
+      this.retire(current);
+      await this.settlements.get(current);
+    }
+    const { ledger, leases } = this.options;
+    let availableMicros = 0;
+    for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
+      availableMicros = (await ledger.totals(accountId)).balance_micros;
+      if (availableMicros < neededMicros) break;
+      const amountMicros = Math.min(availableMicros, Math.max(neededMicros * this.timing.reservationsPerLease, this.timing.minLeaseMicros));
+      const reference = newId('lease');
+      const now = Date.now();
+      const expiresAt = now + this.timing.expiryMs;
+      // The document first: a hold never exists without the record the sweeper looks for.
+      await leases.open({ _id: reference, account_id: accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(expiresAt) });
+      const outcome = await ledger.apply({ accountId, keyId: null, reference, operation: 'hold', amountMicros });
+      if (outcome !== 'applied') {
+        // Another process took part of the balance between the read and the hold.
+        await leases.remove(reference);
+        continue;
+      }
+      const previous = this.active.get(accountId);
+      this.active.set(accountId, new SpendLease(reference, accountId, amountMicros, now, expiresAt));
+      if (previous) this.retire(previous);
+      return { opened: true };
+    }
+    return { opened: false, availableMicros };
+  }
+
+  private renewInBackground(lease: SpendLease): void {
+    if (this.openings.has(lease.accountId)) return;
+    this.open(lease.accountId, lease.largestReservationMicros, 'renew').catch((error: unknown) => {
+      this.options.log.warn({ err: error, account: lease.accountId }, 'renewing a spend lease failed; the current one stays in use');
+    });
+  }
+
+  private retire(lease: SpendLease): void {
+    lease.close();
+    if (this.active.get(lease.accountId) === lease) this.active.delete(lease.accountId);
+    this.retired.add(lease);
+    if (lease.isDrained) this.settle(lease);
+  }
+
+  private settle(lease: SpendLease): void {
+    if (this.settlements.has(lease)) return;
+    const settlement = this.settleWithRetries(lease).finally(() => {
+      this.retired.delete(lease);
+      this.settlements.delete(lease);
+    });
+    this.settlements.set(lease, settlement);
+  }
+
+  private async settleWithRetries(lease: SpendLease): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.settleOnce(lease);
+        return;
+      } catch (error) {
+        if (attempt >= SETTLE_ATTEMPTS) {
+          this.options.log.error({ err: error, lease: lease.reference }, 'settling a spend lease failed; the sweeper will release its hold when it expires');
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** attempt));
+      }
+    }
+  }
+
+  // Each step is idempotent (deterministic usage ids, one ledger slot per operation), so a retry
+  // after a partial failure finishes the job without counting anything twice.
+  private async settleOnce(lease: SpendLease): Promise<void> {
+    const { ledger, leases, usage, log } = this.options;
+    const statement = lease.statement(new Date());
+    await usage.recordMany(statement.usage);
+    const captured = Math.min(statement.spentMicros, lease.amountMicros);
+    const base = { accountId: lease.accountId, keyId: null, reference: lease.reference };
+    const outcome =
+      captured === 0
+        ? await ledger.apply({ ...base, operation: 'release', amountMicros: lease.amountMicros })
+        : await ledger.apply({ ...base, operation: 'capture', amountMicros: captured, heldMicros: lease.amountMicros });
+    if (outcome !== 'applied') log.error({ lease: lease.reference, outcome }, 'a spend lease was already settled elsewhere (the sweeper?); its calls are not charged');
+    const overage = statement.spentMicros - captured;
+    if (overage > 0 && outcome === 'applied') {
+      const debited = await ledger.apply({ ...base, operation: 'debit', amountMicros: overage });
+      if (debited !== 'applied') log.warn({ lease: lease.reference, overage }, 'calls cost more than their lease and the balance could not cover the rest');
+    }
+    await leases.remove(lease.reference);
+  }
+
+  private startTicking(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => this.tick(Date.now()), this.timing.tickMs);
+    this.timer.unref();
+  }
+
+  private tick(now: number): void {
+    for (const lease of this.active.values()) {
+      if (lease.callsInFlight === 0 && now - lease.lastActivityAt >= this.timing.idleMs) this.retire(lease);
+      else if (now - lease.openedAt >= this.timing.maxAgeMs) this.renewInBackground(lease);
+    }
+    for (const lease of [...this.active.values(), ...this.retired]) {
+      if (lease.isDrained) this.settle(lease);
+      else if (lease.expiresAt - now < this.timing.expiryMs / 2) this.extend(lease, now);
+    }
+  }
+
+  private extend(lease: SpendLease, now: number): void {
+    lease.expiresAt = now + this.timing.expiryMs;
+    this.options.leases.extend(lease.reference, new Date(lease.expiresAt)).catch((error: unknown) => {
+      this.options.log.warn({ err: error, lease: lease.reference }, 'extending a spend lease failed; will retry');
+      lease.expiresAt = now;
+    });
+  }
+}

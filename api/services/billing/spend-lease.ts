@@ -1,0 +1,172 @@
+import type { UsageRecord } from '../../../store/usage.ts';
+
+// One ledger hold that an API process spends from locally. Chat and image calls reserve their
+// worst case from the lease in memory and settle their real price into it, so the hot path does
+// no store round trip; the lease later settles with the ledger once for all of them (see
+// account-budgets.ts). Every call's reservation fits inside the hold, so the local arithmetic
+// can never spend money the ledger did not set aside.
+
+export interface UsageFigures {
+  inputTokens?: number;
+  outputTokens?: number;
+  images?: number;
+}
+
+export interface BilledCall {
+  keyId: string;
+  modelId: string;
+  kind: 'chat' | 'image';
+}
+
+interface UsageTally {
+  call: BilledCall;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  images: number;
+  spend_micros: number;
+}
+
+/** What a settled lease owes the ledger and the usage records. */
+export interface LeaseStatement {
+  /** Everything its calls cost; above the hold when calls allowed overage. */
+  spentMicros: number;
+  usage: Array<Omit<UsageRecord, 'day' | 'created_at'> & { at: Date }>;
+}
+
+export class SpendLease {
+  private reservedMicros = 0;
+  private spentMicros = 0;
+  private inFlight = 0;
+  private closed = false;
+  private readonly usage = new Map<string, UsageTally>();
+  lastActivityAt: number;
+  /** The biggest single reservation so far: what the next lease must at least cover. */
+  largestReservationMicros = 0;
+  /** When the sweeper may release the hold; pushed forward while the lease lives. */
+  expiresAt: number;
+
+  constructor(
+    readonly reference: string,
+    readonly accountId: string,
+    readonly amountMicros: number,
+    readonly openedAt: number,
+    expiresAt: number,
+  ) {
+    this.lastActivityAt = openedAt;
+    this.expiresAt = expiresAt;
+  }
+
+  /** Unreserved, unspent money left in the hold. */
+  get availableMicros(): number {
+    return this.amountMicros - this.reservedMicros - this.spentMicros;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Closed and no call still running against it: ready to settle with the ledger. */
+  get isDrained(): boolean {
+    return this.closed && this.inFlight === 0;
+  }
+
+  get callsInFlight(): number {
+    return this.inFlight;
+  }
+
+  canCover(amountMicros: number): boolean {
+    return !this.closed && this.availableMicros >= amountMicros;
+  }
+
+  /** Takes no new reservations from now on; running calls still settle into it. */
+  close(): void {
+    this.closed = true;
+  }
+
+  reserve(amountMicros: number, call: BilledCall, now: number): Reservation {
+    if (!this.canCover(amountMicros)) throw new Error(`lease ${this.reference} cannot cover ${amountMicros} micro-USD`);
+    this.reservedMicros += amountMicros;
+    this.largestReservationMicros = Math.max(this.largestReservationMicros, amountMicros);
+    this.inFlight += 1;
+    this.lastActivityAt = now;
+    return new Reservation(this, amountMicros, call);
+  }
+
+  /** Called once per reservation, by the reservation. */
+  finish(reservedMicros: number, chargedMicros: number, call: BilledCall, figures: UsageFigures | null, now: number): void {
+    this.reservedMicros -= reservedMicros;
+    this.spentMicros += chargedMicros;
+    this.inFlight -= 1;
+    this.lastActivityAt = now;
+    if (figures === null) return;
+    const id = `${call.keyId}\u0000${call.modelId}\u0000${call.kind}`;
+    let tally = this.usage.get(id);
+    if (!tally) {
+      tally = { call, requests: 0, input_tokens: 0, output_tokens: 0, images: 0, spend_micros: 0 };
+      this.usage.set(id, tally);
+    }
+    tally.requests += 1;
+    tally.input_tokens += figures.inputTokens ?? 0;
+    tally.output_tokens += figures.outputTokens ?? 0;
+    tally.images += figures.images ?? 0;
+    tally.spend_micros += chargedMicros;
+  }
+
+  statement(at: Date): LeaseStatement {
+    return {
+      spentMicros: this.spentMicros,
+      usage: [...this.usage.values()].map((tally) => ({
+        // One record per (lease, key, model, kind): a retried settlement rewrites the same ids.
+        _id: `${this.reference}:${tally.call.keyId}:${tally.call.modelId}:${tally.call.kind}`,
+        account_id: this.accountId,
+        key_id: tally.call.keyId,
+        model: tally.call.modelId,
+        kind: tally.call.kind,
+        requests: tally.requests,
+        video_seconds: 0,
+        input_tokens: tally.input_tokens,
+        output_tokens: tally.output_tokens,
+        images: tally.images,
+        spend_micros: tally.spend_micros,
+        at,
+      })),
+    };
+  }
+}
+
+/** One call's share of a lease: settled exactly once, by a charge or a release. */
+export class Reservation {
+  private settled = false;
+
+  constructor(
+    private readonly lease: SpendLease,
+    readonly reservedMicros: number,
+    private readonly call: BilledCall,
+  ) {}
+
+  get isSettled(): boolean {
+    return this.settled;
+  }
+
+  /**
+   * Charges `priceMicros` and records the call's usage. The price is capped at the reservation
+   * unless `allowOverage` (the upstream reported more tokens than the estimate): the excess is
+   * then debited from the balance when the lease settles, as far as the balance goes.
+   * Returns what was charged.
+   */
+  charge(priceMicros: number, figures: UsageFigures, options: { allowOverage: boolean }, now = Date.now()): number {
+    if (this.settled) return 0;
+    this.settled = true;
+    const charged = options.allowOverage ? priceMicros : Math.min(priceMicros, this.reservedMicros);
+    this.lease.finish(this.reservedMicros, charged, this.call, figures, now);
+    return charged;
+  }
+
+  /** Nothing to pay: the whole reservation returns to the lease. */
+  release(now = Date.now()): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.lease.finish(this.reservedMicros, 0, this.call, null, now);
+  }
+}

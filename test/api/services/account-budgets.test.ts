@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { AccountBudgets, type LeaseTiming } from '../../../api/services/billing/account-budgets.ts';
+import type { Reservation } from '../../../api/services/billing/spend-lease.ts';
+import { GatewayError } from '../../../core/errors.ts';
+import { AccountStore } from '../../../store/accounts.ts';
+import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import { Ledger } from '../../../store/ledger.ts';
+import { UsageStore, type UsageRecord } from '../../../store/usage.ts';
+import { sweepExpiredLeases } from '../../../worker/lease-sweeper.ts';
+import { testDatabase } from '../../helpers/engines.ts';
+
+// Spend leases against the real store: many calls, one hold; exact money whatever the
+// concurrency; two API processes on one account never spend more than it has; a process that
+// dies with a lease open leaves nothing held once the sweeper has run.
+
+const silent = { warn() {}, error() {} };
+const chatCall = { keyId: 'key_a', modelId: 'gpt-4o-mini', kind: 'chat' as const };
+
+describe('spend leases (account budgets)', () => {
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let accounts: AccountStore;
+  let ledger: Ledger;
+  let leases: BudgetLeaseStore;
+  let usage: UsageStore;
+
+  before(async () => {
+    database = await testDatabase('budgets');
+    accounts = new AccountStore(database.db);
+    ledger = new Ledger(database.db);
+    leases = new BudgetLeaseStore(database.db);
+    usage = new UsageStore(database.db);
+  });
+  after(() => database.drop());
+
+  function budgets(timing: Partial<LeaseTiming> = {}): AccountBudgets {
+    return new AccountBudgets({ ledger, leases, usage, log: silent, timing: { idleMs: 50, tickMs: 20, ...timing } });
+  }
+
+  async function settled(accountId: string) {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const account = (await accounts.find(accountId))!;
+      if (account.held_micros === 0) return account;
+      assert.ok(Date.now() < deadline, `account still holds ${account.held_micros}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  function usageOf(accountId: string): Promise<UsageRecord[]> {
+    return usage.collection.find({ account_id: accountId }).toArray();
+  }
+
+  it('pays 200 concurrent calls from one hold and settles the exact total', async () => {
+    const account = await accounts.create({ name: 'many', balanceMicros: 5_000_000 });
+    const budget = budgets();
+    const reservations = await Promise.all(Array.from({ length: 200 }, () => budget.reserve(account._id, 2_000, chatCall, 'hint')));
+    reservations.forEach((reservation, index) => reservation.charge(1_000 + (index % 1_000), { inputTokens: 10, outputTokens: 1 }, { allowOverage: false }));
+    const total = reservations.reduce((sum, _reservation, index) => sum + 1_000 + (index % 1_000), 0);
+    await budget.close();
+
+    const after = await settled(account._id);
+    assert.equal(after.spent_micros, total);
+    assert.equal(after.balance_micros, 5_000_000 - total);
+    const entries = await ledger.entries.find({ account_id: account._id, operation: { $ne: 'credit' } }).toArray();
+    assert.deepEqual(entries.map((entry) => entry.operation).sort(), ['capture', 'hold']);
+    const [record, ...others] = await usageOf(account._id);
+    assert.equal(others.length, 0);
+    assert.equal(record!.requests, 200);
+    assert.equal(record!.input_tokens, 2_000);
+    assert.equal(record!.spend_micros, total);
+    assert.equal(await leases.collection.countDocuments({ account_id: account._id }), 0);
+  });
+
+  it('refuses a call the balance cannot cover, holding nothing, and serves a smaller one', async () => {
+    const account = await accounts.create({ name: 'poor', balanceMicros: 5_000 });
+    const budget = budgets();
+    await assert.rejects(budget.reserve(account._id, 9_800, chatCall, 'or lower max_tokens'), (error: unknown) => {
+      assert.ok(error instanceof GatewayError);
+      assert.equal(error.code, 'insufficient_balance');
+      assert.match(error.message, /up to \$0\.009800 .* \$0\.005000 available\. Add credits, or lower max_tokens, and retry\./);
+      return true;
+    });
+    assert.equal((await accounts.find(account._id))!.held_micros, 0);
+    const reservation = await budget.reserve(account._id, 4_000, chatCall, 'hint');
+    assert.equal((await accounts.find(account._id))!.held_micros, 5_000, 'a small balance is leased whole');
+    reservation.charge(1_234, { outputTokens: 5 }, { allowOverage: false });
+    const after = await settled(account._id);
+    assert.equal(after.balance_micros, 5_000 - 1_234);
+    await budget.close();
+  });
+
+  it('releases a reservation whole and records no usage for a failed call', async () => {
+    const account = await accounts.create({ name: 'failed', balanceMicros: 1_000_000 });
+    const budget = budgets();
+    (await budget.reserve(account._id, 50_000, chatCall, 'hint')).release();
+    const after = await settled(account._id);
+    assert.equal(after.balance_micros, 1_000_000);
+    assert.equal(after.spent_micros, 0);
+    assert.deepEqual(await usageOf(account._id), []);
+    await budget.close();
+  });
+
+  it('caps a charge at its reservation, or debits the overage the balance still covers', async () => {
+    const account = await accounts.create({ name: 'overage', balanceMicros: 100_000 });
+    const budget = budgets({ minLeaseMicros: 10_000, reservationsPerLease: 1 });
+    const capped = await budget.reserve(account._id, 10_000, chatCall, 'hint');
+    assert.equal(capped.charge(25_000, {}, { allowOverage: false }), 10_000);
+    await settled(account._id);
+    const over = await budget.reserve(account._id, 10_000, chatCall, 'hint');
+    assert.equal(over.charge(25_000, {}, { allowOverage: true }), 25_000);
+    const deadline = Date.now() + 5_000;
+    while ((await accounts.find(account._id))!.spent_micros < 35_000) {
+      assert.ok(Date.now() < deadline, 'the overage was never debited');
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const after = await settled(account._id);
+    assert.equal(after.balance_micros, 100_000 - 35_000);
+    await budget.close();
+  });
+
+  it('lets two API processes share one account without spending more than it has', async () => {
+    const account = await accounts.create({ name: 'shared', balanceMicros: 100_000 });
+    const processes = [budgets({ minLeaseMicros: 20_000 }), budgets({ minLeaseMicros: 20_000 })];
+    let granted = 0;
+    let refused = 0;
+    await Promise.all(
+      Array.from({ length: 40 }, async (_unused, index) => {
+        try {
+          const reservation = await processes[index % 2]!.reserve(account._id, 5_000, chatCall, 'hint');
+          granted++;
+          reservation.charge(5_000, { outputTokens: 1 }, { allowOverage: false });
+        } catch (error) {
+          assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+          refused++;
+        }
+      }),
+    );
+    await Promise.all(processes.map((process) => process.close()));
+    const after = await settled(account._id);
+    assert.equal(granted + refused, 40);
+    assert.ok(granted <= 20, `granted ${granted} calls of $0.005 from $0.10`);
+    assert.ok(granted >= 1);
+    assert.equal(after.spent_micros, granted * 5_000);
+    assert.equal(after.balance_micros, 100_000 - granted * 5_000);
+    const records = await usageOf(account._id);
+    assert.equal(records.reduce((sum, record) => sum + record.requests, 0), granted);
+  });
+
+  it('replaces old leases under steady load and loses no call between them', async () => {
+    const account = await accounts.create({ name: 'steady', balanceMicros: 10_000_000 });
+    const budget = budgets({ maxAgeMs: 100, minLeaseMicros: 200_000 });
+    let charged = 0;
+    const until = Date.now() + 800;
+    const workers = Array.from({ length: 4 }, async () => {
+      while (Date.now() < until) {
+        const reservation: Reservation = await budget.reserve(account._id, 20_000, chatCall, 'hint');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        charged += reservation.charge(7_000, { outputTokens: 3 }, { allowOverage: false });
+      }
+    });
+    await Promise.all(workers);
+    await budget.close();
+    const after = await settled(account._id);
+    const holds = await ledger.entries.countDocuments({ account_id: account._id, operation: 'hold' });
+    assert.ok(holds >= 3, `only ${holds} leases in 0.8 s with a 0.1 s maximum age`);
+    assert.equal(after.spent_micros, charged);
+    assert.equal(after.balance_micros, 10_000_000 - charged);
+    const records = await usageOf(account._id);
+    assert.equal(records.reduce((sum, record) => sum + record.spend_micros, 0), charged);
+  });
+
+  it('gives unspent leased money back when asked, so a direct hold can use it', async () => {
+    const account = await accounts.create({ name: 'video', balanceMicros: 1_000_000 });
+    const budget = budgets({ idleMs: 60_000 });
+    (await budget.reserve(account._id, 10_000, chatCall, 'hint')).charge(3_000, {}, { allowOverage: false });
+    assert.equal(await ledger.apply({ accountId: account._id, keyId: null, reference: 'task_x', operation: 'hold', amountMicros: 900_000 }), 'insufficient_balance');
+    await budget.returnUnused(account._id);
+    assert.equal(await ledger.apply({ accountId: account._id, keyId: null, reference: 'task_x', operation: 'hold', amountMicros: 900_000 }), 'applied');
+    assert.equal((await accounts.find(account._id))!.spent_micros, 3_000);
+    await budget.close();
+  });
+
+  it('releases the lease of a process that died, once it expires, and no earlier', async () => {
+    const account = await accounts.create({ name: 'crash', balanceMicros: 1_000_000 });
+    // A process whose timer never fires again and that is never closed: a crash.
+    const dead = budgets({ tickMs: 1_000_000_000, expiryMs: 60_000 });
+    (await dead.reserve(account._id, 10_000, chatCall, 'hint')).charge(4_000, {}, { allowOverage: false });
+    assert.equal((await accounts.find(account._id))!.held_micros, 1_000_000);
+
+    assert.equal(await sweepExpiredLeases({ ledger, leases }), 0, 'a live lease is left alone');
+    assert.equal(await sweepExpiredLeases({ ledger, leases }, new Date(Date.now() + 61_000)), 1);
+    const after = (await accounts.find(account._id))!;
+    assert.equal(after.held_micros, 0);
+    // What the dead process's calls cost is lost with it: nobody is ever charged twice.
+    assert.equal(after.balance_micros, 1_000_000);
+    assert.equal(await leases.collection.countDocuments({ account_id: account._id }), 0);
+    assert.equal(await sweepExpiredLeases({ ledger, leases }, new Date(Date.now() + 61_000)), 0);
+  });
+});
