@@ -16,6 +16,7 @@ import { adminAuth } from './plugins/admin-auth.ts';
 import { apiKeyAuth } from './plugins/api-key-auth.ts';
 import { errorHandler } from './plugins/error-handler.ts';
 import { jsonBody } from './plugins/json-body.ts';
+import { requestLog } from './plugins/request-log.ts';
 import { adminRoutes } from './routes/admin/index.ts';
 import { chatRoutes } from './routes/chat/index.ts';
 import { healthRoutes } from './routes/health/index.ts';
@@ -33,6 +34,8 @@ export interface AppDependencies {
   temporal: TemporalHandle;
   /** Fastify logger options; tests pass false. */
   logger?: boolean | object;
+  /** Where the default logger writes (stdout when absent); tests read the lines back. */
+  logStream?: { write(line: string): void };
 }
 
 // Builds the whole HTTP application without listening, so tests drive it with inject() or
@@ -43,11 +46,14 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     logger: dependencies.logger ?? {
       level: config.LOG_LEVEL,
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      ...(dependencies.logStream ? { stream: dependencies.logStream } : {}),
     },
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
     genReqId: () => newId('req'),
     return503OnClosing: true,
+    // api/plugins/request-log.ts writes one line per request instead.
+    disableRequestLogging: true,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -78,6 +84,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
 
   const openAi = createOpenAiProxies({ catalog, budgets });
 
+  await app.register(requestLog);
   await app.register(errorHandler);
   await app.register(jsonBody);
   await app.register(apiKeyAuth, { apiKeys });

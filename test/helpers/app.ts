@@ -16,7 +16,11 @@ export interface TestApp {
 }
 
 /** The real API on a database of its own, the suite's Temporal server and the local catalog. */
-export async function startTestApp(label: string, overrides: Partial<Record<keyof Config, string>> = {}): Promise<TestApp> {
+export async function startTestApp(
+  label: string,
+  overrides: Partial<Record<keyof Config, string>> = {},
+  options: { logStream?: { write(line: string): void } } = {},
+): Promise<TestApp> {
   const database = await testDatabase(label);
   const config = loadConfig({
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
@@ -27,7 +31,9 @@ export async function startTestApp(label: string, overrides: Partial<Record<keyo
   });
   const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
   const catalog = loadCatalog(config.CATALOG_FILE, { SIMULATOR_URL: config.SIMULATOR_URL });
-  const app = await buildApp({ config, catalog, database, temporal, logger: false });
+  // Silent unless the test reads the log itself, through the app's own logger settings.
+  const logging = options.logStream ? { logStream: options.logStream } : { logger: false };
+  const app = await buildApp({ config, catalog, database, temporal, ...logging });
   await app.ready();
   return {
     app,
