@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { taskViewJson } from '../core/task-view.ts';
 import type { WebhookAttempt } from '../core/video-task.ts';
-import type { AccountStore } from '../store/accounts.ts';
+import { webhookSecretsInForce, type AccountStore } from '../store/accounts.ts';
 import type { TaskStore } from '../store/tasks.ts';
 import { deliverWebhookOnce } from './webhook-delivery.ts';
 
@@ -26,7 +26,8 @@ export function createWebhookActivities(deps: { tasks: TaskStore; accounts: Acco
         webhookId: webhookIdFor(task._id),
         timestamp: Math.floor(Date.now() / 1000),
         body: taskViewJson(task, deps.publicBaseUrl),
-        secrets: [account.webhook_secret],
+        // Both secrets while a rotation's grace period lasts (see AccountStore.rotateWebhookSecret).
+        secrets: webhookSecretsInForce(account),
         dispatcher: deps.dispatcher,
         timeoutMs: deps.timeoutMs ?? 15_000,
       });

@@ -24,8 +24,14 @@ import { imageRoutes } from './routes/images/index.ts';
 import { modelRoutes } from './routes/models/index.ts';
 import { videoRoutes } from './routes/video/index.ts';
 import { AccountBudgets } from './services/billing/account-budgets.ts';
+import { RateLimiter, type AccountRateLimits } from './services/rate-limits/rate-limiter.ts';
+import { limitRequests } from './plugins/rate-limit.ts';
+import { adminRateLimitRoutes } from './routes/admin/rate-limits.ts';
+import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { createOpenAiProxies } from './services/openai-proxy/index.ts';
 import { VideoTaskService } from './services/video-tasks.ts';
+import { AccountOnboarding } from './services/account-onboarding.ts';
+import { ConsoleCredentialStore } from '../store/console-credentials.ts';
 
 export interface AppDependencies {
   config: Config;
@@ -82,7 +88,14 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     budgets,
   });
 
-  const openAi = createOpenAiProxies({ catalog, budgets });
+  const accountLimits = database.db.collection<AccountRateLimits>('accounts');
+  const limiter = new RateLimiter({
+    store: new RateLimitBlockStore(database.db),
+    accounts: accountLimits,
+    defaults: { requestsPerMinute: config.RATE_LIMIT_REQUESTS_PER_MINUTE, tokensPerMinute: config.RATE_LIMIT_TOKENS_PER_MINUTE },
+    log: app.log,
+  });
+  const openAi = createOpenAiProxies({ catalog, budgets, limiter });
 
   await app.register(requestLog);
   await app.register(errorHandler);
@@ -93,10 +106,13 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(healthRoutes, {
     checks: { database: () => pingDatabase(database), temporal: () => temporal.check() },
   });
-  await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog });
+  const onboarding = new AccountOnboarding({ accounts, credentials: new ConsoleCredentialStore(database.db) });
+  await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding });
+  await app.register(adminRateLimitRoutes, { prefix: '/admin', apiKeys, accounts: accountLimits, limiter });
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', v1.requireApiKey);
+      v1.addHook('onRequest', limitRequests(limiter));
       await v1.register(modelRoutes, { catalog });
       await v1.register(videoRoutes, {
         service: videoTasks,

@@ -19,6 +19,11 @@ export const environmentSchema = z.object({
   VIDEO_TASK_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3600),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
   OUTBOUND_ALLOWLIST: z.string().default(''),
+  CONSOLE_SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(43_200),
+  WEBHOOK_SECRET_GRACE_SECONDS: z.coerce.number().int().min(0).default(86_400),
+  // Per key, per UTC minute; operators override them per account or per key (admin API).
+  RATE_LIMIT_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(3_000),
+  RATE_LIMIT_TOKENS_PER_MINUTE: z.coerce.number().int().positive().default(2_000_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

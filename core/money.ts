@@ -16,3 +16,14 @@ export function usdToMicros(amountUsd: number): number | null {
 export function microsToUsd(micros: number): number {
   return micros / MICROS_PER_USD;
 }
+
+const USD_TEXT = /^(\d{1,12})(?:\.(\d{1,6}))?$/;
+
+/** Parses a typed USD amount ("25", "0.5", "12.345678") into micro-USD without passing through
+ * a float; null when it is not a plain amount with at most 6 decimals. */
+export function usdTextToMicros(text: string): number | null {
+  const match = USD_TEXT.exec(text.trim());
+  if (!match) return null;
+  const micros = Number(match[1]) * MICROS_PER_USD + Number((match[2] ?? '').padEnd(6, '0'));
+  return Number.isSafeInteger(micros) ? micros : null;
+}

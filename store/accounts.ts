@@ -8,10 +8,23 @@ export interface AccountDocument {
   _id: string;
   name: string;
   webhook_secret: string;
+  /** The secret before the last rotation; deliveries are signed with it too until it expires, so
+   * receivers can switch over without dropping a webhook (Standard Webhooks allows several
+   * signatures). */
+  previous_webhook_secret?: string;
+  previous_webhook_secret_expires_at?: Date;
   created_at: Date;
 }
 
 export type AccountWithTotals = AccountDocument & Totals;
+
+/** The secrets a webhook is signed with now: the current one, and the previous one while its
+ * grace period lasts. */
+export function webhookSecretsInForce(account: AccountDocument, now = new Date()): string[] {
+  const previous = account.previous_webhook_secret;
+  const inGrace = previous !== undefined && (account.previous_webhook_secret_expires_at?.getTime() ?? 0) > now.getTime();
+  return inGrace ? [account.webhook_secret, previous] : [account.webhook_secret];
+}
 
 export class AccountStore {
   readonly collection: Collection<AccountDocument>;
@@ -22,9 +35,10 @@ export class AccountStore {
     this.ledger = new Ledger(db);
   }
 
-  async create(input: { name: string; balanceMicros: number }): Promise<AccountWithTotals> {
+  /** `id` lets a caller reserve things under the account's id (its console sign-in) first. */
+  async create(input: { name: string; balanceMicros: number; id?: string }): Promise<AccountWithTotals> {
     const account: AccountDocument = {
-      _id: newId('acct'),
+      _id: input.id ?? newId('acct'),
       name: input.name,
       webhook_secret: generateWebhookSecret(),
       created_at: new Date(),
@@ -37,6 +51,31 @@ export class AccountStore {
   async find(accountId: string): Promise<AccountWithTotals | null> {
     const account = await this.collection.findOne({ _id: accountId });
     return account ? { ...account, ...(await this.ledger.totals(accountId)) } : null;
+  }
+
+  /** Newest first, one page at a time (a scan and a sort on FerretDB: operator pages only). */
+  async list(page: { limit: number; skip: number }): Promise<AccountWithTotals[]> {
+    const accounts = await this.collection.find().sort({ created_at: -1, _id: 1 }).skip(page.skip).limit(page.limit).toArray();
+    return Promise.all(accounts.map(async (account) => ({ ...account, ...(await this.ledger.totals(account._id)) })));
+  }
+
+  /** A new webhook secret; the old one stays in force for `graceSeconds` (see webhookSecretsInForce). */
+  async rotateWebhookSecret(accountId: string, graceSeconds: number, now = new Date()): Promise<AccountWithTotals | null> {
+    const account = await this.collection.findOne({ _id: accountId });
+    if (!account) return null;
+    // Guarded on the secret read, so two rotations at once cannot both demote the same secret
+    // (MongoDB enforces the guard; FerretDB 1.24 may not, and then the later write wins).
+    await this.collection.updateOne(
+      { _id: accountId, webhook_secret: account.webhook_secret },
+      {
+        $set: {
+          webhook_secret: generateWebhookSecret(),
+          previous_webhook_secret: account.webhook_secret,
+          previous_webhook_secret_expires_at: new Date(now.getTime() + graceSeconds * 1000),
+        },
+      },
+    );
+    return this.find(accountId);
   }
 
   /** Adds money; `reference` makes the credit idempotent (a retried request credits once). */

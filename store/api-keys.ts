@@ -14,6 +14,8 @@ export interface ApiKeyDocument {
   created_at: Date;
   revoked_at: Date | null;
   last_used_at: Date | null;
+  /** Per-key overrides of the per-minute limits; absent or null means the account's. */
+  rate_limits?: { requests_per_minute?: number | null; tokens_per_minute?: number | null } | null;
 }
 
 /** A key's id is derived from its hash, so authentication is a single _id lookup (the one
@@ -95,6 +97,13 @@ export class ApiKeyStore {
 
   listForAccount(accountId: string): Promise<ApiKeyDocument[]> {
     return this.collection.find({ account_id: accountId }).sort({ created_at: -1 }).toArray();
+  }
+
+  /** Sets the key's own per-minute limits (null fields fall back to the account's). */
+  async setRateLimits(keyId: string, limits: NonNullable<ApiKeyDocument['rate_limits']>): Promise<ApiKeyDocument | null> {
+    const updated = await this.collection.findOneAndUpdate({ _id: keyId }, { $set: { rate_limits: limits } }, { returnDocument: 'after' });
+    this.cache.delete(keyId);
+    return updated;
   }
 
   async revoke(keyId: string): Promise<ApiKeyDocument | null> {

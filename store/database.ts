@@ -31,6 +31,9 @@ async function ensureIndexes(db: Db): Promise<void> {
   await Ledger.ensureIndexes(db);
   await db.collection('usage').createIndex({ account_id: 1, day: 1 }, { name: 'by_account_day' });
   await db.collection('usage').createIndex({ key_id: 1, day: 1 }, { name: 'by_key_day' });
+  // FerretDB scans regardless; on MongoDB these serve the operator pages and the expiry sweep.
+  await db.collection('console_credentials').createIndex({ account_id: 1 }, { name: 'by_account' });
+  await db.collection('console_sessions').createIndex({ expires_at: 1 }, { name: 'by_expiry' });
 }
 
 /** Cheap liveness probe for /readyz. */

@@ -1,4 +1,4 @@
-import type { Collection, Db } from 'mongodb';
+import type { Collection, Db, Filter } from 'mongodb';
 import type { TaskError, TaskStatus, VideoTaskMetadata, VideoTaskWorkflowInput, WebhookAttempt } from '../core/video-task.ts';
 
 export interface TaskDocument {
@@ -87,6 +87,14 @@ export class TaskStore {
 
   async recordWebhookAttempt(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<void> {
     await this.collection.updateOne({ _id: taskId }, { $push: { 'webhook.attempts': attempt }, $set: { 'webhook.state': state } });
+  }
+
+  /** The newest tasks of an account (or of one of its keys), newest first; for console pages,
+   * since anything but an _id lookup scans on FerretDB. */
+  listLatest(filter: { accountId: string; keyId?: string; limit: number }): Promise<TaskDocument[]> {
+    const query: Filter<TaskDocument> = { account_id: filter.accountId };
+    if (filter.keyId) query.key_id = filter.keyId;
+    return this.collection.find(query).sort({ created_at: -1 }).limit(Math.max(1, Math.min(filter.limit, 100))).toArray();
   }
 
   /** Tasks whose workflow start was never confirmed (the api died between insert and start). */

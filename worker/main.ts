@@ -5,6 +5,7 @@ import { createTemporalHandle } from '../core/temporal-client.ts';
 import { connectDatabase } from '../store/database.ts';
 import { BudgetLeaseStore } from '../store/budget-leases.ts';
 import { Ledger } from '../store/ledger.ts';
+import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { TaskStore } from '../store/tasks.ts';
 import { createVideoWorker } from './create-worker.ts';
 import { startSweeper } from './sweeper.ts';
@@ -30,6 +31,7 @@ const stopSweeper = startSweeper({
   tasks: new TaskStore(database.db),
   ledger: new Ledger(database.db),
   leases: new BudgetLeaseStore(database.db),
+  rateLimitBlocks: new RateLimitBlockStore(database.db),
   client: temporal.client,
   taskQueue: config.TEMPORAL_TASK_QUEUE,
   log: (message) => console.log(message),

@@ -3,12 +3,15 @@ import fp from 'fastify-plugin';
 import { isWellFormedApiKey } from '../../core/api-keys.ts';
 import { GatewayError } from '../../core/errors.ts';
 import type { ApiKeyStore } from '../../store/api-keys.ts';
+import type { RateLimitOverrides } from '../services/rate-limits/rate-limiter.ts';
 
 export interface Principal {
   accountId: string;
   keyId: string;
   /** Model ids the key may use; null means all. */
   models: string[] | null;
+  /** The key's own rate limits, over its account's and the defaults. */
+  rateLimits?: RateLimitOverrides | null;
 }
 
 declare module 'fastify' {
@@ -40,7 +43,7 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
     const key = await options.apiKeys.findActiveByPlaintext(token);
     if (!key) throw missingKeyError('Invalid or revoked API key.');
     options.apiKeys.noteUsed(key._id);
-    request.principal = { accountId: key.account_id, keyId: key._id, models: key.models };
+    request.principal = { accountId: key.account_id, keyId: key._id, models: key.models, rateLimits: key.rate_limits ?? null };
   });
 }
 

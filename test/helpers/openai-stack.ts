@@ -88,11 +88,11 @@ export interface SimulatorStack extends OpenAiStack {
 }
 
 /** The simulator in-process on an ephemeral port, and the api in front of it. */
-export async function startOpenAiStack(label: string): Promise<SimulatorStack> {
+export async function startOpenAiStack(label: string, overrides: Partial<Record<keyof Config, string>> = {}): Promise<SimulatorStack> {
   const simulator = buildSimulator();
   await simulator.listen({ host: '127.0.0.1', port: 0 });
   const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
-  const stack = await startApi(label, { SIMULATOR_URL: simulatorUrl });
+  const stack = await startApi(label, { SIMULATOR_URL: simulatorUrl, ...overrides });
   const closeApi = stack.close;
   return {
     ...stack,

@@ -3,6 +3,7 @@ import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import type { AccountStore } from '../../../store/accounts.ts';
 import type { ApiKeyStore } from '../../../store/api-keys.ts';
+import type { AccountOnboarding } from '../../services/account-onboarding.ts';
 import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, createdKeyView, createKeyBody, keyView } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
 
@@ -10,17 +11,23 @@ export interface AdminRouteOptions {
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
   catalog: Catalog;
+  onboarding: AccountOnboarding;
 }
 
 function accountNotFound(id: string): GatewayError {
   return new GatewayError('resource_not_found', `No account with id '${id}'.`);
 }
 
-export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog }) => {
+export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog, onboarding }) => {
   app.addHook('onRequest', app.requireAdmin);
 
   app.post('/accounts', { schema: { body: createAccountBody, response: { 201: accountView } } }, async (request, reply) => {
-    const account = await accounts.create({ name: request.body.name, balanceMicros: request.body.balance_usd ?? 0 });
+    const { console_email: email, console_password: password } = request.body;
+    const { account } = await onboarding.createAccount({
+      name: request.body.name,
+      balanceMicros: request.body.balance_usd ?? 0,
+      signIn: email !== undefined && password !== undefined ? { email, password } : undefined,
+    });
     return reply.status(201).send(toAccountView(account));
   });
 

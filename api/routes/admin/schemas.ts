@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { usdToMicros } from '../../../core/money.ts';
+import { consoleEmail, consolePassword } from '../../services/account-onboarding.ts';
 
 // USD amounts arrive as JSON numbers with at most 6 decimals; they become integer micro-USD
 // here, at the edge, and never travel as floats.
@@ -13,10 +14,18 @@ function usdAmount(options: { positive: boolean }) {
 
 export const accountIdParams = z.object({ id: z.string().min(1) });
 
-export const createAccountBody = z.strictObject({
-  name: z.string().trim().min(1).max(200),
-  balance_usd: usdAmount({ positive: false }).optional(),
-});
+export const createAccountBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200),
+    balance_usd: usdAmount({ positive: false }).optional(),
+    /** Optional web console sign-in for the account holder; both or neither. */
+    console_email: consoleEmail.optional(),
+    console_password: consolePassword.optional(),
+  })
+  .refine((body) => (body.console_email === undefined) === (body.console_password === undefined), {
+    message: 'console_email and console_password go together',
+    path: ['console_password'],
+  });
 
 export const addCreditsBody = z.strictObject({ amount_usd: usdAmount({ positive: true }) });
 

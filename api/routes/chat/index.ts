@@ -16,7 +16,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
 
   app.post('/chat/completions', { schema: { body: chatCompletionBody, response: { 200: chatCompletionResponse } } }, async (request, reply) => {
     const principal = principalOf(request);
-    const context = { signal: abortOnDisconnect(reply.raw), log: request.log };
+    const context = { signal: abortOnDisconnect(reply.raw), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers) };
     try {
       if (request.body.stream !== true) {
         const json = await options.chat.complete(principal, request.body, context);
@@ -25,7 +25,9 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
       }
       const stream = await options.chat.openStream(principal, request.body, context);
       reply.hijack();
-      await stream.pipeTo(reply.raw, { 'x-request-id': request.id });
+      // A hijacked reply writes its own head: carry over what hooks set (the rate-limit headers).
+      const headers = Object.fromEntries(Object.entries(reply.getHeaders()).map(([name, value]) => [name, String(value)]));
+      await stream.pipeTo(reply.raw, { ...headers, 'x-request-id': request.id });
       return reply;
     } catch (error) {
       // The caller left before the answer: there is nobody to send an error to.

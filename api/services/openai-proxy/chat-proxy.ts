@@ -6,6 +6,7 @@ import type { ChatCompletionRequest } from '../../routes/chat/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
 import type { AccountBudgets } from '../billing/account-budgets.ts';
 import type { Reservation } from '../billing/spend-lease.ts';
+import { limitHeaders, type RateLimiter } from '../rate-limits/rate-limiter.ts';
 import { ChatStream } from './chat-stream.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
 import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
@@ -24,18 +25,23 @@ export interface ChatProxyOptions {
   catalog: Catalog;
   upstreams: OpenAiUpstreams;
   budgets: AccountBudgets;
+  limiter?: RateLimiter;
 }
 
 export interface CallContext {
   /** Fires when the caller disconnects; cancels the upstream request. */
   signal: AbortSignal;
   log: FastifyBaseLogger;
+  /** Adds headers to the answer (the token rate-limit headers). */
+  setHeaders?: (headers: Record<string, string>) => void;
 }
 
 /** A call whose reservation is in place and whose upstream answered 2xx. */
 export interface StartedChatCall {
   model: ChatModel;
   reservation: Reservation;
+  /** Counts the tokens the call used against its key's per-minute limit. */
+  spendTokens: (tokens: TokenCounts) => void;
   /** The reservation's token counts; its input side is the prompt estimate. */
   holdTokens: TokenCounts;
   response: UpstreamResponse;
@@ -72,7 +78,7 @@ export class ChatProxy {
 
   /** A non-streamed completion: the upstream's JSON text, answering with the caller's model id. */
   async complete(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<string> {
-    const { model, reservation, holdTokens, response } = await this.start(principal, body, context, 'application/json');
+    const { model, reservation, holdTokens, response, spendTokens } = await this.start(principal, body, context, 'application/json');
     let text: string;
     let completion: unknown;
     try {
@@ -90,6 +96,7 @@ export class ChatProxy {
     const reported = readUsage(completion.usage);
     const tokens = reported ?? { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
     reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined });
+    spendTokens(tokens);
     if (completion.model === model.id) return text;
     return JSON.stringify({ ...completion, model: model.id });
   }
@@ -113,6 +120,10 @@ export class ChatProxy {
       max_completion_tokens: body.max_completion_tokens,
       n: body.n,
     });
+    const { limiter } = this.options;
+    const admittedAt = Date.now();
+    if (limiter) context.setHeaders?.(limitHeaders('tokens', await limiter.admitTokens(principal, admittedAt)));
+    const spendTokens = (tokens: TokenCounts) => void limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens, admittedAt);
     const reservation = await this.options.budgets.reserve(
       principal.accountId,
       chatPriceMicros(model, holdTokens),
@@ -122,7 +133,7 @@ export class ChatProxy {
     try {
       const response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', upstreamChatBody(model, body), { signal: context.signal, accept });
       if (response.statusCode < 200 || response.statusCode >= 300) throw await upstreamRefusal(response);
-      return { model, reservation, holdTokens, response };
+      return { model, reservation, holdTokens, response, spendTokens };
     } catch (error) {
       reservation.release();
       throw error;

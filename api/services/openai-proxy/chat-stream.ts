@@ -81,12 +81,14 @@ export class ChatStream {
       case 'completed': {
         const tokens = outcome.usage ?? estimated;
         reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: outcome.usage !== undefined });
+        this.call.spendTokens(tokens);
         return;
       }
       case 'client_gone': {
         if (!outcome.usage && outcome.delivered.pieces === 0) return reservation.release();
         const tokens = outcome.usage ?? estimated;
         reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: false });
+        this.call.spendTokens(tokens);
         return;
       }
       case 'upstream_failed':

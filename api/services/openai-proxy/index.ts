@@ -1,5 +1,6 @@
 import type { Catalog } from '../../../core/catalog.ts';
 import type { AccountBudgets } from '../billing/account-budgets.ts';
+import type { RateLimiter } from '../rate-limits/rate-limiter.ts';
 import { ChatProxy } from './chat-proxy.ts';
 import { ImageProxy } from './image-proxy.ts';
 import { OpenAiUpstreams, type UpstreamClientOptions } from './upstream-client.ts';
@@ -15,11 +16,11 @@ export interface OpenAiProxies {
 }
 
 /** The chat and image proxies over one set of keep-alive pools, one pool per upstream. */
-export function createOpenAiProxies(options: { catalog: Catalog; budgets: AccountBudgets; upstream?: UpstreamClientOptions }): OpenAiProxies {
+export function createOpenAiProxies(options: { catalog: Catalog; budgets: AccountBudgets; limiter?: RateLimiter; upstream?: UpstreamClientOptions }): OpenAiProxies {
   const upstreams = new OpenAiUpstreams(options.catalog, options.upstream);
   const dependencies = { catalog: options.catalog, upstreams, budgets: options.budgets };
   return {
-    chat: new ChatProxy(dependencies),
+    chat: new ChatProxy({ ...dependencies, ...(options.limiter ? { limiter: options.limiter } : {}) }),
     images: new ImageProxy(dependencies),
     async close() {
       await upstreams.close();

@@ -1,0 +1,182 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Collection } from 'mongodb';
+import { GatewayError } from '../../../core/errors.ts';
+import type { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
+import { WindowAllowance } from './window-allowance.ts';
+
+// Per-key rate limits: requests per minute on every /v1 endpoint, tokens per minute on chat.
+// Limits come from the key, else its account, else the configuration. Windows are fixed UTC
+// minutes, shared by every API process through the store (window-allowance.ts).
+//
+// Tokens are counted when a call has used them (the upstream's usage), as OpenAI-compatible
+// gateways do: a call is admitted while the minute has tokens left, and its usage is spent
+// afterwards, so the last call of a minute may overshoot by its own size.
+//
+// If the store cannot be reached the limiter lets requests through and logs it: a store
+// outage should not take down chat calls that otherwise need no store at all.
+
+export interface RateLimitOverrides {
+  requests_per_minute?: number | null;
+  tokens_per_minute?: number | null;
+}
+
+/** The one field of an account document the limiter reads. */
+export interface AccountRateLimits {
+  _id: string;
+  rate_limits?: RateLimitOverrides | null;
+}
+
+export interface LimitedCaller {
+  accountId: string;
+  keyId: string;
+  rateLimits?: RateLimitOverrides | null;
+}
+
+export interface LimitStatus {
+  limit: number;
+  remaining: number;
+  /** Milliseconds until the window starts again. */
+  resetMs: number;
+}
+
+export type LimitKind = 'requests' | 'tokens';
+
+const WINDOW_MS = 60_000;
+const ACCOUNT_LIMITS_REFRESH_MS = 5_000;
+
+/** OpenAI's duration format for reset headers: "1s", "59s", "1m0s" never needed inside a minute. */
+export function resetHeaderValue(resetMs: number): string {
+  return `${Math.max(1, Math.ceil(resetMs / 1_000))}s`;
+}
+
+export function limitHeaders(kind: LimitKind, status: LimitStatus): Record<string, string> {
+  return {
+    [`x-ratelimit-limit-${kind}`]: String(status.limit),
+    [`x-ratelimit-remaining-${kind}`]: String(status.remaining),
+    [`x-ratelimit-reset-${kind}`]: resetHeaderValue(status.resetMs),
+  };
+}
+
+export interface RateLimiterOptions {
+  store: RateLimitBlockStore;
+  accounts: Collection<AccountRateLimits>;
+  defaults: { requestsPerMinute: number; tokensPerMinute: number };
+  log: Pick<FastifyBaseLogger, 'warn'>;
+}
+
+export class RateLimiter {
+  private readonly windows = new Map<string, WindowAllowance>();
+  private readonly accountLimits = new Map<string, { limits: RateLimitOverrides | null; readAt: number; refreshing: boolean }>();
+  private currentWindow = -1;
+
+  constructor(private readonly options: RateLimiterOptions) {}
+
+  /** Counts one request; 429 with Retry-After and the request headers when over the limit. */
+  async admitRequest(caller: LimitedCaller, now = Date.now()): Promise<LimitStatus> {
+    const allowance = await this.allowance(caller, 'requests', now);
+    let admitted = true;
+    try {
+      admitted = await allowance.take(1);
+    } catch (error) {
+      this.options.log.warn({ err: error }, 'rate limit store unreachable; request let through');
+    }
+    const status = this.status(allowance, now);
+    if (!admitted) throw this.refusal('requests', status);
+    return status;
+  }
+
+  /** Admits a chat call while its key's minute has tokens left. */
+  async admitTokens(caller: LimitedCaller, now = Date.now()): Promise<LimitStatus> {
+    const allowance = await this.allowance(caller, 'tokens', now);
+    let admitted = true;
+    try {
+      admitted = await allowance.ensure(1);
+    } catch (error) {
+      this.options.log.warn({ err: error }, 'rate limit store unreachable; chat call let through');
+    }
+    const status = this.status(allowance, now);
+    if (!admitted) throw this.refusal('tokens', status);
+    return status;
+  }
+
+  /** Spends the tokens a call used, in the minute it was admitted in. */
+  async spendTokens(caller: LimitedCaller, tokens: number, admittedAt: number): Promise<void> {
+    if (tokens <= 0) return;
+    const allowance = await this.allowance(caller, 'tokens', admittedAt);
+    allowance.spend(tokens, (error) => this.options.log.warn({ err: error }, 'rate limit store unreachable; tokens not counted'));
+  }
+
+  private status(allowance: WindowAllowance, now: number): LimitStatus {
+    return { limit: allowance.limit, remaining: allowance.remaining, resetMs: allowance.endsAt - now };
+  }
+
+  private refusal(kind: LimitKind, status: LimitStatus): GatewayError {
+    const unit = kind === 'requests' ? 'requests' : 'tokens';
+    return new GatewayError(
+      'rate_limit_exceeded',
+      `Rate limit reached: this key may use ${status.limit} ${unit} per minute. Retry after ${resetHeaderValue(status.resetMs)}.`,
+      undefined,
+      { 'retry-after': String(Math.max(1, Math.ceil(status.resetMs / 1_000))), ...limitHeaders(kind, status) },
+    );
+  }
+
+  private async allowance(caller: LimitedCaller, kind: LimitKind, now: number): Promise<WindowAllowance> {
+    const window = Math.floor(now / WINDOW_MS);
+    if (window > this.currentWindow) {
+      // Allowances of past minutes are never asked again: drop them with the minute.
+      for (const [id, allowance] of this.windows) if (allowance.endsAt <= window * WINDOW_MS) this.windows.delete(id);
+      this.currentWindow = window;
+    }
+    const limit = await this.limitFor(caller, kind, now);
+    const id = `${kind}:${caller.keyId}:${window}:${limit}`;
+    let allowance = this.windows.get(id);
+    if (!allowance) {
+      allowance = new WindowAllowance(this.options.store, id, limit, (window + 1) * WINDOW_MS);
+      this.windows.set(id, allowance);
+    }
+    return allowance;
+  }
+
+  private async limitFor(caller: LimitedCaller, kind: LimitKind, now: number): Promise<number> {
+    const field = kind === 'requests' ? 'requests_per_minute' : 'tokens_per_minute';
+    const fromKey = caller.rateLimits?.[field];
+    if (fromKey) return fromKey;
+    const fromAccount = (await this.accountOverrides(caller.accountId, now))?.[field];
+    if (fromAccount) return fromAccount;
+    return kind === 'requests' ? this.options.defaults.requestsPerMinute : this.options.defaults.tokensPerMinute;
+  }
+
+  /** The account's overrides, read once and then refreshed in the background every few seconds. */
+  private async accountOverrides(accountId: string, now: number): Promise<RateLimitOverrides | null> {
+    const cached = this.accountLimits.get(accountId);
+    if (!cached) {
+      const limits = await this.readAccountLimits(accountId);
+      this.accountLimits.set(accountId, { limits, readAt: now, refreshing: false });
+      return limits;
+    }
+    if (now - cached.readAt > ACCOUNT_LIMITS_REFRESH_MS && !cached.refreshing) {
+      cached.refreshing = true;
+      this.readAccountLimits(accountId)
+        .then((limits) => this.accountLimits.set(accountId, { limits, readAt: Date.now(), refreshing: false }))
+        .catch(() => {
+          cached.refreshing = false;
+        });
+    }
+    return cached.limits;
+  }
+
+  private async readAccountLimits(accountId: string): Promise<RateLimitOverrides | null> {
+    try {
+      const account = await this.options.accounts.findOne({ _id: accountId }, { projection: { rate_limits: 1 } });
+      return account?.rate_limits ?? null;
+    } catch (error) {
+      this.options.log.warn({ err: error }, 'could not read account rate limits; using the defaults');
+      return null;
+    }
+  }
+
+  /** Forgets an account's cached overrides (after they were changed through this process). */
+  forgetAccount(accountId: string): void {
+    this.accountLimits.delete(accountId);
+  }
+}

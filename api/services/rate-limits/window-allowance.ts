@@ -1,0 +1,98 @@
+import type { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
+
+// One key's allowance of one kind (requests or tokens) for one minute, as this process sees it.
+// The minute's limit is cut into blocks of `blockSize` units, numbered from 0; this process
+// claims blocks in order through the store (a unique insert each, so no block is ever shared)
+// and spends them locally. The store is asked once per block, never per request, and the next
+// block is claimed in the background when the current one is half spent.
+//
+// Two processes together can never spend more than the limit. What they can do is strand the
+// unspent rest of a block each when the limit is hit, so up to (processes × (blockSize − 1))
+// units of a busy minute go unused; blocks are a tenth of the limit to keep that small.
+
+export class WindowAllowance {
+  /** Units in claimed blocks not yet spent; negative while tokens already used are unpaid. */
+  private available = 0;
+  /** Every block below this index is claimed by some process. */
+  private nextIndex = 0;
+  private exhausted = false;
+  private claiming: Promise<boolean> | null = null;
+
+  constructor(
+    private readonly store: RateLimitBlockStore,
+    readonly id: string,
+    readonly limit: number,
+    readonly endsAt: number,
+    readonly blockSize: number = Math.max(1, Math.ceil(limit / 10)),
+  ) {}
+
+  /** Units left in this minute for everyone, as far as this process can tell. */
+  get remaining(): number {
+    const unclaimed = Math.max(0, this.limit - this.nextIndex * this.blockSize);
+    return Math.max(0, Math.min(this.limit, unclaimed + this.available));
+  }
+
+  /** Waits until `amount` units are at hand (claiming blocks), then spends them; false when
+   * the minute's blocks are all gone. */
+  async take(amount: number): Promise<boolean> {
+    // The check and the spending must happen in one synchronous step after the last await:
+    // every waiter wakes from the same claim, and each must see what the others took.
+    while (this.available < amount) {
+      if (!(await this.claimNext())) return false;
+    }
+    this.available -= amount;
+    this.claimAheadIfLow();
+    return true;
+  }
+
+  /** Waits until at least `amount` units are at hand, without spending them. */
+  async ensure(amount: number): Promise<boolean> {
+    while (this.available < amount) {
+      if (!(await this.claimNext())) return false;
+    }
+    return true;
+  }
+
+  /** Spends units after the fact (the tokens a call used); the debt is paid from blocks
+   * claimed in the background, and when none are left the minute is used up. */
+  spend(amount: number, onError: (error: unknown) => void): void {
+    this.available -= amount;
+    if (this.available < 0) {
+      void (async () => {
+        while (this.available < 0 && (await this.claimNext()));
+      })().catch(onError);
+    } else {
+      this.claimAheadIfLow(onError);
+    }
+  }
+
+  private claimAheadIfLow(onError: (error: unknown) => void = () => {}): void {
+    if (!this.exhausted && !this.claiming && this.available < this.blockSize / 2) this.claimNext().catch(onError);
+  }
+
+  private claimNext(): Promise<boolean> {
+    if (this.exhausted) return Promise.resolve(false);
+    if (!this.claiming) {
+      this.claiming = this.claimFirstFree().finally(() => {
+        this.claiming = null;
+      });
+    }
+    return this.claiming;
+  }
+
+  private async claimFirstFree(): Promise<boolean> {
+    const blocks = Math.ceil(this.limit / this.blockSize);
+    while (this.nextIndex < blocks) {
+      const index = this.nextIndex;
+      // Kept a minute past the window, so a late claim can never reuse a swept id.
+      const won = await this.store.claim(`${this.id}:${index}`, new Date(this.endsAt + 60_000));
+      this.nextIndex = index + 1;
+      if (won) {
+        this.available += Math.min(this.blockSize, this.limit - index * this.blockSize);
+        return true;
+      }
+    }
+    this.exhausted = true;
+    return false;
+  }
+}

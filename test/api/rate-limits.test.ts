@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { buildApp } from '../../api/app.ts';
+import { loadCatalog } from '../../core/catalog.ts';
+import { adminHeaders, bearer } from '../helpers/app.ts';
+import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+
+// Per-key limits per UTC minute, shared by API processes through the store: the request
+// headers on every answer, 429 with Retry-After past the limit, two API processes on one store
+// together within the limit, operator overrides per account and per key, and chat tokens.
+
+const REQUESTS_PER_MINUTE = 20;
+
+/** Starts a burst early enough in the minute that it cannot straddle two windows. */
+async function awayFromMinuteEdge(): Promise<void> {
+  const intoMinute = Date.now() % 60_000;
+  if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));
+}
+
+describe('rate limits', () => {
+  let stack: SimulatorStack;
+  before(async () => {
+    stack = await startOpenAiStack('rate-limits', { RATE_LIMIT_REQUESTS_PER_MINUTE: String(REQUESTS_PER_MINUTE), RATE_LIMIT_TOKENS_PER_MINUTE: '60' });
+  });
+  after(() => stack.close());
+
+  it('reports the limit on every answer and refuses past it with 429 and Retry-After', async () => {
+    const caller = await stack.newCaller('burst');
+    await awayFromMinuteEdge();
+    const statuses: number[] = [];
+    const remaining: number[] = [];
+    let refusal: Awaited<ReturnType<typeof stack.app.inject>> | undefined;
+    for (let index = 0; index < REQUESTS_PER_MINUTE + 3; index++) {
+      const response = await stack.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(caller.key) });
+      statuses.push(response.statusCode);
+      assert.equal(response.headers['x-ratelimit-limit-requests'], String(REQUESTS_PER_MINUTE));
+      assert.match(String(response.headers['x-ratelimit-reset-requests']), /^\d+s$/);
+      remaining.push(Number(response.headers['x-ratelimit-remaining-requests']));
+      if (response.statusCode === 429) refusal ??= response;
+    }
+    assert.deepEqual(statuses, [...Array(REQUESTS_PER_MINUTE).fill(200), 429, 429, 429]);
+    assert.deepEqual(remaining.slice(0, REQUESTS_PER_MINUTE), Array.from({ length: REQUESTS_PER_MINUTE }, (_unused, index) => REQUESTS_PER_MINUTE - 1 - index));
+    assert.equal(remaining.at(-1), 0);
+    const retryAfter = Number(refusal!.headers['retry-after']);
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `retry-after ${retryAfter}`);
+    assert.deepEqual(Object.keys(refusal!.json().error).sort(), ['code', 'message', 'type']);
+    assert.equal(refusal!.json().error.code, 'rate_limit_exceeded');
+    assert.equal(refusal!.json().error.type, 'rate_limit_error');
+  });
+
+  it('holds two API processes on one store to the limit together', async () => {
+    const second = await buildApp({ config: stack.config, catalog: loadCatalog(stack.config.CATALOG_FILE, { SIMULATOR_URL: stack.simulatorUrl }), database: stack.database, temporal: stack.temporal, logger: false });
+    try {
+      const caller = await stack.newCaller('shared');
+      await awayFromMinuteEdge();
+      const apps = [stack.app, second];
+      const statuses = await Promise.all(
+        Array.from({ length: 60 }, async (_unused, index) => (await apps[index % 2]!.inject({ method: 'GET', url: '/v1/models', headers: bearer(caller.key) })).statusCode),
+      );
+      const admitted = statuses.filter((status) => status === 200).length;
+      assert.equal(admitted + statuses.filter((status) => status === 429).length, 60);
+      // Never more than the limit; at most one partly used block (2 requests) stranded per process.
+      assert.ok(admitted <= REQUESTS_PER_MINUTE, `admitted ${admitted}`);
+      assert.ok(admitted >= REQUESTS_PER_MINUTE - 2 * 1, `admitted ${admitted}`);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('applies an operator\'s overrides, the key\'s over the account\'s', async () => {
+    const caller = await stack.newCaller('overrides');
+    const keyId = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${caller.accountId}`, headers: adminHeaders })).json().keys[0].id as string;
+    const setAccount = await stack.app.inject({ method: 'PUT', url: `/admin/accounts/${caller.accountId}/rate-limits`, headers: adminHeaders, payload: { requests_per_minute: 5 } });
+    assert.deepEqual(setAccount.json(), { requests_per_minute: 5, tokens_per_minute: null });
+    await awayFromMinuteEdge();
+    const first = await stack.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(caller.key) });
+    assert.equal(first.headers['x-ratelimit-limit-requests'], '5');
+
+    const setKey = await stack.app.inject({ method: 'PUT', url: `/admin/keys/${keyId}/rate-limits`, headers: adminHeaders, payload: { requests_per_minute: 2 } });
+    assert.equal(setKey.statusCode, 200);
+    const statuses: number[] = [];
+    for (let index = 0; index < 3; index++) statuses.push((await stack.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(caller.key) })).statusCode);
+    assert.deepEqual(statuses, [200, 200, 429]);
+
+    for (const [url, payload, status] of [
+      [`/admin/keys/${keyId}/rate-limits`, { requests_per_minute: 0 }, 400],
+      [`/admin/keys/${keyId}/rate-limits`, { requests_per_minute: 1.5 }, 400],
+      [`/admin/keys/${keyId}/rate-limits`, { burst: 3 }, 400],
+      ['/admin/keys/key_missing/rate-limits', { requests_per_minute: 3 }, 404],
+      ['/admin/accounts/acct_missing/rate-limits', { requests_per_minute: 3 }, 404],
+    ] as const) {
+      const response = await stack.app.inject({ method: 'PUT', url, headers: adminHeaders, payload });
+      assert.equal(response.statusCode, status, `${url} ${JSON.stringify(payload)}`);
+    }
+    const anonymous = await stack.app.inject({ method: 'PUT', url: `/admin/keys/${keyId}/rate-limits`, payload: { requests_per_minute: 3 } });
+    assert.equal(anonymous.statusCode, 401);
+  });
+
+  it('limits chat tokens per minute, with the token headers, as the openai client sees them', async () => {
+    const caller = await stack.newCaller('tokens');
+    await awayFromMinuteEdge();
+    const client = stack.client(caller.key);
+    const first = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'count my tokens please' }] }).withResponse();
+    assert.equal(first.response.headers.get('x-ratelimit-limit-tokens'), '60');
+    assert.equal(first.response.headers.get('x-ratelimit-remaining-tokens'), '60');
+    assert.ok(first.response.headers.get('x-ratelimit-remaining-requests'));
+    const used = first.data.usage!.total_tokens;
+    assert.ok(used > 0 && used < 60, `a call used ${used} tokens`);
+
+    // Streams carry the headers too (the reply is written by hand there).
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'count my tokens please' }] }).withResponse();
+    assert.ok(Number(stream.response.headers.get('x-ratelimit-remaining-tokens')) < 60);
+    for await (const _chunk of stream.data);
+
+    let refused: InstanceType<typeof OpenAI.RateLimitError> | undefined;
+    for (let index = 0; index < 10 && !refused; index++) {
+      try {
+        await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'count my tokens please' }] });
+      } catch (error) {
+        assert.ok(error instanceof OpenAI.RateLimitError, String(error));
+        refused = error;
+      }
+    }
+    assert.ok(refused, 'the token limit never refused a call');
+    assert.equal(refused.headers?.get('x-ratelimit-limit-tokens'), '60');
+    assert.equal(refused.headers?.get('x-ratelimit-remaining-tokens'), '0');
+    assert.match(refused.message, /60 tokens per minute/);
+  });
+});
