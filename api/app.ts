@@ -26,6 +26,9 @@ import { videoRoutes } from './routes/video/index.ts';
 import { AccountBudgets } from './services/billing/account-budgets.ts';
 import { RateLimiter, type AccountRateLimits } from './services/rate-limits/rate-limiter.ts';
 import { limitRequests } from './plugins/rate-limit.ts';
+import { idempotency } from './plugins/idempotency.ts';
+import { idempotentRoutes } from './routes/idempotent-routes.ts';
+import { IdempotencyStore } from '../store/idempotency.ts';
 import { adminRateLimitRoutes } from './routes/admin/rate-limits.ts';
 import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { createOpenAiProxies } from './services/openai-proxy/index.ts';
@@ -113,6 +116,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     async (v1) => {
       v1.addHook('onRequest', v1.requireApiKey);
       v1.addHook('onRequest', limitRequests(limiter));
+      await v1.register(idempotency, { store: new IdempotencyStore(database.db), routes: idempotentRoutes(tasks) });
       await v1.register(modelRoutes, { catalog });
       await v1.register(videoRoutes, {
         service: videoTasks,

@@ -4,6 +4,7 @@ import { loadConfig, publicBaseUrl } from '../core/config.ts';
 import { createTemporalHandle } from '../core/temporal-client.ts';
 import { connectDatabase } from '../store/database.ts';
 import { BudgetLeaseStore } from '../store/budget-leases.ts';
+import { IdempotencyStore } from '../store/idempotency.ts';
 import { Ledger } from '../store/ledger.ts';
 import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { TaskStore } from '../store/tasks.ts';
@@ -32,6 +33,7 @@ const stopSweeper = startSweeper({
   ledger: new Ledger(database.db),
   leases: new BudgetLeaseStore(database.db),
   rateLimitBlocks: new RateLimitBlockStore(database.db),
+  idempotency: new IdempotencyStore(database.db),
   client: temporal.client,
   taskQueue: config.TEMPORAL_TASK_QUEUE,
   log: (message) => console.log(message),

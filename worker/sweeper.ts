@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { startTaskWorkflow } from '../core/start-task-workflow.ts';
 import type { BudgetLeaseStore } from '../store/budget-leases.ts';
+import type { IdempotencyStore } from '../store/idempotency.ts';
 import type { Ledger } from '../store/ledger.ts';
 import type { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import type { TaskStore } from '../store/tasks.ts';
@@ -10,7 +11,8 @@ import { sweepExpiredLeases } from './lease-sweeper.ts';
 // `submitted` that nothing will move. The sweeper finds such tasks once they are older than a
 // grace period and starts their workflow (idempotently: the workflow id is the task id).
 // The same timer releases the spend leases of dead api processes (lease-sweeper.ts) and deletes
-// the rate-limit blocks of past minutes (FerretDB has no TTL indexes).
+// the rate-limit blocks of past minutes and Idempotency-Key records past their 24 hours
+// (FerretDB has no TTL indexes).
 
 export interface SweeperOptions {
   tasks: TaskStore;
@@ -31,7 +33,7 @@ export async function sweepUnstartedTasks(options: SweeperOptions): Promise<numb
   return stale.length;
 }
 
-export function startSweeper(options: SweeperOptions & { ledger: Ledger; leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore }): () => void {
+export function startSweeper(options: SweeperOptions & { ledger: Ledger; leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore; idempotency: IdempotencyStore }): () => void {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
@@ -39,6 +41,7 @@ export function startSweeper(options: SweeperOptions & { ledger: Ledger; leases:
     sweepUnstartedTasks(options)
       .then(() => sweepExpiredLeases(options))
       .then(() => options.rateLimitBlocks.deleteExpired(new Date()))
+      .then(() => options.idempotency.deleteExpired(new Date()))
       .catch((error) => options.log?.(`sweeper: ${error instanceof Error ? error.message : String(error)}`))
       .finally(() => (running = false));
   }, options.intervalMs ?? 30_000);

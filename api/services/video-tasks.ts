@@ -31,12 +31,12 @@ export class VideoTaskService {
   // Order matters for crash safety: the snapshot exists before money moves (so a hold is never
   // orphaned without a task the sweeper can find), and the workflow re-applies the hold
   // idempotently, so a task started by the sweeper is still paid for exactly once.
-  async submit(principal: Principal, body: SubmissionInput, requestId: string): Promise<{ task_id: string; status: 'submitted' }> {
+  /** `taskId` is given under an Idempotency-Key, so a retry can find the task it created. */
+  async submit(principal: Principal, body: SubmissionInput, requestId: string, taskId: string = newId('task')): Promise<{ task_id: string; status: 'submitted' }> {
     const { catalog, tasks, ledger } = this.options;
     const model = resolveModel(catalog, principal, body.model, 'video');
     const validated = validateVideoSubmission(model, body);
     const priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
-    const taskId = newId('task');
     const callbackUrl = body.metadata?.callback_url;
     const input: VideoTaskWorkflowInput = {
       taskId,

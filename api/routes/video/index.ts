@@ -27,7 +27,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
         }
       },
     },
-    async (request) => options.service.submit(principalOf(request), request.body, request.id),
+    async (request) => options.service.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId),
   );
 
   app.get('/video/generations/:task_id', { schema: { params: taskParams, response: { 200: videoTaskView } } }, async (request, reply) => {

@@ -1,0 +1,81 @@
+import { MongoServerError, type Collection, type Db } from 'mongodb';
+
+// Idempotency-Key records: one per (API key, Idempotency-Key), kept 24 hours. The insert of
+// the record is the claim (a unique _id, atomic on FerretDB and MongoDB alike): whoever inserts
+// it runs the request, everyone else finds the record and gets the stored answer, a 409 while
+// it runs, or a 422 when their body differs. A video record carries its task id from the
+// start, so a retry after a crash can tell whether the task was created.
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1_000;
+
+export interface IdempotencyRecord {
+  /** `${keyId}:${sha256(Idempotency-Key)}` */
+  _id: string;
+  /** sha256 of the route and the parsed body. */
+  fingerprint: string;
+  state: 'in_flight' | 'completed';
+  /** The task id a video submission under this record uses. */
+  task_id: string;
+  status_code?: number;
+  content_type?: string;
+  body?: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+export type Claim = { kind: 'claimed'; record: IdempotencyRecord } | { kind: 'exists'; record: IdempotencyRecord };
+
+export class IdempotencyStore {
+  readonly collection: Collection<IdempotencyRecord>;
+
+  constructor(db: Db) {
+    this.collection = db.collection<IdempotencyRecord>('idempotency_keys');
+  }
+
+  /** Claims the record, or returns the one already there (an expired one is replaced). */
+  async claim(input: { id: string; fingerprint: string; taskId: string; now: Date }): Promise<Claim> {
+    const record: IdempotencyRecord = {
+      _id: input.id,
+      fingerprint: input.fingerprint,
+      state: 'in_flight',
+      task_id: input.taskId,
+      created_at: input.now,
+      expires_at: new Date(input.now.getTime() + IDEMPOTENCY_TTL_MS),
+    };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await this.collection.insertOne(record);
+        return { kind: 'claimed', record };
+      } catch (error) {
+        if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+      }
+      const existing = await this.collection.findOne({ _id: input.id });
+      if (existing && existing.expires_at > input.now) return { kind: 'exists', record: existing };
+      // Expired (or deleted meanwhile): remove exactly that one and claim afresh.
+      if (existing) await this.collection.deleteOne({ _id: input.id, created_at: existing.created_at });
+    }
+    throw new Error(`could not claim idempotency record ${input.id}`);
+  }
+
+  /** Marks an abandoned in-flight record as taken over by a retry. */
+  async takeOver(id: string, createdAt: Date, now: Date): Promise<boolean> {
+    const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now } });
+    return result.modifiedCount === 1;
+  }
+
+  async complete(id: string, answer: { statusCode: number; contentType: string; body: string }): Promise<void> {
+    await this.collection.updateOne(
+      { _id: id },
+      { $set: { state: 'completed', status_code: answer.statusCode, content_type: answer.contentType, body: answer.body } },
+    );
+  }
+
+  /** Forgets a request that did not succeed, so the caller can retry it under the same key. */
+  async release(id: string): Promise<void> {
+    await this.collection.deleteOne({ _id: id, state: 'in_flight' });
+  }
+
+  async deleteExpired(now: Date): Promise<number> {
+    return (await this.collection.deleteMany({ expires_at: { $lt: now } })).deletedCount;
+  }
+}

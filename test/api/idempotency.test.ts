@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { IDEMPOTENCY_TTL_MS, IdempotencyStore } from '../../store/idempotency.ts';
+import { adminHeaders, bearer, createKey } from '../helpers/app.ts';
+import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+
+// Idempotency-Key on video submissions and image generations: one task and one charge for any
+// number of retries; 422 for another body under the same key; 409 while the first runs; scoped
+// per API key; refusals not kept; records expire after 24 hours; an abandoned first attempt is
+// recovered from the task it created.
+
+const video = { model: 'seedance-2.0', prompt: 'a paper boat on a pond', seconds: '5' };
+
+describe('Idempotency-Key', () => {
+  let stack: SimulatorStack;
+  let records: IdempotencyStore;
+  before(async () => {
+    stack = await startOpenAiStack('idempotency');
+    records = new IdempotencyStore(stack.database.db);
+  });
+  after(() => stack.close());
+
+  function submit(key: string, idempotencyKey: string | undefined, body: object = video) {
+    const headers = { ...bearer(key), ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }) };
+    return stack.app.inject({ method: 'POST', url: '/v1/video/generations', headers, payload: body });
+  }
+
+  async function taskCount(accountId: string): Promise<number> {
+    return stack.database.db.collection('tasks').countDocuments({ account_id: accountId });
+  }
+
+  it('answers a retried submission with the first task, creating and charging one', async () => {
+    const caller = await stack.newCaller('retry');
+    const first = await submit(caller.key, 'order-1');
+    assert.equal(first.statusCode, 200, first.body);
+    assert.equal(first.headers['idempotent-replayed'], undefined);
+    const again = await submit(caller.key, 'order-1', { prompt: video.prompt, seconds: '5', model: 'seedance-2.0' });
+    assert.equal(again.statusCode, 200);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json().task_id, first.json().task_id);
+    assert.equal(await taskCount(caller.accountId), 1);
+    const account = await stack.account(caller.accountId);
+    assert.equal(10_000_000 - account.balance_micros, account.held_micros, 'one hold');
+
+    const without = [await submit(caller.key, undefined), await submit(caller.key, undefined)];
+    assert.notEqual(without[0]!.json().task_id, without[1]!.json().task_id, 'no header, no deduplication');
+    assert.equal(await taskCount(caller.accountId), 3);
+  });
+
+  it('refuses the same key with another body (422) and a duplicate in flight (409)', async () => {
+    const caller = await stack.newCaller('conflicts');
+    assert.equal((await submit(caller.key, 'k')).statusCode, 200);
+    const other = await submit(caller.key, 'k', { ...video, prompt: 'another boat' });
+    assert.equal(other.statusCode, 422);
+    assert.equal(other.json().error.code, 'idempotency_mismatch');
+
+    const racing = await Promise.all(Array.from({ length: 6 }, () => submit(caller.key, 'race')));
+    const statuses = racing.map((response) => response.statusCode).sort();
+    const winners = racing.filter((response) => response.statusCode === 200);
+    assert.ok(winners.length >= 1, `statuses ${statuses}`);
+    assert.ok(statuses.every((status) => status === 200 || status === 409), `statuses ${statuses}`);
+    assert.equal(new Set(winners.map((response) => response.json().task_id)).size, 1, 'every 200 names the same task');
+    for (const conflict of racing.filter((response) => response.statusCode === 409)) assert.equal(conflict.json().error.code, 'conflict');
+    assert.equal(await taskCount(caller.accountId), 2);
+  });
+
+  it('scopes keys per API key and keeps no refusal', async () => {
+    const caller = await stack.newCaller('scoped', 0.01);
+    const secondKey = (await createKey(stack.app, caller.accountId, { name: 'second' })).key;
+    // Too poor for a 5 s task: refused, and the refusal is not what a retry gets.
+    const poor = await submit(caller.key, 'shared-key');
+    assert.equal(poor.statusCode, 403);
+    await stack.app.inject({ method: 'POST', url: `/admin/accounts/${caller.accountId}/credits`, headers: adminHeaders, payload: { amount_usd: 10 } });
+    const retried = await submit(caller.key, 'shared-key');
+    assert.equal(retried.statusCode, 200, retried.body);
+    const otherKey = await submit(secondKey, 'shared-key');
+    assert.equal(otherKey.statusCode, 200);
+    assert.notEqual(otherKey.json().task_id, retried.json().task_id);
+    assert.equal(await taskCount(caller.accountId), 2);
+  });
+
+  it('refuses a malformed key with 400 naming the header', async () => {
+    const caller = await stack.newCaller('malformed');
+    for (const bad of ['', 'has space', 'x'.repeat(256)]) {
+      const response = await submit(caller.key, bad);
+      assert.equal(response.statusCode, 400, JSON.stringify(bad));
+      assert.equal(response.json().error.param, 'Idempotency-Key');
+    }
+    assert.equal(await taskCount(caller.accountId), 0);
+  });
+
+  it('forgets a key after 24 hours', async () => {
+    const caller = await stack.newCaller('expiry');
+    const first = await submit(caller.key, 'old');
+    const past = new Date(Date.now() - IDEMPOTENCY_TTL_MS - 1_000);
+    await records.collection.updateMany({}, { $set: { created_at: past, expires_at: new Date(past.getTime() + IDEMPOTENCY_TTL_MS) } });
+    const later = await submit(caller.key, 'old');
+    assert.equal(later.statusCode, 200);
+    assert.notEqual(later.json().task_id, first.json().task_id);
+    assert.ok((await records.deleteExpired(new Date())) >= 1, 'the sweeper removes expired records');
+  });
+
+  it('recovers an abandoned first attempt from the task it created, or runs it again', async () => {
+    const caller = await stack.newCaller('abandoned');
+    const first = await submit(caller.key, 'crashed');
+    // As if the process died after creating the task, before keeping the answer.
+    const longAgo = new Date(Date.now() - 60_000);
+    await records.collection.updateMany({ state: 'completed' }, { $set: { state: 'in_flight', created_at: longAgo }, $unset: { body: '', status_code: '' } });
+    const retry = await submit(caller.key, 'crashed');
+    assert.equal(retry.statusCode, 200);
+    assert.equal(retry.headers['idempotent-replayed'], 'true');
+    assert.equal(retry.json().task_id, first.json().task_id);
+    assert.equal(await taskCount(caller.accountId), 1);
+
+    // Died before creating the task: a retry runs it, under the task id the record names.
+    const young = await submit(caller.key, 'died-early');
+    const recordId = (await records.collection.findOne({ task_id: young.json().task_id }))!._id;
+    await stack.database.db.collection('tasks').deleteOne({ _id: young.json().task_id });
+    await records.collection.updateOne({ _id: recordId }, { $set: { state: 'in_flight', created_at: longAgo } });
+    const rerun = await submit(caller.key, 'died-early');
+    assert.equal(rerun.statusCode, 200, rerun.body);
+    assert.equal(rerun.headers['idempotent-replayed'], undefined);
+    assert.equal(rerun.json().task_id, young.json().task_id);
+  });
+
+  it('answers a retried image generation with the same images, billed once', async () => {
+    const caller = await stack.newCaller('images');
+    const generate = () =>
+      stack.app.inject({
+        method: 'POST',
+        url: '/v1/images/generations',
+        headers: { ...bearer(caller.key), 'idempotency-key': 'img-1' },
+        payload: { model: 'gpt-image-1', prompt: 'a lighthouse', n: 2, response_format: 'b64_json' },
+      });
+    const first = await generate();
+    assert.equal(first.statusCode, 200, first.body);
+    const again = await generate();
+    assert.equal(again.statusCode, 200);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body, first.body);
+    const account = await stack.settledAccount(caller.accountId);
+    assert.equal(account.spent_micros, 80_000, 'two images, charged once');
+  });
+});
