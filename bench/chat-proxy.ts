@@ -6,10 +6,13 @@ import { request } from 'undici';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '../scripts/lib/engines.ts';
 import { freePort, startProcess, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { connectDatabase } from '../store/database.ts';
-import { chatTarget, complete, fmt, p, runTimedLoad, timeStream, type ChatTarget, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
+import { printChatReport } from './lib/chat-report.ts';
+import { chatTarget, complete, runTimedLoad, timeStream, type ChatTarget, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
 
 // `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:
 //   direct   the loopback upstream itself (bench/lib/loopback-upstream.ts, its own process);
+//   floor    bench/lib/bare-proxy.ts: bare Fastify + undici forwarding the body, nothing else:
+//            what Node and the stack cost before Framegate adds anything;
 //   Framegate api/server.ts (buildApp + listen, its own process) on FerretDB and Temporal,
 //            with a funded account and key, its catalog's OpenAI upstream pointed at the same
 //            loopback upstream;
@@ -59,6 +62,18 @@ async function startUpstream(): Promise<string> {
   processes.push(upstream);
   await waitForPort('127.0.0.1', port, upstream);
   return `http://127.0.0.1:${port}`;
+}
+
+/** bench/lib/bare-proxy.ts in its own process: what Node, Fastify and undici cost alone. */
+async function startFloor(upstreamUrl: string): Promise<ChatTarget> {
+  const port = await freePort();
+  const floor = startProcess('floor', process.execPath, ['--import', 'tsx', 'bench/lib/bare-proxy.ts'], {
+    cwd: projectRoot,
+    env: loopbackEnv({ PORT: String(port), UPSTREAM_URL: upstreamUrl }),
+  });
+  processes.push(floor);
+  await waitForPort('127.0.0.1', port, floor);
+  return chatTarget('floor', `http://127.0.0.1:${port}`);
 }
 
 async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalAddress: string, database: string): Promise<ChatTarget> {
@@ -158,16 +173,6 @@ async function startLiteLlm(upstreamUrl: string): Promise<ChatTarget | string> {
   }
 }
 
-function row(cells: string[], widths: number[]): string {
-  return cells.map((cell, index) => (index === 0 ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!))).join('  ');
-}
-
-function ratio(value: number, base: number): string {
-  if (!(Number.isFinite(value) && Number.isFinite(base) && base > 0)) return 'n/a';
-  const quotient = value / base;
-  return `${quotient >= 0.1 ? quotient.toFixed(2) : quotient.toPrecision(2)}×`;
-}
-
 try {
   provision();
   const ferretPort = await freePort();
@@ -180,12 +185,14 @@ try {
 
   const upstreamUrl = await startUpstream();
   const direct = chatTarget('direct', upstreamUrl);
+  const floor = await startFloor(upstreamUrl);
   const framegate = await startFramegate(upstreamUrl, mongodbUri, temporalAddress, databaseName);
   const litellm = await startLiteLlm(upstreamUrl);
-  const targets: ChatTarget[] = [direct, framegate, ...(typeof litellm === 'string' ? [] : [litellm])];
+  const targets: ChatTarget[] = [direct, floor, framegate, ...(typeof litellm === 'string' ? [] : [litellm])];
 
   console.log(`\nFramegate chat-proxy benchmark: direct upstream vs Framegate vs LiteLLM (store ${process.env.MONGODB_URI ? 'MONGODB_URI' : 'FerretDB'})`);
   console.log(`  upstream  loopback OpenAI-compatible server in its own process (${upstreamUrl})`);
+  console.log(`  floor     bench/lib/bare-proxy.ts: Fastify + undici forwarding the body, nothing else (${floor.origin})`);
   console.log(`  Framegate api/server.ts in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info'}, funded account + key (calls paid from spend leases)`);
   console.log(typeof litellm === 'string' ? `  LiteLLM: unavailable (${litellm})` : `  LiteLLM   proxy ${litellm.origin}, default settings, no database, model openai/gpt-4o-mini at the same upstream`);
 
@@ -195,25 +202,9 @@ try {
     await runTimedLoad(1, 50, 30, () => complete(target, 'warm up')); // warm-up
     latency.set(target.name, await runTimedLoad(1, LATENCY_REQUESTS, 60, () => complete(target, 'ping')));
   }
-  const base = latency.get('direct')!;
-  console.log(`\n1. Non-stream latency, concurrency 1, zero-delay upstream (${LATENCY_REQUESTS} requests each, after 50 warm-up)`);
-  const w1 = [10, 8, 10, 10, 14, 14, 10, 8];
-  console.log(row(['', 'count', 'p50 ms', 'p99 ms', 'added p50 ms', 'added p99 ms', 'p50 ratio', 'errors'], w1));
-  for (const target of targets) {
-    const load = latency.get(target.name)!;
-    const p50 = p(load.latenciesMs, 0.5);
-    const p99 = p(load.latenciesMs, 0.99);
-    const isBase = target.name === 'direct';
-    console.log(
-      row(
-        [target.name, String(load.completed), fmt(p50), fmt(p99), isBase ? '-' : fmt(p50 - p(base.latenciesMs, 0.5)), isBase ? '-' : fmt(p99 - p(base.latenciesMs, 0.99)), ratio(p50, p(base.latenciesMs, 0.5)), String(load.errors)],
-        w1,
-      ),
-    );
-    if (load.firstError) console.log(`    first error: ${load.firstError}`);
-  }
 
-  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay.
+  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay; Framegate once more with
+  // the calls spread over 50 accounts.
   const throughput = new Map<string, TimedLoad>();
   for (const target of targets) {
     await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]')); // warm-up
@@ -222,22 +213,6 @@ try {
   const spread = await framegateAccounts(framegate, THROUGHPUT_CONCURRENCY);
   await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, (index) => complete(spread[index % spread.length]!, 'warm up [up:delay=20]'));
   const spreadLoad = await runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, (index) => complete(spread[index % spread.length]!, 'ping [up:delay=20]'));
-  const ideal = (THROUGHPUT_CONCURRENCY * 1000) / 20;
-  console.log(`\n2. Throughput, ${THROUGHPUT_CONCURRENCY} concurrent connections, upstream answers after 20 ms (up to ${THROUGHPUT_REQUESTS} requests or ${THROUGHPUT_SECONDS} s each; ceiling ${ideal} req/s)`);
-  const w2 = [22, 8, 8, 10, 10, 10, 12, 8];
-  console.log(row(['', 'count', 'seconds', 'req/s', 'p50 ms', 'p99 ms', 'vs direct', 'errors'], w2));
-  const baseThroughput = throughput.get('direct')!;
-  const throughputRows: Array<[string, TimedLoad]> = targets.map((target) => [target.name, throughput.get(target.name)!]);
-  throughputRows.splice(2, 0, [spread[0]!.name, spreadLoad]);
-  for (const [name, load] of throughputRows) {
-    console.log(
-      row(
-        [name, String(load.completed), fmt(load.seconds, 1), fmt(load.perSecond, 0), fmt(p(load.latenciesMs, 0.5)), fmt(p(load.latenciesMs, 0.99)), ratio(load.perSecond, baseThroughput.perSecond), String(load.errors)],
-        w2,
-      ),
-    );
-    if (load.firstError) console.log(`    first error: ${load.firstError}`);
-  }
 
   // 3. Streaming: 64 chunks 20 ms apart.
   const streams = new Map<string, { timings: StreamTiming[]; load: TimedLoad }>();
@@ -250,54 +225,23 @@ try {
     });
     streams.set(target.name, { timings, load });
   }
-  console.log(`\n3. Streaming, 64 chunks 20 ms apart (${STREAMS} streams each, ${STREAM_CONCURRENCY} at a time; TTFT = request sent → first content delta)`);
-  const w3 = [10, 8, 10, 10, 12, 12, 9, 9, 9, 8, 8];
-  console.log(row(['', 'streams', 'TTFT p50', 'TTFT p99', 'added p50', 'added p99', 'gap p50', 'gap p99', 'gap max', 'chunks', 'errors'], w3));
-  const baseTtft = streams.get('direct')!.timings.map((timing) => timing.ttftMs);
-  for (const target of targets) {
-    const { timings, load } = streams.get(target.name)!;
-    const ttft = timings.map((timing) => timing.ttftMs);
-    const gaps = timings.flatMap((timing) => timing.gapsMs);
-    const chunks = timings.length ? Math.min(...timings.map((timing) => timing.contentChunks)) : Number.NaN;
-    const isBase = target.name === 'direct';
-    console.log(
-      row(
-        [
-          target.name,
-          String(timings.length),
-          fmt(p(ttft, 0.5)),
-          fmt(p(ttft, 0.99)),
-          isBase ? '-' : fmt(p(ttft, 0.5) - p(baseTtft, 0.5)),
-          isBase ? '-' : fmt(p(ttft, 0.99) - p(baseTtft, 0.99)),
-          fmt(p(gaps, 0.5)),
-          fmt(p(gaps, 0.99)),
-          fmt(gaps.length ? Math.max(...gaps) : Number.NaN),
-          String(chunks),
-          String(load.errors),
-        ],
-        w3,
-      ),
-    );
-    if (load.firstError) console.log(`    first error: ${load.firstError}`);
-  }
-  console.log('   (all figures in ms; "chunks" = fewest content deltas one stream delivered; the upstream sends 64)');
 
-  // Side by side.
-  const added = (name: string) => p(latency.get(name)!.latenciesMs, 0.5) - p(base.latenciesMs, 0.5);
-  const addedTtft = (name: string) => p(streams.get(name)!.timings.map((timing) => timing.ttftMs), 0.5) - p(baseTtft, 0.5);
-  console.log('\nSummary');
-  console.log(
-    `  Framegate: +${fmt(added('Framegate'))} ms p50 latency, ${fmt(throughput.get('Framegate')!.perSecond, 0)} req/s at 50 connections of one account ` +
-      `(${ratio(throughput.get('Framegate')!.perSecond, baseThroughput.perSecond)} of direct; ${fmt(spreadLoad.perSecond, 0)} req/s over ${spread.length} accounts), +${fmt(addedTtft('Framegate'))} ms TTFT p50`,
-  );
-  if (typeof litellm === 'string') {
-    console.log(`  LiteLLM: unavailable (${litellm})`);
-  } else {
-    console.log(`  LiteLLM:   +${fmt(added('LiteLLM'))} ms p50 latency, ${fmt(throughput.get('LiteLLM')!.perSecond, 0)} req/s at 50 connections (${ratio(throughput.get('LiteLLM')!.perSecond, baseThroughput.perSecond)} of direct), +${fmt(addedTtft('LiteLLM'))} ms TTFT p50`);
-    console.log(
-      `  Framegate/LiteLLM: added p50 latency ${ratio(added('Framegate'), added('LiteLLM'))}, throughput ${ratio(throughput.get('Framegate')!.perSecond, throughput.get('LiteLLM')!.perSecond)}, added TTFT p50 ${ratio(addedTtft('Framegate'), addedTtft('LiteLLM'))}`,
-    );
-  }
+  printChatReport({
+    names: targets.map((target) => target.name),
+    latency,
+    throughput,
+    spread: { name: spread[0]!.name, load: spreadLoad },
+    streams,
+    ...(typeof litellm === 'string' ? { litellmUnavailable: litellm } : {}),
+    sizes: {
+      latencyRequests: LATENCY_REQUESTS,
+      throughputRequests: THROUGHPUT_REQUESTS,
+      throughputSeconds: THROUGHPUT_SECONDS,
+      concurrency: THROUGHPUT_CONCURRENCY,
+      streams: STREAMS,
+      streamConcurrency: STREAM_CONCURRENCY,
+    },
+  });
 
   await Promise.allSettled(targets.map((target) => target.pool.close()));
   const database = await connectDatabase(mongodbUri, databaseName);

@@ -1,0 +1,105 @@
+import { fmt, p, type StreamTiming, type TimedLoad } from './proxy-load.ts';
+
+// The tables and the summary of bench/chat-proxy.ts, from what it measured. Targets by name:
+// 'direct' (the upstream itself, the base of every "added" figure), 'floor' (bare Fastify +
+// undici), 'Framegate', 'LiteLLM' (absent when it could not start).
+
+export interface ChatMeasurements {
+  names: string[];
+  latency: Map<string, TimedLoad>;
+  throughput: Map<string, TimedLoad>;
+  /** Framegate's throughput run repeated over many accounts. */
+  spread: { name: string; load: TimedLoad };
+  streams: Map<string, { timings: StreamTiming[]; load: TimedLoad }>;
+  litellmUnavailable?: string;
+  sizes: { latencyRequests: number; throughputRequests: number; throughputSeconds: number; concurrency: number; streams: number; streamConcurrency: number };
+}
+
+function row(cells: string[], widths: number[]): string {
+  return cells.map((cell, index) => (index === 0 ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!))).join('  ');
+}
+
+function ratio(value: number, base: number): string {
+  if (!(Number.isFinite(value) && Number.isFinite(base) && base > 0)) return 'n/a';
+  const quotient = value / base;
+  return `${quotient >= 0.1 ? quotient.toFixed(2) : quotient.toPrecision(2)}×`;
+}
+
+function firstError(load: TimedLoad): void {
+  if (load.firstError) console.log(`    first error: ${load.firstError}`);
+}
+
+export function printChatReport(m: ChatMeasurements): void {
+  const { names, sizes } = m;
+  const base = m.latency.get('direct')!;
+  console.log(`\n1. Non-stream latency, concurrency 1, zero-delay upstream (${sizes.latencyRequests} requests each, after 50 warm-up)`);
+  const w1 = [10, 8, 10, 10, 14, 14, 10, 8];
+  console.log(row(['', 'count', 'p50 ms', 'p99 ms', 'added p50 ms', 'added p99 ms', 'p50 ratio', 'errors'], w1));
+  for (const name of names) {
+    const load = m.latency.get(name)!;
+    const p50 = p(load.latenciesMs, 0.5);
+    const p99 = p(load.latenciesMs, 0.99);
+    const isBase = name === 'direct';
+    const cells = [name, String(load.completed), fmt(p50), fmt(p99), isBase ? '-' : fmt(p50 - p(base.latenciesMs, 0.5)), isBase ? '-' : fmt(p99 - p(base.latenciesMs, 0.99)), ratio(p50, p(base.latenciesMs, 0.5)), String(load.errors)];
+    console.log(row(cells, w1));
+    firstError(load);
+  }
+
+  const ideal = (sizes.concurrency * 1000) / 20;
+  console.log(`\n2. Throughput, ${sizes.concurrency} concurrent connections, upstream answers after 20 ms (up to ${sizes.throughputRequests} requests or ${sizes.throughputSeconds} s each; ceiling ${ideal} req/s)`);
+  const w2 = [22, 8, 8, 10, 10, 10, 12, 8];
+  console.log(row(['', 'count', 'seconds', 'req/s', 'p50 ms', 'p99 ms', 'vs direct', 'errors'], w2));
+  const baseThroughput = m.throughput.get('direct')!;
+  const rows: Array<[string, TimedLoad]> = names.map((name) => [name, m.throughput.get(name)!]);
+  rows.splice(names.indexOf('Framegate') + 1, 0, [m.spread.name, m.spread.load]);
+  for (const [name, load] of rows) {
+    console.log(row([name, String(load.completed), fmt(load.seconds, 1), fmt(load.perSecond, 0), fmt(p(load.latenciesMs, 0.5)), fmt(p(load.latenciesMs, 0.99)), ratio(load.perSecond, baseThroughput.perSecond), String(load.errors)], w2));
+    firstError(load);
+  }
+
+  console.log(`\n3. Streaming, 64 chunks 20 ms apart (${sizes.streams} streams each, ${sizes.streamConcurrency} at a time; TTFT = request sent → first content delta)`);
+  const w3 = [10, 8, 10, 10, 12, 12, 9, 9, 9, 8, 8];
+  console.log(row(['', 'streams', 'TTFT p50', 'TTFT p99', 'added p50', 'added p99', 'gap p50', 'gap p99', 'gap max', 'chunks', 'errors'], w3));
+  const ttftOf = (name: string) => m.streams.get(name)!.timings.map((timing) => timing.ttftMs);
+  const baseTtft = ttftOf('direct');
+  for (const name of names) {
+    const { timings, load } = m.streams.get(name)!;
+    const ttft = ttftOf(name);
+    const gaps = timings.flatMap((timing) => timing.gapsMs);
+    const chunks = timings.length ? Math.min(...timings.map((timing) => timing.contentChunks)) : Number.NaN;
+    const isBase = name === 'direct';
+    const cells = [
+      name,
+      String(timings.length),
+      fmt(p(ttft, 0.5)),
+      fmt(p(ttft, 0.99)),
+      isBase ? '-' : fmt(p(ttft, 0.5) - p(baseTtft, 0.5)),
+      isBase ? '-' : fmt(p(ttft, 0.99) - p(baseTtft, 0.99)),
+      fmt(p(gaps, 0.5)),
+      fmt(p(gaps, 0.99)),
+      fmt(gaps.length ? Math.max(...gaps) : Number.NaN),
+      String(chunks),
+      String(load.errors),
+    ];
+    console.log(row(cells, w3));
+    firstError(load);
+  }
+  console.log('   (all figures in ms; "chunks" = fewest content deltas one stream delivered; the upstream sends 64)');
+
+  const added = (name: string, fraction = 0.5) => p(m.latency.get(name)!.latenciesMs, fraction) - p(base.latenciesMs, fraction);
+  const addedTtft = (name: string, fraction = 0.5) => p(ttftOf(name), fraction) - p(baseTtft, fraction);
+  const perSecond = (name: string) => m.throughput.get(name)!.perSecond;
+  const line = (name: string) =>
+    `+${fmt(added(name))} ms p50 / +${fmt(added(name, 0.99))} ms p99 latency, ${fmt(perSecond(name), 0)} req/s at ${sizes.concurrency} connections (${ratio(perSecond(name), baseThroughput.perSecond)} of direct), +${fmt(addedTtft(name))} ms TTFT p50 / +${fmt(addedTtft(name, 0.99))} ms p99`;
+  console.log('\nSummary');
+  for (const name of names.filter((name) => name !== 'direct')) console.log(`  ${name.padEnd(10)} ${line(name)}`);
+  console.log(`  Framegate over ${sizes.concurrency} accounts: ${fmt(m.spread.load.perSecond, 0)} req/s`);
+  if (names.includes('floor')) {
+    console.log(`  Framegate above the floor: +${fmt(added('Framegate') - added('floor'))} ms p50 latency, +${fmt(addedTtft('Framegate') - addedTtft('floor'))} ms TTFT p50, throughput ${ratio(perSecond('Framegate'), perSecond('floor'))} of the floor's`);
+  }
+  if (m.litellmUnavailable) {
+    console.log(`  LiteLLM: unavailable (${m.litellmUnavailable})`);
+  } else {
+    console.log(`  Framegate/LiteLLM: added p50 latency ${ratio(added('Framegate'), added('LiteLLM'))}, throughput ${ratio(perSecond('Framegate'), perSecond('LiteLLM'))}, added TTFT p50 ${ratio(addedTtft('Framegate'), addedTtft('LiteLLM'))}`);
+  }
+}
