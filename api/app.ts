@@ -17,6 +17,7 @@ import { apiKeyAuth } from './plugins/api-key-auth.ts';
 import { errorHandler } from './plugins/error-handler.ts';
 import { jsonBody } from './plugins/json-body.ts';
 import { requestLog } from './plugins/request-log.ts';
+import { consolePlugin } from './console/plugin.ts';
 import { adminRoutes } from './routes/admin/index.ts';
 import { chatRoutes } from './routes/chat/index.ts';
 import { healthRoutes } from './routes/health/index.ts';
@@ -112,6 +113,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const onboarding = new AccountOnboarding({ accounts, credentials: new ConsoleCredentialStore(database.db) });
   await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding });
   await app.register(adminRateLimitRoutes, { prefix: '/admin', apiKeys, accounts: accountLimits, limiter });
+  await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding });
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', v1.requireApiKey);

@@ -1,0 +1,47 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ConsoleContext } from './context.ts';
+import { keyRoutes } from './routes/keys.ts';
+import { usageRoutes } from './routes/usage.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
+import { sessionBinding, sessionOrRedirect } from './sessions.ts';
+import type { AccountSection, PageFrame } from './views/layout.ts';
+
+// The account holder's pages. One guard in front of all of them: a valid account session whose
+// sign-in still holds, and the account itself loaded fresh (its balance is on every page).
+
+export async function accountArea(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
+  app.decorateRequest('consoleAccount', null);
+  app.addHook('onRequest', async (request, reply) => {
+    await context.sessions.load(request);
+    const session = sessionOrRedirect(request, reply, 'account');
+    if (!session) return reply;
+    // The sign-in must still be what the session was opened with: a password changed since
+    // (or a sign-in moved or removed) ends it.
+    const credential = session.sign_in ? await context.credentials.find(session.sign_in) : null;
+    const stillValid = credential && credential.account_id === session.account_id && sessionBinding(credential.password_hash) === session.bound_to;
+    const account = stillValid ? await context.accounts.find(credential.account_id) : null;
+    if (!account) {
+      await context.sessions.end(request, reply);
+      return reply.redirect('/console/sign-in?expired=1', 303);
+    }
+    request.consoleAccount = account;
+  });
+
+  await app.register(keyRoutes, { context });
+  await app.register(usageRoutes, { context });
+  await app.register(webhookRoutes, { context });
+}
+
+/** The page frame of the signed-in holder; only inside the account area. */
+export function accountFrame(request: FastifyRequest, reply: FastifyReply, section?: AccountSection): Extract<PageFrame, { area: 'account' }> {
+  const account = request.consoleAccount;
+  if (!account) throw new Error('accountFrame used outside the account area');
+  return { area: 'account', csrfToken: reply.generateCsrf(), account, section };
+}
+
+/** The signed-in holder's account id; only inside the account area. */
+export function accountIdOf(request: FastifyRequest): string {
+  const account = request.consoleAccount;
+  if (!account) throw new Error('accountIdOf used outside the account area');
+  return account._id;
+}

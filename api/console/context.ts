@@ -1,0 +1,43 @@
+import type { FastifyReply } from 'fastify';
+import type { Catalog } from '../../core/catalog.ts';
+import type { Config } from '../../core/config.ts';
+import type { AccountStore, AccountWithTotals } from '../../store/accounts.ts';
+import type { ApiKeyStore } from '../../store/api-keys.ts';
+import type { ConsoleCredentialStore } from '../../store/console-credentials.ts';
+import type { TaskStore } from '../../store/tasks.ts';
+import type { UsageReports } from '../../store/usage-reports.ts';
+import type { AccountOnboarding } from '../services/account-onboarding.ts';
+import type { Html } from './html.ts';
+import type { ConsoleSessions } from './sessions.ts';
+
+// What every console route works with: the same stores and services as the admin API, plus
+// the console's own sessions and reports.
+
+export interface ConsoleContext {
+  config: Config;
+  catalog: Catalog;
+  accounts: AccountStore;
+  apiKeys: ApiKeyStore;
+  tasks: TaskStore;
+  credentials: ConsoleCredentialStore;
+  onboarding: AccountOnboarding;
+  usageReports: UsageReports;
+  sessions: ConsoleSessions;
+  publicBaseUrl: string;
+  /** Cookies get the Secure attribute when the console is served over https. */
+  secureCookies: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in holder's account (with balance), set by the account area's guard. */
+    consoleAccount: AccountWithTotals | null;
+  }
+}
+
+export function sendPage(reply: FastifyReply, page: Html, status = 200): FastifyReply {
+  return reply.status(status).type('text/html; charset=utf-8').send(page.text);
+}
+
+/** The newest tasks an account page lists; bounded, since the query scans on FerretDB. */
+export const LATEST_TASKS_LIMIT = 20;

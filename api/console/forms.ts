@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import { usdTextToMicros } from '../../core/money.ts';
+import { consoleEmail, consolePassword } from '../services/account-onboarding.ts';
+
+// Every console form body and query is parsed with zod here. A refusal does not become a bare
+// 400: the page is rendered again with the message next to the field and what was typed kept
+// (passwords and the CSRF token excepted).
+
+export type FormErrors = Record<string, string>;
+export type FormValues = Record<string, string>;
+
+export type FormResult<T> = { ok: true; data: T } | { ok: false; errors: FormErrors; values: FormValues };
+
+const NEVER_ECHOED = new Set(['_csrf', 'password', 'console_password', 'admin_token']);
+
+function typedValues(body: unknown): FormValues {
+  const values: FormValues = {};
+  if (body && typeof body === 'object') {
+    for (const [name, value] of Object.entries(body)) {
+      if (typeof value === 'string' && !NEVER_ECHOED.has(name)) values[name] = value;
+    }
+  }
+  return values;
+}
+
+export function parseForm<Schema extends z.ZodType>(schema: Schema, body: unknown): FormResult<z.output<Schema>> {
+  const parsed = schema.safeParse(body ?? {});
+  if (parsed.success) return { ok: true, data: parsed.data };
+  const errors: FormErrors = {};
+  for (const issue of parsed.error.issues) {
+    const field = String(issue.path[0] ?? 'form');
+    errors[field] ??= issue.message;
+  }
+  return { ok: false, errors, values: typedValues(body) };
+}
+
+/** A field left empty in a form arrives as ''; that means "not given". */
+const blankToUndefined = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
+
+/** A checkbox group arrives as nothing, one string or an array of strings. */
+const toList = (value: unknown) => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+
+function usdText(options: { positive: boolean }) {
+  return z
+    .string()
+    .transform((text, context) => {
+      const micros = usdTextToMicros(text);
+      if (micros === null) {
+        context.addIssue({ code: 'custom', message: 'Enter an amount in USD such as 25 or 12.50 (at most 6 decimals).' });
+        return z.NEVER;
+      }
+      if (options.positive && micros === 0) {
+        context.addIssue({ code: 'custom', message: 'Enter an amount greater than 0.' });
+        return z.NEVER;
+      }
+      return micros;
+    });
+}
+
+export const signInForm = z.object({
+  email: z.string().trim().min(1, 'Enter your email.').max(254),
+  password: z.string().min(1, 'Enter your password.').max(256),
+});
+
+export const operatorSignInForm = z.object({ admin_token: z.string().min(1, 'Enter the admin token.').max(1024) });
+
+const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep the name under 200 characters.');
+
+export function createKeyForm(modelIds: readonly string[]) {
+  const knownModel = z.string().refine((modelId) => modelIds.includes(modelId), 'Choose models from the list.');
+  return z.object({ name: keyName, models: z.preprocess(toList, z.array(knownModel)) });
+}
+
+export const createAccountForm = z
+  .object({
+    name: z.string().trim().min(1, 'Give the account a name.').max(200),
+    opening_balance_usd: z.preprocess(blankToUndefined, usdText({ positive: false }).optional()),
+    console_email: z.preprocess(blankToUndefined, consoleEmail.optional()),
+    console_password: z.preprocess(blankToUndefined, consolePassword.optional()),
+  })
+  .refine((form) => (form.console_email === undefined) === (form.console_password === undefined), {
+    message: 'Give both an email and a password for the console sign-in, or neither.',
+    path: ['console_password'],
+  });
+
+export const addCreditsForm = z.object({
+  amount_usd: usdText({ positive: true }),
+  // Rendered into the form once; a resubmitted form credits once (it names the ledger entry).
+  reference: z.string().regex(/^[A-Za-z0-9_-]{16,64}$/, 'Reload the page and try again.'),
+});
+
+export const signInCredentialsForm = z.object({ console_email: consoleEmail, console_password: consolePassword });
+
+const utcDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'Use a date like 2025-01-31.')
+  // A round trip refuses days that do not exist, such as 2025-02-31.
+  .refine((day) => { const date = new Date(`${day}T00:00:00Z`); return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(day); }, 'Not a date.');
+
+export const usageQuery = z.object({
+  from: z.preprocess(blankToUndefined, utcDay.optional()),
+  to: z.preprocess(blankToUndefined, utcDay.optional()),
+  key: z.preprocess(blankToUndefined, z.string().max(100).optional()),
+});

@@ -1,0 +1,73 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { GatewayError } from '../../../core/errors.ts';
+import type { ApiKeyDocument } from '../../../store/api-keys.ts';
+import { accountFrame, accountIdOf } from '../account-area.ts';
+import { sendPage, type ConsoleContext } from '../context.ts';
+import { setCreatedKeyCookie, takeCreatedKey } from '../created-key-flash.ts';
+import { createKeyForm, parseForm } from '../forms.ts';
+import { SESSION_COOKIE } from '../sessions.ts';
+import { createdKeyPage, keysPage, revokeConfirmPage } from '../views/keys.ts';
+
+// Creating, listing and deleting (revoking) API keys. Creation answers with a redirect, never
+// with the key itself, so a reload cannot create a second key; the plaintext travels to the
+// page that shows it once in a sealed one-time cookie (created-key-flash.ts).
+
+const REVOKED_NOTICE = { kind: 'success' as const, text: 'Key deleted. Every call made with it now answers 401.' };
+
+export async function keyRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
+  const { apiKeys, catalog, secureCookies } = context;
+  const models = catalog.all();
+  const keyForm = createKeyForm(models.map((model) => model.id));
+
+  /** One of the holder's own keys; another account's key is as unknown as a missing one. */
+  async function ownKey(request: FastifyRequest, keyId: string): Promise<ApiKeyDocument> {
+    const key = (await apiKeys.listForAccount(accountIdOf(request))).find((candidate) => candidate._id === keyId);
+    if (!key) throw new GatewayError('resource_not_found', 'There is no such key in your account.');
+    return key;
+  }
+
+  app.get('/keys', async (request, reply) => {
+    const keys = await apiKeys.listForAccount(accountIdOf(request));
+    const notice = (request.query as Record<string, unknown>).notice === 'revoked' ? REVOKED_NOTICE : null;
+    return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { keys, models, notice }));
+  });
+
+  app.post('/keys', async (request, reply) => {
+    const form = parseForm(keyForm, request.body);
+    if (!form.ok) {
+      const keys = await apiKeys.listForAccount(accountIdOf(request));
+      const body = request.body as Record<string, unknown> | undefined;
+      const chosenModels = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
+      return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { keys, models, state: form, chosenModels }), 400);
+    }
+    const { key, plaintext } = await apiKeys.create({
+      accountId: accountIdOf(request),
+      name: form.data.name,
+      models: form.data.models.length > 0 ? form.data.models : null,
+    });
+    setCreatedKeyCookie(reply, request.cookies[SESSION_COOKIE]!, { keyId: key._id, plaintext }, secureCookies);
+    return reply.redirect('/console/keys/created', 303);
+  });
+
+  app.get('/keys/created', async (request, reply) => {
+    const created = takeCreatedKey(request, reply, request.cookies[SESSION_COOKIE]!);
+    const key = created ? await ownKey(request, created.keyId).catch(() => null) : null;
+    const showable = key && !key.revoked_at && created ? { key, plaintext: created.plaintext } : { key: null, plaintext: null };
+    return sendPage(reply, createdKeyPage(accountFrame(request, reply, 'keys'), showable));
+  });
+
+  app.get('/keys/:keyId/revoke', async (request, reply) => {
+    const key = await ownKey(request, (request.params as { keyId: string }).keyId);
+    if (key.revoked_at) return reply.redirect('/console/keys?notice=revoked', 303);
+    return sendPage(reply, revokeConfirmPage(accountFrame(request, reply, 'keys'), key));
+  });
+
+  app.post('/keys/:keyId/revoke', async (request, reply) => {
+    const key = await ownKey(request, (request.params as { keyId: string }).keyId);
+    // The one revocation path, shared with the admin API: key authentication must honour it
+    // from the very next request (test/console/keys.test.ts holds it to that).
+    await apiKeys.revoke(key._id);
+    request.log.info({ key_id: key._id }, 'key revoked in the console');
+    return reply.redirect('/console/keys?notice=revoked', 303);
+  });
+}

@@ -1,0 +1,136 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '../../../core/errors.ts';
+import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
+import { addCreditsForm, createAccountForm, parseForm, signInCredentialsForm } from '../forms.ts';
+import { sessionBinding, sessionOrRedirect } from '../sessions.ts';
+import type { FormState } from '../views/fields.ts';
+import type { Notice } from '../views/layout.ts';
+import { operatorAccountPage } from '../views/operator-account.ts';
+import { operatorAccountsPage } from '../views/operator-accounts.ts';
+
+// The operator's pages (signed in with the admin token): accounts, creating one with its
+// holder's console sign-in, credits, and each account's keys, spend and tasks, with links into
+// the Temporal Web UI. They use the admin API's stores and onboarding service.
+
+const PAGE_SIZE = 50;
+
+const NOTICES: Record<string, Notice> = {
+  created: { kind: 'success', text: 'Account created.' },
+  credited: { kind: 'success', text: 'Credits added.' },
+  sign_in_created: { kind: 'success', text: 'Console sign-in added.' },
+  password_changed: { kind: 'success', text: 'Password changed.' },
+};
+
+function noticeFrom(request: FastifyRequest): Notice | null {
+  const notice = (request.query as Record<string, unknown>).notice;
+  return typeof notice === 'string' ? (NOTICES[notice] ?? null) : null;
+}
+
+export async function operatorRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
+  const { accounts, apiKeys, tasks, credentials, usageReports, onboarding, config, publicBaseUrl } = context;
+  const temporalUi = config.TEMPORAL_UI_URL.replace(/\/+$/, '');
+  const temporalHref = (taskId: string) => `${temporalUi}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(taskId)}`;
+
+  app.addHook('onRequest', async (request, reply) => {
+    await context.sessions.load(request);
+    const session = sessionOrRedirect(request, reply, 'operator');
+    if (!session) return reply;
+    // Sessions opened with an earlier ADMIN_TOKEN end when the token is changed.
+    if (!config.ADMIN_TOKEN || session.bound_to !== sessionBinding(config.ADMIN_TOKEN)) {
+      await context.sessions.end(request, reply);
+      return reply.redirect('/console/operator/sign-in?expired=1', 303);
+    }
+  });
+
+  async function renderAccount(request: FastifyRequest, reply: FastifyReply, accountId: string, forms: { creditsState?: FormState; signInState?: FormState } = {}, status = 200) {
+    const account = await accounts.find(accountId);
+    if (!account) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
+    const [consoleEmails, keys, usageByKey, latestTasks] = await Promise.all([
+      credentials.emailsOf(accountId),
+      apiKeys.listForAccount(accountId),
+      usageReports.summarise({ accountId }).then((usage) => usage.byKey()),
+      tasks.listLatest({ accountId, limit: LATEST_TASKS_LIMIT }),
+    ]);
+    const keyNames = new Map(keys.map((key) => [key._id, key.name]));
+    const page = operatorAccountPage({
+      csrfToken: reply.generateCsrf(),
+      account,
+      consoleEmails,
+      keys,
+      usageByKey,
+      tasks: latestTasks,
+      taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames },
+      creditReference: randomBytes(16).toString('base64url'),
+      notice: noticeFrom(request),
+      ...forms,
+    });
+    return sendPage(reply, page, status);
+  }
+
+  async function renderAccounts(request: FastifyRequest, reply: FastifyReply, state?: FormState, status = 200) {
+    const pageNumber = Math.max(1, Math.min(10_000, Number.parseInt(String((request.query as Record<string, unknown>).page ?? '1'), 10) || 1));
+    // One more than a page tells whether there is a next one.
+    const found = await accounts.list({ limit: PAGE_SIZE + 1, skip: (pageNumber - 1) * PAGE_SIZE });
+    const page = operatorAccountsPage({
+      csrfToken: reply.generateCsrf(),
+      accounts: found.slice(0, PAGE_SIZE),
+      page: pageNumber,
+      hasNextPage: found.length > PAGE_SIZE,
+      state,
+      notice: noticeFrom(request),
+    });
+    return sendPage(reply, page, status);
+  }
+
+  const accountIdParam = (request: FastifyRequest) => (request.params as { accountId: string }).accountId;
+
+  app.get('/', (request, reply) => renderAccounts(request, reply));
+
+  app.post('/accounts', async (request, reply) => {
+    const form = parseForm(createAccountForm, request.body);
+    if (!form.ok) return renderAccounts(request, reply, form, 400);
+    const { console_email: email, console_password: password } = form.data;
+    try {
+      const { account } = await onboarding.createAccount({
+        name: form.data.name,
+        balanceMicros: form.data.opening_balance_usd ?? 0,
+        signIn: email && password ? { email, password } : undefined,
+      });
+      request.log.info({ account_id: account._id }, 'account created in the console');
+      return reply.redirect(`/console/operator/accounts/${account._id}?notice=created`, 303);
+    } catch (error) {
+      if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
+      const values = { name: form.data.name, console_email: email ?? '', opening_balance_usd: String((request.body as Record<string, unknown>).opening_balance_usd ?? '') };
+      return renderAccounts(request, reply, { values, errors: { console_email: error.message } }, 409);
+    }
+  });
+
+  app.get('/accounts/:accountId', (request, reply) => renderAccount(request, reply, accountIdParam(request)));
+
+  app.post('/accounts/:accountId/credits', async (request, reply) => {
+    const accountId = accountIdParam(request);
+    const form = parseForm(addCreditsForm, request.body);
+    if (!form.ok) return renderAccount(request, reply, accountId, { creditsState: form }, 400);
+    // The form's reference names the ledger entry: a resubmitted form credits once.
+    const credited = await accounts.credit(accountId, form.data.amount_usd, `console:${form.data.reference}`);
+    if (!credited) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
+    request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd }, 'credits added in the console');
+    return reply.redirect(`/console/operator/accounts/${accountId}?notice=credited`, 303);
+  });
+
+  app.post('/accounts/:accountId/sign-ins', async (request, reply) => {
+    const accountId = accountIdParam(request);
+    const form = parseForm(signInCredentialsForm, request.body);
+    if (!form.ok) return renderAccount(request, reply, accountId, { signInState: form }, 400);
+    if (!(await accounts.find(accountId))) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
+    try {
+      const outcome = await onboarding.setSignIn(accountId, { email: form.data.console_email, password: form.data.console_password });
+      const notice = outcome === 'created' ? 'sign_in_created' : 'password_changed';
+      return reply.redirect(`/console/operator/accounts/${accountId}?notice=${notice}`, 303);
+    } catch (error) {
+      if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
+      return renderAccount(request, reply, accountId, { signInState: { values: { console_email: form.data.console_email }, errors: { console_email: error.message } } }, 409);
+    }
+  });
+}

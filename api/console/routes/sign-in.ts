@@ -1,0 +1,76 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
+import { isAdminToken } from '../../plugins/admin-auth.ts';
+import { sendPage, type ConsoleContext } from '../context.ts';
+import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
+import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_OUT_NOTICE } from '../views/sign-in.ts';
+
+// Signing in and out. Both sign-in forms answer a wrong secret with the same words whatever
+// was wrong (unknown email or bad password), and an unknown email costs a hash all the same.
+
+const WRONG_CREDENTIALS = 'The email or password is not right.';
+
+function noticeFrom(request: FastifyRequest) {
+  const query = request.query as Record<string, unknown>;
+  if (query.expired !== undefined) return SESSION_EXPIRED_NOTICE;
+  if (query.signed_out !== undefined) return SIGNED_OUT_NOTICE;
+  return null;
+}
+
+export async function signInRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
+  const { sessions, credentials, accounts, config } = context;
+
+  app.get('/', async (request, reply) => {
+    await sessions.load(request);
+    const current = request.consoleSession;
+    if (current.state !== 'valid') return reply.redirect('/console/sign-in', 303);
+    return reply.redirect(current.session.kind === 'operator' ? '/console/operator' : '/console/keys', 303);
+  });
+
+  app.get('/sign-in', async (request, reply) => {
+    await sessions.load(request);
+    if (request.consoleSession.state === 'valid' && request.consoleSession.session.kind === 'account') return reply.redirect('/console/keys', 303);
+    return sendPage(reply, accountSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request) }));
+  });
+
+  app.post('/sign-in', async (request, reply) => {
+    const form = parseForm(signInForm, request.body);
+    const csrfToken = reply.generateCsrf();
+    if (!form.ok) return sendPage(reply, accountSignInPage({ csrfToken, state: form }), 400);
+    const credential = await credentials.find(form.data.email);
+    const passwordMatches = credential ? await verifyPassword(form.data.password, credential.password_hash) : (await spendDecoyVerification(form.data.password), false);
+    const account = credential && passwordMatches ? await accounts.find(credential.account_id) : null;
+    if (!credential || !account) {
+      request.log.info({ email_known: Boolean(credential) }, 'console sign-in refused');
+      const state = { values: { email: form.data.email }, errors: { form: WRONG_CREDENTIALS } };
+      return sendPage(reply, accountSignInPage({ csrfToken, state }), 401);
+    }
+    await sessions.start(reply, { kind: 'account', accountId: account._id, signIn: credential._id, secret: credential.password_hash });
+    return reply.redirect('/console/keys', 303);
+  });
+
+  app.get('/operator/sign-in', async (request, reply) => {
+    await sessions.load(request);
+    if (request.consoleSession.state === 'valid' && request.consoleSession.session.kind === 'operator') return reply.redirect('/console/operator', 303);
+    return sendPage(reply, operatorSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request), disabled: !config.ADMIN_TOKEN }));
+  });
+
+  app.post('/operator/sign-in', async (request, reply) => {
+    const disabled = !config.ADMIN_TOKEN;
+    const csrfToken = reply.generateCsrf();
+    if (!config.ADMIN_TOKEN) return sendPage(reply, operatorSignInPage({ csrfToken, disabled }), 503);
+    const form = parseForm(operatorSignInForm, request.body);
+    if (!form.ok) return sendPage(reply, operatorSignInPage({ csrfToken, state: form, disabled }), 400);
+    if (!isAdminToken(form.data.admin_token, config.ADMIN_TOKEN)) {
+      request.log.info('console operator sign-in refused');
+      return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: 'That is not the admin token.' } }, disabled }), 401);
+    }
+    await sessions.start(reply, { kind: 'operator', accountId: null, signIn: null, secret: config.ADMIN_TOKEN });
+    return reply.redirect('/console/operator', 303);
+  });
+
+  app.post('/sign-out', async (request, reply) => {
+    await sessions.end(request, reply);
+    return reply.redirect('/console/sign-in?signed_out=1', 303);
+  });
+}

@@ -1,0 +1,80 @@
+import type { FastifyInstance } from 'fastify';
+import { GatewayError } from '../../../core/errors.ts';
+import { utcDay } from '../../../store/usage.ts';
+import { accountFrame, accountIdOf } from '../account-area.ts';
+import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
+import { parseForm, usageQuery, type FormErrors } from '../forms.ts';
+import { taskDetailPage, type TaskLinks } from '../views/tasks.ts';
+import { usagePage } from '../views/usage.ts';
+
+// Usage and spend per key over a chosen range of UTC days, and the video tasks behind them.
+
+const DAY_MS = 86_400_000;
+const DEFAULT_RANGE_DAYS = 30;
+const MAX_RANGE_DAYS = 366;
+
+function daysBetween(fromDay: string, toDay: string): string[] {
+  const days: string[] = [];
+  for (let time = Date.parse(`${fromDay}T00:00:00Z`); time <= Date.parse(`${toDay}T00:00:00Z`); time += DAY_MS) {
+    days.push(utcDay(new Date(time)));
+  }
+  return days;
+}
+
+/** The range asked for, or the last 30 days with the reason when it cannot be used. */
+function chooseRange(from: string | undefined, to: string | undefined, now: Date): { fromDay: string; toDay: string; errors: FormErrors } {
+  const toDay = to ?? utcDay(now);
+  const fromDay = from ?? utcDay(new Date(Date.parse(`${toDay}T00:00:00Z`) - (DEFAULT_RANGE_DAYS - 1) * DAY_MS));
+  if (fromDay > toDay) return { ...chooseRange(undefined, undefined, now), errors: { from: 'The range starts after it ends; showing the last 30 days.' } };
+  if (daysBetween(fromDay, toDay).length > MAX_RANGE_DAYS) {
+    return { ...chooseRange(undefined, undefined, now), errors: { from: `Choose at most ${MAX_RANGE_DAYS} days; showing the last 30 days.` } };
+  }
+  return { fromDay, toDay, errors: {} };
+}
+
+export async function usageRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
+  const { apiKeys, tasks, usageReports, publicBaseUrl } = context;
+
+  app.get('/usage', async (request, reply) => {
+    const accountId = accountIdOf(request);
+    const query = parseForm(usageQuery, request.query);
+    const asked = query.ok ? query.data : {};
+    const range = chooseRange(asked.from, asked.to, new Date());
+    const errors: FormErrors = { ...(query.ok ? {} : query.errors), ...range.errors };
+    const keys = await apiKeys.listForAccount(accountId);
+    let selectedKeyId = asked.key ?? null;
+    if (selectedKeyId && !keys.some((key) => key._id === selectedKeyId)) {
+      errors.key = 'That key is not in your account; showing all keys.';
+      selectedKeyId = null;
+    }
+    const period = { accountId, fromDay: range.fromDay, toDay: range.toDay };
+    const [usage, latestTasks] = await Promise.all([
+      usageReports.summarise(period),
+      tasks.listLatest({ accountId, keyId: selectedKeyId ?? undefined, limit: LATEST_TASKS_LIMIT }),
+    ]);
+    const taskLinks: TaskLinks = { publicBaseUrl, detailHref: (taskId) => `/console/tasks/${taskId}`, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
+    return sendPage(
+      reply,
+      usagePage(accountFrame(request, reply, 'usage'), {
+        ...range,
+        days: daysBetween(range.fromDay, range.toDay),
+        keys,
+        selectedKeyId,
+        byKey: usage.byKey(),
+        byDay: usage.byDay(selectedKeyId ?? undefined),
+        tasks: latestTasks,
+        taskLinks,
+        state: { errors },
+      }),
+    );
+  });
+
+  app.get('/tasks/:taskId', async (request, reply) => {
+    const accountId = accountIdOf(request);
+    const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountId);
+    if (!task) throw new GatewayError('task_not_found', 'There is no such task in your account.');
+    const keys = await apiKeys.listForAccount(accountId);
+    const taskLinks: TaskLinks = { publicBaseUrl, detailHref: null, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
+    return sendPage(reply, taskDetailPage(accountFrame(request, reply, 'usage'), task, taskLinks));
+  });
+}

@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import type { CookieSerializeOptions } from '@fastify/cookie';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ConsoleSessionDocument, ConsoleSessionKind, ConsoleSessionStore } from '../../store/console-sessions.ts';
+
+// The console's sign-in state: a random token in an HttpOnly, SameSite=Lax cookie scoped to
+// /console, looked up in `console_sessions` on every console request. Lifetimes are absolute
+// (CONSOLE_SESSION_TTL_SECONDS from sign-in): a session is never extended, so no page view
+// writes to the store. Each session is bound to the secret it was opened with, so a new
+// password (or a new ADMIN_TOKEN) ends the sessions opened with the old one.
+
+export const SESSION_COOKIE = 'fg_console_session';
+
+/** What a session is bound to: a digest, so the session store never holds the secret itself. */
+export function sessionBinding(secret: string): string {
+  return createHash('sha256').update(`framegate console session:${secret}`).digest('hex').slice(0, 32);
+}
+
+export type SessionState =
+  | { state: 'valid'; session: ConsoleSessionDocument; token: string }
+  | { state: 'expired' }
+  | { state: 'none' };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    consoleSession: SessionState;
+  }
+}
+
+// Expired sessions are deleted when seen; this sweep catches the ones never seen again. It
+// scans the collection on FerretDB, so it runs at most this often per process, after sign-ins.
+const SWEEP_INTERVAL_MS = 10 * 60_000;
+
+export class ConsoleSessions {
+  private lastSweep = 0;
+
+  constructor(
+    private readonly store: ConsoleSessionStore,
+    private readonly options: { ttlSeconds: number; secureCookies: boolean },
+  ) {}
+
+  cookieOptions(): CookieSerializeOptions {
+    // Lax, not Strict: a link into the console from elsewhere (a chat, an email) should open
+    // the page signed in; every state change is a POST, and those also need a CSRF token.
+    return { path: '/console', httpOnly: true, sameSite: 'lax', secure: this.options.secureCookies, maxAge: this.options.ttlSeconds };
+  }
+
+  /** onRequest hook for every console route. */
+  async load(request: FastifyRequest): Promise<void> {
+    const token = request.cookies[SESSION_COOKIE];
+    if (!token) {
+      request.consoleSession = { state: 'none' };
+      return;
+    }
+    const found = await this.store.findByToken(token);
+    request.consoleSession = found.state === 'valid' ? { state: 'valid', session: found.session, token } : found.state === 'expired' ? { state: 'expired' } : { state: 'none' };
+  }
+
+  async start(reply: FastifyReply, opened: { kind: ConsoleSessionKind; accountId: string | null; signIn: string | null; secret: string }): Promise<void> {
+    // A session left from an earlier sign-in in this browser ends here, so signing in as
+    // someone else never leaves the other session usable behind the new cookie.
+    const previous = reply.request.cookies[SESSION_COOKIE];
+    if (previous) await this.store.deleteByToken(previous);
+    const { token } = await this.store.create({
+      kind: opened.kind,
+      accountId: opened.accountId,
+      signIn: opened.signIn,
+      boundTo: sessionBinding(opened.secret),
+      ttlSeconds: this.options.ttlSeconds,
+    });
+    reply.setCookie(SESSION_COOKIE, token, this.cookieOptions());
+    this.sweepNowAndThen(reply.request);
+  }
+
+  async end(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const token = request.cookies[SESSION_COOKIE];
+    if (token) await this.store.deleteByToken(token);
+    reply.clearCookie(SESSION_COOKIE, { path: '/console' });
+  }
+
+  private sweepNowAndThen(request: FastifyRequest): void {
+    const now = Date.now();
+    if (now - this.lastSweep < SWEEP_INTERVAL_MS) return;
+    this.lastSweep = now;
+    this.store.deleteExpired().catch((error: unknown) => request.log.warn({ err: error }, 'sweeping expired console sessions failed'));
+  }
+}
+
+/** The signed-in session of an area, or null after replying with a redirect to its sign-in. */
+export function sessionOrRedirect(request: FastifyRequest, reply: FastifyReply, kind: ConsoleSessionKind): ConsoleSessionDocument | null {
+  const current = request.consoleSession;
+  if (current.state === 'valid' && current.session.kind === kind) return current.session;
+  if (current.state === 'valid') {
+    // Signed in to the other area: go to its home rather than to a sign-in form.
+    void reply.redirect(current.session.kind === 'operator' ? '/console/operator' : '/console/keys', 303);
+    return null;
+  }
+  const signIn = kind === 'operator' ? '/console/operator/sign-in' : '/console/sign-in';
+  if (current.state === 'expired') reply.clearCookie(SESSION_COOKIE, { path: '/console' });
+  void reply.redirect(current.state === 'expired' ? `${signIn}?expired=1` : signIn, 303);
+  return null;
+}

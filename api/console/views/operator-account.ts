@@ -1,0 +1,91 @@
+import type { AccountWithTotals } from '../../../store/accounts.ts';
+import type { ApiKeyDocument } from '../../../store/api-keys.ts';
+import type { TaskDocument } from '../../../store/tasks.ts';
+import { ZERO_USAGE, type UsageTotals } from '../../../store/usage-reports.ts';
+import { html, type Html } from '../html.ts';
+import { formError, textField, type FormState } from './fields.ts';
+import { formatCount, formatTime, formatUsd, maskedKey } from './format.ts';
+import { keyStatusBadge, modelsLabel } from './keys.ts';
+import { csrfField, layout, type Notice } from './layout.ts';
+import { tasksTable, type TaskLinks } from './tasks.ts';
+
+// One account as an operator sees it: money, console sign-ins, keys with their spend, and the
+// latest video tasks, each a link into its workflow history in the Temporal Web UI.
+
+export interface OperatorAccountView {
+  csrfToken: string;
+  account: AccountWithTotals;
+  consoleEmails: string[];
+  keys: ApiKeyDocument[];
+  usageByKey: Map<string, UsageTotals>;
+  tasks: TaskDocument[];
+  taskLinks: TaskLinks;
+  /** Names this rendering of the credits form, so a resubmission credits once. */
+  creditReference: string;
+  creditsState?: FormState;
+  signInState?: FormState;
+  notice?: Notice | null;
+}
+
+function keysWithSpend(keys: ApiKeyDocument[], usageByKey: Map<string, UsageTotals>): Html {
+  if (keys.length === 0) return html`<p class="muted">No keys.</p>`;
+  return html`<div class="table-wrap"><table data-testid="operator-keys">
+  <thead><tr><th>Name</th><th>Key</th><th>Models</th><th>Status</th><th>Created</th><th>Last used</th><th class="num">Requests</th><th class="num">Spend</th></tr></thead>
+  <tbody>${keys.map((key) => {
+    const usage = usageByKey.get(key._id) ?? ZERO_USAGE;
+    return html`<tr data-key-id="${key._id}">
+    <td>${key.name}</td><td class="mono">${maskedKey(key)}</td><td>${modelsLabel(key.models)}</td><td>${keyStatusBadge(key)}</td>
+    <td>${formatTime(key.created_at)}</td><td>${formatTime(key.last_used_at)}</td>
+    <td class="num">${formatCount(usage.requests)}</td><td class="num">${formatUsd(usage.spend_micros)}</td>
+  </tr>`;
+  })}</tbody>
+</table></div>`;
+}
+
+export function operatorAccountPage(view: OperatorAccountView): Html {
+  const { account, csrfToken } = view;
+  const creditsState = view.creditsState ?? {};
+  const signInState = view.signInState ?? {};
+  return layout(
+    { area: 'operator', csrfToken },
+    {
+      title: account.name,
+      notice: view.notice,
+      body: html`<p><a href="/console/operator">← Accounts</a></p>
+<h1>${account.name}</h1>
+<dl class="stats">
+  <div><dt>Balance</dt><dd data-testid="operator-balance">${formatUsd(account.balance_micros)}</dd></div>
+  <div><dt>Held</dt><dd>${formatUsd(account.held_micros)}</dd></div>
+  <div><dt>Spent</dt><dd>${formatUsd(account.spent_micros)}</dd></div>
+</dl>
+<div class="card"><dl class="facts">
+  <dt>Id</dt><dd class="mono">${account._id}</dd>
+  <dt>Created</dt><dd>${formatTime(account.created_at)}</dd>
+  <dt>Console sign-ins</dt><dd data-testid="console-emails">${view.consoleEmails.length > 0 ? view.consoleEmails.join(', ') : html`<span class="muted">none</span>`}</dd>
+</dl></div>
+<div class="card" id="credits">
+  <h2>Add credits</h2>
+  ${formError(creditsState)}
+  <form method="post" action="/console/operator/accounts/${account._id}/credits" class="inline-form">
+    ${csrfField(csrfToken)}
+    <input type="hidden" name="reference" value="${view.creditReference}">
+    ${textField(creditsState, { name: 'amount_usd', label: 'Amount (USD)', required: true, inputmode: 'decimal', autocomplete: 'off' })}
+    <div class="submit"><button type="submit">Add credits</button></div>
+  </form>
+</div>
+<div class="card" id="sign-in">
+  <h2>Console sign-in</h2>
+  <p class="muted">Adds a sign-in for this account, or sets a new password for one of its emails.</p>
+  ${formError(signInState)}
+  <form method="post" action="/console/operator/accounts/${account._id}/sign-ins">
+    ${csrfField(csrfToken)}
+    ${textField(signInState, { name: 'console_email', label: 'Email', type: 'email', required: true, autocomplete: 'off' })}
+    ${textField(signInState, { name: 'console_password', label: 'Password (12+ characters)', type: 'password', required: true, autocomplete: 'new-password' })}
+    <div class="actions"><button type="submit" class="secondary">Save sign-in</button></div>
+  </form>
+</div>
+<div class="card"><h2>Keys and spend (all time)</h2>${keysWithSpend(view.keys, view.usageByKey)}</div>
+<div class="card"><h2>Latest video tasks</h2>${tasksTable(view.tasks, view.taskLinks)}</div>`,
+    },
+  );
+}

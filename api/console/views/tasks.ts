@@ -1,0 +1,102 @@
+import { taskView } from '../../../core/task-view.ts';
+import type { TaskDocument } from '../../../store/tasks.ts';
+import { html, safeHref, type Html } from '../html.ts';
+import { formatTime, formatUsd } from './format.ts';
+import { layout, type PageFrame } from './layout.ts';
+
+// Video tasks as the console shows them: the latest ones in a table (status, clip link, webhook
+// state) and one task with every webhook delivery attempt.
+
+export interface TaskLinks {
+  publicBaseUrl: string;
+  /** Where a task's own page is; null when there is none (operator lists link Temporal instead). */
+  detailHref: ((taskId: string) => string) | null;
+  /** The task's workflow history in the Temporal Web UI (operators only). */
+  temporalHref?: (taskId: string) => string;
+  keyNames: Map<string, string>;
+}
+
+function cost(task: TaskDocument): string {
+  if (task.status === 'succeeded') return formatUsd(task.price_micros);
+  if (task.status === 'failed') return 'not billed';
+  return `${formatUsd(task.price_micros)} held`;
+}
+
+function clipLink(task: TaskDocument, publicBaseUrl: string): Html {
+  const href = safeHref(taskView(task, publicBaseUrl).url as string | undefined);
+  return href ? html`<a href="${href}" rel="noopener noreferrer">clip</a>` : html`<span class="muted">—</span>`;
+}
+
+function webhookSummary(task: TaskDocument): Html {
+  if (!task.webhook) return html`<span class="muted">none</span>`;
+  const attempts = task.webhook.attempts.length;
+  return html`<span class="badge ${task.webhook.state}">${task.webhook.state}</span> ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}`;
+}
+
+export function tasksTable(tasks: TaskDocument[], links: TaskLinks): Html {
+  if (tasks.length === 0) return html`<p class="muted">No video tasks yet.</p>`;
+  return html`<div class="table-wrap"><table data-testid="tasks">
+  <thead><tr><th>Task</th><th>Model</th><th>Key</th><th>Status</th><th class="num">Seconds</th><th class="num">Cost</th><th>Created</th><th>Clip</th><th>Webhook</th>${
+    links.temporalHref ? html`<th>History</th>` : ''
+  }</tr></thead>
+  <tbody>${tasks.map(
+    (task) => html`<tr data-task-id="${task._id}">
+    <td class="mono">${links.detailHref ? html`<a href="${links.detailHref(task._id)}">${task._id}</a>` : task._id}</td>
+    <td>${task.model}</td>
+    <td>${links.keyNames.get(task.key_id) ?? task.key_id}</td>
+    <td><span class="badge ${task.status}">${task.status}</span></td>
+    <td class="num">${task.seconds} · ${task.resolution}</td>
+    <td class="num">${cost(task)}</td>
+    <td>${formatTime(task.created_at)}</td>
+    <td>${clipLink(task, links.publicBaseUrl)}</td>
+    <td>${webhookSummary(task)}</td>${
+      links.temporalHref ? html`<td><a href="${links.temporalHref(task._id)}" rel="noopener noreferrer" target="_blank">Temporal UI</a></td>` : ''
+    }
+  </tr>`,
+  )}</tbody>
+</table></div>`;
+}
+
+function attemptsTable(task: TaskDocument): Html {
+  const attempts = task.webhook?.attempts ?? [];
+  if (attempts.length === 0) return html`<p class="muted">No delivery attempts yet.</p>`;
+  return html`<div class="table-wrap"><table data-testid="webhook-attempts">
+  <thead><tr><th class="num">#</th><th>At</th><th>Outcome</th><th class="num">HTTP status</th><th class="num">Took</th><th>Error</th></tr></thead>
+  <tbody>${attempts.map(
+    (attempt) => html`<tr>
+    <td class="num">${attempt.attempt}</td>
+    <td>${formatTime(new Date(attempt.at))}</td>
+    <td><span class="badge ${attempt.outcome}">${attempt.outcome}</span></td>
+    <td class="num">${attempt.status ?? '—'}</td>
+    <td class="num">${attempt.duration_ms} ms</td>
+    <td>${attempt.error ?? ''}</td>
+  </tr>`,
+  )}</tbody>
+</table></div>`;
+}
+
+export function taskDetailPage(frame: PageFrame, task: TaskDocument, links: TaskLinks): Html {
+  const clip = clipLink(task, links.publicBaseUrl);
+  return layout(frame, {
+    title: `Task ${task._id}`,
+    body: html`<h1>Video task</h1>
+<div class="card"><dl class="facts">
+  <dt>Task</dt><dd class="mono">${task._id}</dd>
+  <dt>Status</dt><dd><span class="badge ${task.status}">${task.status}</span>${task.status === 'running' ? ` (${task.progress}%)` : ''}</dd>
+  <dt>Model</dt><dd>${task.model}</dd>
+  <dt>Key</dt><dd>${links.keyNames.get(task.key_id) ?? task.key_id}</dd>
+  <dt>Clip</dt><dd>${task.seconds} s · ${task.resolution} · ${task.ratio} · ${clip}</dd>
+  <dt>Cost</dt><dd>${cost(task)}</dd>
+  ${task.error ? html`<dt>Error</dt><dd>${task.error.code}: ${task.error.message}</dd>` : ''}
+  <dt>Created</dt><dd>${formatTime(task.created_at)}</dd>
+  <dt>Updated</dt><dd>${formatTime(task.updated_at)}</dd>
+  <dt>Status API</dt><dd class="mono">GET ${links.publicBaseUrl}/v1/video/generations/${task._id}</dd>
+</dl></div>
+<h2>Webhook</h2>
+<div class="card">
+  ${task.webhook ? html`<p>Delivered to <span class="mono">${task.webhook.url}</span>: ${webhookSummary(task)}</p>` : html`<p class="muted">This task was submitted without a callback_url.</p>`}
+  ${task.webhook ? attemptsTable(task) : ''}
+</div>
+<p><a href="/console/usage">← Usage &amp; spend</a></p>`,
+  });
+}

@@ -1,0 +1,91 @@
+import type { ApiKeyDocument } from '../../../store/api-keys.ts';
+import { ZERO_USAGE, addUsage, type UsageTotals } from '../../../store/usage-reports.ts';
+import type { TaskDocument } from '../../../store/tasks.ts';
+import { html, type Html } from '../html.ts';
+import type { FormState } from './fields.ts';
+import { formatCount, formatUsd, maskedKey } from './format.ts';
+import { layout, type PageFrame } from './layout.ts';
+import { spendChart } from './spend-chart.ts';
+import { tasksTable, type TaskLinks } from './tasks.ts';
+
+// Usage and spend per key over a range of UTC days: headline figures, one row per key, the
+// spend-per-day chart and the latest video tasks.
+
+type AccountFrame = Extract<PageFrame, { area: 'account' }>;
+
+export interface UsageView {
+  fromDay: string;
+  toDay: string;
+  days: string[];
+  keys: ApiKeyDocument[];
+  selectedKeyId: string | null;
+  byKey: Map<string, UsageTotals>;
+  byDay: Map<string, UsageTotals>;
+  tasks: TaskDocument[];
+  taskLinks: TaskLinks;
+  state?: FormState;
+}
+
+function headline(totals: UsageTotals): Html {
+  const figures: Array<[string, string, string]> = [
+    ['Spend', formatUsd(totals.spend_micros), 'spend'],
+    ['Requests', formatCount(totals.requests), 'requests'],
+    ['Chat tokens in / out', `${formatCount(totals.input_tokens)} / ${formatCount(totals.output_tokens)}`, 'tokens'],
+    ['Video seconds', formatCount(totals.video_seconds), 'video-seconds'],
+    ['Images', formatCount(totals.images), 'images'],
+  ];
+  return html`<dl class="stats">${figures.map(([label, value, id]) => html`<div><dt>${label}</dt><dd data-testid="total-${id}">${value}</dd></div>`)}</dl>`;
+}
+
+export function usageByKeyTable(keys: ApiKeyDocument[], byKey: Map<string, UsageTotals>): Html {
+  let total = ZERO_USAGE;
+  const rows = keys.map((key) => {
+    const usage = byKey.get(key._id) ?? ZERO_USAGE;
+    total = addUsage(total, usage);
+    return html`<tr data-key-id="${key._id}">
+    <td>${key.name} <span class="mono muted">${maskedKey(key)}</span>${key.revoked_at ? html` <span class="badge revoked">revoked</span>` : ''}</td>
+    <td class="num">${formatCount(usage.requests)}</td>
+    <td class="num">${formatCount(usage.input_tokens)}</td>
+    <td class="num">${formatCount(usage.output_tokens)}</td>
+    <td class="num">${formatCount(usage.video_seconds)}</td>
+    <td class="num">${formatCount(usage.images)}</td>
+    <td class="num" data-testid="key-spend">${formatUsd(usage.spend_micros)}</td>
+  </tr>`;
+  });
+  return html`<div class="table-wrap"><table data-testid="usage-by-key">
+  <thead><tr><th>Key</th><th class="num">Requests</th><th class="num">Tokens in</th><th class="num">Tokens out</th><th class="num">Video s</th><th class="num">Images</th><th class="num">Spend</th></tr></thead>
+  <tbody>${rows}
+  <tr class="total"><td>Total</td><td class="num">${formatCount(total.requests)}</td><td class="num">${formatCount(total.input_tokens)}</td><td class="num">${formatCount(total.output_tokens)}</td><td class="num">${formatCount(total.video_seconds)}</td><td class="num">${formatCount(total.images)}</td><td class="num">${formatUsd(total.spend_micros)}</td></tr>
+  </tbody>
+</table></div>`;
+}
+
+function rangeForm(view: UsageView): Html {
+  const errors = view.state?.errors ?? {};
+  return html`<form method="get" action="/console/usage" class="inline-form card" aria-label="Date range">
+  <div><label for="from">From (UTC)</label><input id="from" name="from" type="date" value="${view.fromDay}"></div>
+  <div><label for="to">To (UTC)</label><input id="to" name="to" type="date" value="${view.toDay}"></div>
+  <div><label for="key">Key</label><select id="key" name="key">
+    <option value="">All keys</option>
+    ${view.keys.map((key) => html`<option value="${key._id}"${key._id === view.selectedKeyId ? html` selected` : ''}>${key.name} (${maskedKey(key)})</option>`)}
+  </select></div>
+  <div class="submit"><button type="submit">Show</button></div>
+  ${Object.values(errors).map((message) => html`<p class="field-error" role="alert">${message}</p>`)}
+</form>`;
+}
+
+export function usagePage(frame: AccountFrame, view: UsageView): Html {
+  const shownKeys = view.selectedKeyId ? view.keys.filter((key) => key._id === view.selectedKeyId) : view.keys;
+  const totals = [...view.byKey.entries()].filter(([keyId]) => !view.selectedKeyId || keyId === view.selectedKeyId).reduce((sum, [, usage]) => addUsage(sum, usage), ZERO_USAGE);
+  const spendByDay = new Map([...view.byDay.entries()].map(([day, usage]) => [day, usage.spend_micros]));
+  return layout(frame, {
+    title: 'Usage & spend',
+    body: html`<h1>Usage &amp; spend</h1>
+${rangeForm(view)}
+<p class="muted">${view.fromDay} to ${view.toDay} (UTC)${view.selectedKeyId ? html`, key ${shownKeys[0]?.name ?? view.selectedKeyId}` : ', all keys'}.</p>
+${headline(totals)}
+<div class="card"><h2>Spend per day</h2>${spendChart({ days: view.days, spendByDay })}</div>
+<div class="card"><h2>Per key</h2>${usageByKeyTable(shownKeys, view.byKey)}</div>
+<div class="card"><h2>Latest video tasks</h2>${tasksTable(view.tasks, view.taskLinks)}</div>`,
+  });
+}

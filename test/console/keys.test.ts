@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { hashApiKey, isWellFormedApiKey } from '../../core/api-keys.ts';
+import { bearer, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { ConsoleClient, createAccountWithSignIn, visibleText } from '../helpers/console-client.ts';
+import { uniqueName } from '../helpers/engines.ts';
+
+// The API keys pages: create with a model restriction, the plaintext shown exactly once,
+// the list, and deletion (revocation) that a key feels on its very next call.
+
+const PASSWORD = 'a long enough console password';
+
+describe('console keys', () => {
+  let harness: TestApp;
+  let browser: ConsoleClient;
+  let accountId: string;
+  before(async () => {
+    harness = await startTestApp('console_keys');
+    const email = `${uniqueName('keys')}@example.com`;
+    accountId = (await createAccountWithSignIn(harness.app, { name: 'Keys Inc', balance_usd: 5, console_email: email, console_password: PASSWORD })).id;
+    browser = new ConsoleClient(harness.app);
+    assert.equal((await browser.signIn(email, PASSWORD)).statusCode, 303);
+  });
+  after(() => harness.close());
+
+  async function createThroughConsole(fields: Record<string, string | string[]>) {
+    await browser.get('/console/keys');
+    const created = await browser.post('/console/keys', fields);
+    assert.equal(created.statusCode, 303, created.body);
+    assert.equal(created.headers.location, '/console/keys/created');
+    const shown = await browser.get('/console/keys/created');
+    assert.equal(shown.statusCode, 200);
+    const plaintext = /value="(fg_[0-9A-Za-z]{49})"/.exec(shown.body)?.[1];
+    assert.ok(plaintext, 'the new key is on the page');
+    return { plaintext, page: shown.body };
+  }
+
+  it('creates a key restricted to chosen models, shows its plaintext once with a warning, and stores only its hash', async () => {
+    const { plaintext, page } = await createThroughConsole({ name: 'video only', models: ['seedance-2.0', 'sora-2'] });
+    assert.ok(isWellFormedApiKey(plaintext));
+    assert.match(visibleText(page), /Copy this key now\. It is shown only this once/);
+    assert.match(page, /data-copy="#new-key" hidden/, 'the copy button waits for JavaScript');
+
+    const stored = await harness.database.db.collection('api_keys').findOne({ hash: hashApiKey(plaintext) });
+    assert.equal(stored?.account_id, accountId);
+    assert.deepEqual(stored?.models, ['seedance-2.0', 'sora-2']);
+    assert.ok(!JSON.stringify(stored).includes(plaintext));
+
+    const again = await browser.get('/console/keys/created');
+    assert.ok(!again.body.includes(plaintext), 'a reload never shows the plaintext again');
+    assert.match(visibleText(again.body), /shown only once/);
+
+    const list = await browser.get('/console/keys');
+    assert.ok(!list.body.includes(plaintext), 'the list never shows the plaintext');
+    const row = visibleText(new RegExp(`<tr data-key-id="${stored!._id}">[\\s\\S]*?</tr>`).exec(list.body)?.[0] ?? '');
+    assert.match(row, new RegExp(`video only fg_…${plaintext.slice(-4)} seedance-2\\.0, sora-2 \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC — active`));
+
+    const models = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(plaintext) });
+    assert.equal(models.statusCode, 200);
+    assert.deepEqual(models.json().data.map((model: { id: string }) => model.id).sort(), ['seedance-2.0', 'sora-2']);
+  });
+
+  it('creates an unrestricted key when no model is ticked', async () => {
+    const { plaintext } = await createThroughConsole({ name: 'everything' });
+    const stored = await harness.database.db.collection('api_keys').findOne({ hash: hashApiKey(plaintext) });
+    assert.equal(stored?.models, null);
+    assert.match(visibleText((await browser.get('/console/keys')).body), /everything fg_…\S{4} all models/);
+  });
+
+  it('refuses a key without a name or with an unknown model, and keeps what was typed', async () => {
+    const before = await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId });
+    await browser.get('/console/keys');
+    const unnamed = await browser.post('/console/keys', { name: '   ', models: 'sora-2' });
+    assert.equal(unnamed.statusCode, 400);
+    assert.match(visibleText(unnamed.body), /Give the key a name\./);
+    assert.match(unnamed.body, /value="sora-2" checked/, 'the ticked model stays ticked');
+    const unknownModel = await browser.post('/console/keys', { name: 'typo', models: 'gpt-99' });
+    assert.equal(unknownModel.statusCode, 400);
+    assert.match(visibleText(unknownModel.body), /Choose models from the list\./);
+    assert.match(unknownModel.body, /name="name" type="text" value="typo"/);
+    assert.equal(await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId }), before);
+  });
+
+  it('deletes a key after a confirmation page; the key answers 401 on its very next call', async () => {
+    const { plaintext } = await createThroughConsole({ name: 'short-lived' });
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(plaintext) })).statusCode, 200);
+    const keyId = (await harness.database.db.collection('api_keys').findOne({ hash: hashApiKey(plaintext) }))!._id;
+
+    const confirm = await browser.get(`/console/keys/${keyId}/revoke`);
+    assert.equal(confirm.statusCode, 200);
+    assert.match(visibleText(confirm.body), /Delete key “short-lived”\?/);
+    assert.match(visibleText(confirm.body), /answered 401/);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(plaintext) })).statusCode, 200, 'the confirmation page revokes nothing');
+
+    const revoked = await browser.post(`/console/keys/${keyId}/revoke`, {});
+    assert.equal(revoked.statusCode, 303);
+    assert.equal(revoked.headers.location, '/console/keys?notice=revoked');
+    const answer = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(plaintext) });
+    assert.equal(answer.statusCode, 401);
+    assert.equal(answer.json().error.type, 'authentication_error');
+
+    const list = await browser.get('/console/keys?notice=revoked');
+    assert.match(visibleText(list.body), /Key deleted\./);
+    assert.match(list.body, new RegExp(`<tr data-key-id="${keyId}">[\\s\\S]*?badge revoked`));
+    assert.ok(!list.body.includes(`/console/keys/${keyId}/revoke`), 'a revoked key has no delete link');
+  });
+
+  it("cannot see or delete another account's key", async () => {
+    const other = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { name: 'Other' } });
+    const foreign = await createKey(harness.app, other.json().id, { name: 'theirs' });
+    assert.equal((await browser.get(`/console/keys/${foreign.id}/revoke`)).statusCode, 404);
+    await browser.get('/console/keys');
+    const attempt = await browser.post(`/console/keys/${foreign.id}/revoke`, {});
+    assert.equal(attempt.statusCode, 404);
+    assert.match(attempt.headers['content-type'] as string, /^text\/html/);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(foreign.key) })).statusCode, 200);
+    assert.ok(!(await browser.get('/console/keys')).body.includes('theirs'));
+  });
+});

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { TaskStore } from '../../store/tasks.ts';
+import { createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { insertUsage, taskDocument } from '../helpers/console-fixtures.ts';
+import { ConsoleClient, visibleText } from '../helpers/console-client.ts';
+import { uniqueName } from '../helpers/engines.ts';
+
+// The operator's pages: accounts, creating one with its holder's console sign-in, credits,
+// keys and spend per account, and links from tasks into the Temporal Web UI.
+
+const TEMPORAL_UI = 'http://temporal-ui.example:8233';
+
+describe('console operator pages', () => {
+  let harness: TestApp;
+  let operator: ConsoleClient;
+  before(async () => {
+    harness = await startTestApp('console_operator', { TEMPORAL_UI_URL: `${TEMPORAL_UI}/`, TEMPORAL_NAMESPACE: 'prod ns' });
+    operator = new ConsoleClient(harness.app);
+    assert.equal((await operator.signInAsOperator()).statusCode, 303);
+  });
+  after(() => harness.close());
+
+  async function createAccount(fields: Record<string, string>) {
+    await operator.get('/console/operator');
+    return operator.post('/console/operator/accounts', fields);
+  }
+
+  it('creates an account with an opening balance and a console sign-in the holder can use at once', async () => {
+    const email = `${uniqueName('new-holder')}@example.com`;
+    const created = await createAccount({ name: 'Fresh <Co>', opening_balance_usd: '25.50', console_email: email, console_password: 'a password for the holder' });
+    assert.equal(created.statusCode, 303);
+    const location = created.headers.location as string;
+    assert.match(location, /^\/console\/operator\/accounts\/acct_[\w-]+\?notice=created$/);
+
+    const page = await operator.get(location);
+    assert.equal(page.statusCode, 200);
+    const text = visibleText(page.body);
+    assert.match(text, /Account created\./);
+    assert.match(text, /Fresh <Co> Balance \$25\.50 Held \$0\.00 Spent \$0\.00/);
+    assert.ok(page.body.includes('Fresh &lt;Co&gt;'));
+    assert.match(text, new RegExp(`Console sign-ins ${email.replace(/[.+]/g, '\\$&')}`));
+
+    const list = await operator.get('/console/operator');
+    assert.match(visibleText(list.body), /Fresh <Co> acct_\S+ \$25\.50 \$0\.00 \$0\.00/);
+
+    const holder = new ConsoleClient(harness.app);
+    assert.equal((await holder.signIn(email, 'a password for the holder')).headers.location, '/console/keys');
+    assert.match(visibleText((await holder.get('/console/keys')).body), /balance \$25\.50/);
+  });
+
+  it('refuses an account form with a bad amount, half a sign-in or a taken email, and keeps what was typed', async () => {
+    const badAmount = await createAccount({ name: 'Typo Ltd', opening_balance_usd: '12.3456789' });
+    assert.equal(badAmount.statusCode, 400);
+    assert.match(visibleText(badAmount.body), /Enter an amount in USD such as 25 or 12\.50/);
+    assert.match(badAmount.body, /name="name" type="text" value="Typo Ltd"/);
+    const half = await createAccount({ name: 'Half', console_email: 'half@example.com' });
+    assert.equal(half.statusCode, 400);
+    assert.match(visibleText(half.body), /Give both an email and a password/);
+
+    const email = `${uniqueName('dupe')}@example.com`;
+    assert.equal((await createAccount({ name: 'Owner', console_email: email, console_password: 'first long password' })).statusCode, 303);
+    const accountsBefore = await harness.database.db.collection('accounts').countDocuments({});
+    const taken = await createAccount({ name: 'Copycat', console_email: email, console_password: 'second long password' });
+    assert.equal(taken.statusCode, 409);
+    assert.match(visibleText(taken.body), /already signs in to another account/);
+    assert.equal(await harness.database.db.collection('accounts').countDocuments({}), accountsBefore);
+  });
+
+  it('adds credits exactly once per form, even when the same form is sent twice', async () => {
+    const created = await createAccount({ name: 'Credits', opening_balance_usd: '1' });
+    const accountPage = created.headers.location as string;
+    const accountId = /accounts\/(acct_[\w-]+)/.exec(accountPage)![1]!;
+    const page = await operator.get(accountPage);
+    const reference = /name="reference" value="([^"]+)"/.exec(page.body)![1]!;
+
+    const first = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: '0.2', reference });
+    assert.equal(first.statusCode, 303);
+    assert.equal(first.headers.location, `/console/operator/accounts/${accountId}?notice=credited`);
+    const resent = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: '0.2', reference });
+    assert.equal(resent.statusCode, 303);
+    const after = await operator.get(`/console/operator/accounts/${accountId}?notice=credited`);
+    assert.match(visibleText(after.body), /Credits added\./);
+    assert.equal(/data-testid="operator-balance">([^<]+)</.exec(after.body)?.[1], '$1.20');
+
+    for (const amount of ['0', '-1', 'ten', '0.0000001']) {
+      const refused = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: amount, reference: /name="reference" value="([^"]+)"/.exec(operator.lastPage)?.[1] ?? reference });
+      assert.equal(refused.statusCode, 400, amount);
+    }
+    assert.equal(/data-testid="operator-balance">([^<]+)</.exec((await operator.get(`/console/operator/accounts/${accountId}`)).body)?.[1], '$1.20');
+    assert.equal((await operator.get('/console/operator/accounts/acct_nobody')).statusCode, 404);
+  });
+
+  it('adds a sign-in to an existing account and changes its password', async () => {
+    const created = await createAccount({ name: 'Later sign-in' });
+    const accountId = /accounts\/(acct_[\w-]+)/.exec(created.headers.location as string)![1]!;
+    const email = `${uniqueName('later')}@example.com`;
+    await operator.get(`/console/operator/accounts/${accountId}`);
+    const added = await operator.post(`/console/operator/accounts/${accountId}/sign-ins`, { console_email: email, console_password: 'first password here' });
+    assert.equal(added.headers.location, `/console/operator/accounts/${accountId}?notice=sign_in_created`);
+    const earlier = new ConsoleClient(harness.app);
+    assert.equal((await earlier.signIn(email, 'first password here')).statusCode, 303);
+    assert.equal((await earlier.get('/console/keys')).statusCode, 200);
+
+    const changed = await operator.post(`/console/operator/accounts/${accountId}/sign-ins`, { console_email: email, console_password: 'second password here' });
+    assert.equal(changed.headers.location, `/console/operator/accounts/${accountId}?notice=password_changed`);
+    const ended = await earlier.get('/console/keys');
+    assert.equal(ended.statusCode, 303, 'a session opened with the old password ends');
+    assert.equal(ended.headers.location, '/console/sign-in?expired=1');
+    const holder = new ConsoleClient(harness.app);
+    assert.equal((await holder.signIn(email, 'first password here')).statusCode, 401);
+    assert.equal((await holder.signIn(email, 'second password here')).statusCode, 303);
+    assert.equal((await holder.get('/console/keys')).statusCode, 200);
+    const short = await operator.post(`/console/operator/accounts/${accountId}/sign-ins`, { console_email: email, console_password: 'short' });
+    assert.equal(short.statusCode, 400);
+    assert.match(visibleText(short.body), /must be at least 12 characters/);
+  });
+
+  it("shows an account's keys with their spend, and links each task to its history in the Temporal Web UI", async () => {
+    const created = await createAccount({ name: 'Busy', opening_balance_usd: '10' });
+    const accountId = /accounts\/(acct_[\w-]+)/.exec(created.headers.location as string)![1]!;
+    const key = await createKey(harness.app, accountId, { name: 'render farm', models: ['seedance-2.0'] });
+    await insertUsage(harness.database.db, [
+      { account_id: accountId, key_id: key.id, day: '2026-01-05', kind: 'video', video_seconds: 5, spend_micros: 400_000 },
+      { account_id: accountId, key_id: key.id, day: '2026-01-06', kind: 'chat', requests: 4, input_tokens: 10, output_tokens: 10, spend_micros: 25 },
+    ]);
+    await new TaskStore(harness.database.db).insert(taskDocument({ _id: 'task_operator_view', account_id: accountId, key_id: key.id }));
+
+    const page = await operator.get(`/console/operator/accounts/${accountId}`);
+    const keys = visibleText(/data-testid="operator-keys"[\s\S]*?<\/table>/.exec(page.body)?.[0] ?? '');
+    assert.match(keys, /render farm fg_…\S{4} seedance-2\.0 active .* 5 \$0\.400025/);
+    assert.ok(page.body.includes(`href="${TEMPORAL_UI}/namespaces/prod%20ns/workflows/task_operator_view"`), 'a link to the workflow history');
+  });
+
+  it('pages through accounts, newest first', async () => {
+    const first = await operator.get('/console/operator');
+    const names = [...first.body.matchAll(/<tr data-account-id="[^"]+">\s*<td><a [^>]+>([^<]+)</g)].map((match) => match[1]);
+    assert.equal(names[0], 'Busy', 'the newest account comes first');
+    assert.ok(!first.body.includes('Older →'), 'fewer accounts than a page: no next page');
+    const beyond = await operator.get('/console/operator?page=2');
+    assert.match(visibleText(beyond.body), /No accounts on this page\./);
+  });
+});

@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { buildApp } from '../../api/app.ts';
+import { loadCatalog } from '../../core/catalog.ts';
+import { ConsoleSessionStore } from '../../store/console-sessions.ts';
+import { adminHeaders, startTestApp, type TestApp } from '../helpers/app.ts';
+import { ConsoleClient, createAccountWithSignIn, visibleText } from '../helpers/console-client.ts';
+import { uniqueName } from '../helpers/engines.ts';
+
+// Signing in and out of the web console, CSRF refusals and session expiry, through Fastify
+// inject against the real store.
+
+const PASSWORD = 'correct horse battery staple';
+
+describe('console sign-in', () => {
+  let harness: TestApp;
+  let email: string;
+  let accountId: string;
+  before(async () => {
+    harness = await startTestApp('console_sign_in');
+    email = `${uniqueName('holder')}@example.com`;
+    accountId = (await createAccountWithSignIn(harness.app, { name: 'Acme <Films>', balance_usd: 12.5, console_email: email, console_password: PASSWORD })).id;
+  });
+  after(() => harness.close());
+
+  it('sends a signed-out visitor to the sign-in page, which works without a session', async () => {
+    const browser = new ConsoleClient(harness.app);
+    for (const page of ['/console', '/console/keys', '/console/usage', '/console/webhooks']) {
+      const response = await browser.get(page);
+      assert.equal(response.statusCode, 303, page);
+      assert.equal(response.headers.location, '/console/sign-in', page);
+    }
+    const signIn = await browser.get('/console/sign-in');
+    assert.equal(signIn.statusCode, 200);
+    assert.match(signIn.headers['content-type'] as string, /^text\/html/);
+    assert.match(signIn.body, /<form method="post" action="\/console\/sign-in">/);
+    assert.match(signIn.headers['content-security-policy'] as string, /script-src 'self'/);
+    assert.equal(signIn.headers['cache-control'], 'no-store');
+  });
+
+  it('signs in with the right password: an HttpOnly, SameSite session cookie, the balance on the page, the name escaped', async () => {
+    const browser = new ConsoleClient(harness.app);
+    const response = await browser.signIn(email.toUpperCase(), PASSWORD);
+    assert.equal(response.statusCode, 303);
+    assert.equal(response.headers.location, '/console/keys');
+    const sessionCookie = response.cookies.find((cookie) => cookie.name === 'fg_console_session');
+    assert.ok(sessionCookie, 'a session cookie is set');
+    assert.equal(sessionCookie.httpOnly, true);
+    assert.equal(sessionCookie.sameSite, 'Lax');
+    assert.equal(sessionCookie.path, '/console');
+    assert.equal(sessionCookie.maxAge, harness.config.CONSOLE_SESSION_TTL_SECONDS);
+
+    // The store keeps only a hash of the token: the cookie value is not a session id.
+    const stored = await harness.database.db.collection('console_sessions').findOne({ _id: createHash('sha256').update(sessionCookie.value).digest('hex') as never });
+    assert.equal(stored?.account_id, accountId);
+    assert.equal(await harness.database.db.collection('console_sessions').countDocuments({ _id: sessionCookie.value as never }), 0);
+
+    const keys = await browser.get('/console/keys');
+    assert.equal(keys.statusCode, 200);
+    assert.match(visibleText(keys.body), /Acme <Films> · balance \$12\.50/);
+    assert.ok(keys.body.includes('Acme &lt;Films&gt;'), 'the account name is escaped');
+    assert.ok(!keys.body.includes('<Films>'));
+  });
+
+  it('refuses a wrong password and an unknown email with the same answer (401), and sets no session', async () => {
+    for (const [who, password] of [[email, 'not the password at all'], [`nobody-${email}`, PASSWORD]] as const) {
+      const browser = new ConsoleClient(harness.app);
+      const response = await browser.signIn(who, password);
+      assert.equal(response.statusCode, 401, who);
+      assert.match(visibleText(response.body), /The email or password is not right\./);
+      assert.ok(!response.cookies.some((cookie) => cookie.name === 'fg_console_session'));
+      assert.ok(!response.body.includes(password), 'the password is never echoed');
+      assert.equal((await browser.get('/console/keys')).statusCode, 303);
+    }
+  });
+
+  it('refuses forms without the CSRF token, with a wrong one, or without the CSRF cookie (403, an HTML page)', async () => {
+    const browser = new ConsoleClient(harness.app);
+    await browser.get('/console/sign-in');
+    const missing = await browser.post('/console/sign-in', { email, password: PASSWORD }, { csrf: false });
+    assert.equal(missing.statusCode, 403);
+    assert.match(missing.headers['content-type'] as string, /^text\/html/);
+    assert.match(visibleText(missing.body), /This form has expired/);
+    const forged = await browser.post('/console/sign-in', { email, password: PASSWORD }, { csrf: 'forged-token' });
+    assert.equal(forged.statusCode, 403);
+    assert.ok(!forged.cookies.some((cookie) => cookie.name === 'fg_console_session'), 'no session for a refused form');
+
+    const token = await browser.csrfToken('/console/sign-in');
+    const stranger = new ConsoleClient(harness.app); // has no CSRF cookie
+    const withoutCookie = await stranger.post('/console/sign-in', { email, password: PASSWORD }, { csrf: token });
+    assert.equal(withoutCookie.statusCode, 403);
+
+    // Signed in, a state-changing form without its token still changes nothing.
+    await browser.signIn(email, PASSWORD);
+    const keysBefore = await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId });
+    const createKey = await browser.post('/console/keys', { name: 'sneaky' }, { csrf: false });
+    assert.equal(createKey.statusCode, 403);
+    assert.equal(await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId }), keysBefore);
+  });
+
+  it('signs out: the session is deleted and its cookie no longer opens pages', async () => {
+    const browser = new ConsoleClient(harness.app);
+    await browser.signIn(email, PASSWORD);
+    const token = browser.cookies.get('fg_console_session')!;
+    await browser.get('/console/keys');
+    const signOut = await browser.post('/console/sign-out', {});
+    assert.equal(signOut.statusCode, 303);
+    assert.equal(signOut.headers.location, '/console/sign-in?signed_out=1');
+    assert.equal(browser.cookies.get('fg_console_session'), undefined, 'the cookie is cleared');
+    assert.equal(await harness.database.db.collection('console_sessions').countDocuments({ _id: createHash('sha256').update(token).digest('hex') as never }), 0);
+    const replayed = await harness.app.inject({ method: 'GET', url: '/console/keys', headers: { cookie: `fg_console_session=${token}` } });
+    assert.equal(replayed.statusCode, 303);
+    assert.equal(replayed.headers.location, '/console/sign-in');
+  });
+
+  it('signs operators in with the admin token only, and keeps the two areas apart', async () => {
+    const operator = new ConsoleClient(harness.app);
+    const wrong = await operator.signInAsOperator('not-the-admin-token-at-all');
+    assert.equal(wrong.statusCode, 401);
+    assert.match(visibleText(wrong.body), /That is not the admin token/);
+    const right = await operator.signInAsOperator();
+    assert.equal(right.statusCode, 303);
+    assert.equal(right.headers.location, '/console/operator');
+    assert.equal((await operator.get('/console/operator')).statusCode, 200);
+    assert.equal((await operator.get('/console/keys')).headers.location, '/console/operator', 'an operator has no account pages');
+
+    const holder = new ConsoleClient(harness.app);
+    await holder.signIn(email, PASSWORD);
+    const forbidden = await holder.get('/console/operator');
+    assert.equal(forbidden.statusCode, 303);
+    assert.equal(forbidden.headers.location, '/console/keys', 'an account holder never sees operator pages');
+    assert.equal((await holder.get(`/console/operator/accounts/${accountId}`)).headers.location, '/console/keys');
+  });
+
+  it('ends operator sessions opened with an earlier ADMIN_TOKEN once the token is changed', async () => {
+    const operator = new ConsoleClient(harness.app);
+    await operator.signInAsOperator();
+    const cookie = `fg_console_session=${operator.cookies.get('fg_console_session')}`;
+    // The same store behind an api restarted with a new token.
+    const catalog = loadCatalog(harness.config.CATALOG_FILE, { SIMULATOR_URL: harness.config.SIMULATOR_URL });
+    const restarted = await buildApp({ config: { ...harness.config, ADMIN_TOKEN: 'a-brand-new-admin-token-0123456789' }, catalog, database: harness.database, temporal: harness.temporal, logger: false });
+    try {
+      const answer = await restarted.inject({ method: 'GET', url: '/console/operator', headers: { cookie } });
+      assert.equal(answer.statusCode, 303);
+      assert.equal(answer.headers.location, '/console/operator/sign-in?expired=1');
+      assert.equal((await harness.app.inject({ method: 'GET', url: '/console/operator', headers: { cookie } })).headers.location, '/console/operator/sign-in', 'and the session is gone');
+    } finally {
+      await restarted.close();
+    }
+  });
+
+  it('answers unknown console pages with an HTML 404, while the API keeps its JSON errors', async () => {
+    const page = await new ConsoleClient(harness.app).get('/console/nope');
+    assert.equal(page.statusCode, 404);
+    assert.match(page.headers['content-type'] as string, /^text\/html/);
+    const api = await harness.app.inject({ method: 'GET', url: '/v1/nope' });
+    assert.equal(api.json().error.type, 'not_found_error');
+    const urlencodedToAdmin = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { ...adminHeaders, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=x' });
+    assert.equal(urlencodedToAdmin.statusCode, 415, 'form bodies are parsed only under /console');
+  });
+});
+
+describe('console session expiry', () => {
+  let harness: TestApp;
+  before(async () => {
+    harness = await startTestApp('console_expiry', { CONSOLE_SESSION_TTL_SECONDS: '1' });
+  });
+  after(() => harness.close());
+
+  it('ends a session after CONSOLE_SESSION_TTL_SECONDS: back to sign-in, and the session is deleted', async () => {
+    const email = `${uniqueName('expiring')}@example.com`;
+    await createAccountWithSignIn(harness.app, { name: 'Short-lived', console_email: email, console_password: PASSWORD });
+    const browser = new ConsoleClient(harness.app);
+    const signIn = await browser.signIn(email, PASSWORD);
+    assert.equal(signIn.cookies.find((cookie) => cookie.name === 'fg_console_session')?.maxAge, 1);
+    assert.equal((await browser.get('/console/keys')).statusCode, 200);
+    const sessions = harness.database.db.collection('console_sessions');
+    assert.equal(await sessions.countDocuments({}), 1);
+
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    const expired = await browser.get('/console/keys');
+    assert.equal(expired.statusCode, 303);
+    assert.equal(expired.headers.location, '/console/sign-in?expired=1');
+    assert.equal(await sessions.countDocuments({}), 0, 'the expired session is deleted when seen');
+    const notice = await browser.get('/console/sign-in?expired=1');
+    assert.match(visibleText(notice.body), /Your session expired/);
+  });
+
+  it('sweeps expired sessions nobody comes back for', async () => {
+    const sessions = harness.database.db.collection('console_sessions');
+    const store = new ConsoleSessionStore(harness.database.db);
+    const past = new Date(Date.now() - 10_000);
+    await store.create({ kind: 'account', accountId: 'acct_gone', signIn: 'gone@example.com', boundTo: 'x', ttlSeconds: 1, now: past });
+    const live = await store.create({ kind: 'operator', accountId: null, signIn: null, boundTo: 'y', ttlSeconds: 3600 });
+    assert.equal(await store.deleteExpired(), 1);
+    assert.deepEqual((await sessions.find({}).toArray()).map((session) => session._id), [live.session._id]);
+  });
+});

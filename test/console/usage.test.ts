@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { TaskStore } from '../../store/tasks.ts';
+import { UsageReports } from '../../store/usage-reports.ts';
+import { createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { insertUsage, taskDocument } from '../helpers/console-fixtures.ts';
+import { ConsoleClient, createAccountWithSignIn, visibleText } from '../helpers/console-client.ts';
+import { uniqueName } from '../helpers/engines.ts';
+
+// Usage and spend per key over a date range, the spend-per-day chart and the latest video
+// tasks, from usage records and task snapshots in the real store. Records may aggregate
+// several requests, so every figure must be a sum of fields, never a count of records.
+
+const PASSWORD = 'usage holder password';
+const DAY_MS = 86_400_000;
+const dayOffset = (days: number) => new Date(Date.now() - days * DAY_MS).toISOString().slice(0, 10);
+
+function section(page: string, testId: string): string {
+  return new RegExp(`data-testid="${testId}"[\\s\\S]*?</(table|figure)>`).exec(page)?.[0] ?? '';
+}
+
+function chartBars(page: string): Record<string, number> {
+  return Object.fromEntries([...section(page, 'spend-chart').matchAll(/data-day="([^"]+)" data-spend-micros="(\d+)"/g)].map((match) => [match[1]!, Number(match[2])]));
+}
+
+describe('console usage and spend', () => {
+  let harness: TestApp;
+  let browser: ConsoleClient;
+  let accountId: string;
+  let production: { id: string };
+  let staging: { id: string };
+  let foreignTaskId: string;
+  const [twoDaysAgo, yesterday, longAgo] = [dayOffset(2), dayOffset(1), dayOffset(60)];
+
+  before(async () => {
+    harness = await startTestApp('console_usage');
+    const email = `${uniqueName('usage')}@example.com`;
+    accountId = (await createAccountWithSignIn(harness.app, { name: 'Usage Co', balance_usd: 3, console_email: email, console_password: PASSWORD })).id;
+    production = await createKey(harness.app, accountId, { name: 'production' });
+    staging = await createKey(harness.app, accountId, { name: 'staging' });
+    const other = await createAccount(harness.app, { name: 'Someone else' });
+    const foreignKey = await createKey(harness.app, other.id, { name: 'foreign' });
+
+    const db = harness.database.db;
+    await insertUsage(db, [
+      // One chat record standing for three requests (billing aggregates).
+      { account_id: accountId, key_id: production.id, day: twoDaysAgo, kind: 'chat', requests: 3, input_tokens: 300, output_tokens: 120, spend_micros: 1_500 },
+      { account_id: accountId, key_id: production.id, day: twoDaysAgo, kind: 'video', video_seconds: 5, spend_micros: 400_000 },
+      { account_id: accountId, key_id: production.id, day: yesterday, kind: 'image', requests: 2, images: 2, spend_micros: 80_000 },
+      { account_id: accountId, key_id: staging.id, day: yesterday, kind: 'chat', requests: 5, input_tokens: 50, output_tokens: 20, spend_micros: 700 },
+      { account_id: accountId, key_id: production.id, day: longAgo, kind: 'video', video_seconds: 10, spend_micros: 999_999 },
+      { account_id: other.id, key_id: foreignKey.id, day: yesterday, kind: 'video', video_seconds: 4, spend_micros: 123_456 },
+    ]);
+
+    const tasks = new TaskStore(db);
+    const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000);
+    await tasks.insert(taskDocument({ _id: 'task_usage_old', account_id: accountId, key_id: production.id, created_at: minutesAgo(30), updated_at: minutesAgo(29) }));
+    await tasks.insert(
+      taskDocument({
+        _id: 'task_usage_failed',
+        account_id: accountId,
+        key_id: staging.id,
+        status: 'failed',
+        url: undefined,
+        error: { code: 'vendor_failed', message: 'The vendor could not <render> this' },
+        webhook: {
+          url: 'https://hooks.example/video',
+          state: 'pending',
+          attempts: [{ attempt: 1, at: minutesAgo(9), outcome: 'retry', status: 503, error: 'HTTP 503', duration_ms: 42 }],
+        },
+        created_at: minutesAgo(10),
+        updated_at: minutesAgo(9),
+      }),
+    );
+    await tasks.insert(taskDocument({ _id: 'task_usage_running', account_id: accountId, key_id: production.id, status: 'running', url: undefined, progress: 40, created_at: minutesAgo(1) }));
+    foreignTaskId = 'task_usage_foreign';
+    await tasks.insert(taskDocument({ _id: foreignTaskId, account_id: other.id, key_id: foreignKey.id }));
+
+    browser = new ConsoleClient(harness.app);
+    await browser.signIn(email, PASSWORD);
+  });
+  after(() => harness.close());
+
+  it('sums requests, tokens, seconds, images and spend per key over the last 30 days by default', async () => {
+    const page = await browser.get('/console/usage');
+    assert.equal(page.statusCode, 200);
+    const text = visibleText(page.body);
+    assert.match(text, new RegExp(`${dayOffset(29)} to ${dayOffset(0)} \\(UTC\\), all keys`));
+    assert.match(text, /Spend \$0\.4822 Requests 11 Chat tokens in \/ out 350 \/ 140 Video seconds 5 Images 2/);
+    const table = visibleText(section(page.body, 'usage-by-key'));
+    assert.match(table, /production fg_…\S{4} 6 300 120 5 2 \$0\.4815/);
+    assert.match(table, /staging fg_…\S{4} 5 50 20 0 0 \$0\.0007/);
+    assert.match(table, /Total 11 350 140 5 2 \$0\.4822/);
+    assert.ok(!page.body.includes('foreign') && !text.includes('$0.123456'), "another account's usage never shows");
+  });
+
+  it('draws spend per day as an inline SVG chart with one bar per day that had spend', async () => {
+    const page = await browser.get('/console/usage');
+    const chart = section(page.body, 'spend-chart');
+    assert.match(chart, /<svg viewBox="0 0 720 220" role="img"/);
+    assert.deepEqual(chartBars(page.body), { [twoDaysAgo]: 401_500, [yesterday]: 80_700 });
+    assert.match(chart, new RegExp(`<title>${yesterday}: \\$0\\.0807</title>`));
+    assert.match(visibleText(chart), /Total \$0\.4822 over 30 days; highest \$0\.4015 on/);
+  });
+
+  it('narrows to one key and to a chosen date range', async () => {
+    const staged = await browser.get(`/console/usage?key=${staging.id}`);
+    assert.match(visibleText(staged.body), /Spend \$0\.0007 Requests 5 /);
+    assert.deepEqual(chartBars(staged.body), { [yesterday]: 700 });
+    assert.ok(!visibleText(section(staged.body, 'usage-by-key')).includes('production'));
+    const stagedTasks = section(staged.body, 'tasks');
+    assert.ok(stagedTasks.includes('task_usage_failed') && !stagedTasks.includes('task_usage_old'), 'the task list follows the key');
+
+    const old = await browser.get(`/console/usage?from=${longAgo}&to=${longAgo}`);
+    assert.match(visibleText(old.body), /Spend \$0\.999999 Requests 1 Chat tokens in \/ out 0 \/ 0 Video seconds 10/);
+    assert.deepEqual(chartBars(old.body), { [longAgo]: 999_999 });
+  });
+
+  it('explains a range or key it cannot use, and shows the default instead', async () => {
+    const backwards = await browser.get(`/console/usage?from=${yesterday}&to=${twoDaysAgo}`);
+    assert.equal(backwards.statusCode, 200);
+    assert.match(visibleText(backwards.body), /The range starts after it ends; showing the last 30 days\./);
+    const tooLong = await browser.get(`/console/usage?from=2020-01-01&to=${yesterday}`);
+    assert.match(visibleText(tooLong.body), /Choose at most 366 days/);
+    const notADay = await browser.get('/console/usage?from=2025-02-31');
+    assert.match(visibleText(notADay.body), /Not a date\./);
+    const foreignKey = await browser.get('/console/usage?key=key_someone_elses');
+    assert.match(visibleText(foreignKey.body), /That key is not in your account; showing all keys\./);
+    assert.match(visibleText(foreignKey.body), /Spend \$0\.4822/);
+  });
+
+  it('lists the latest video tasks newest first, with status, cost, clip link and webhook attempts', async () => {
+    const page = await browser.get('/console/usage');
+    const tasks = section(page.body, 'tasks');
+    const order = [...tasks.matchAll(/data-task-id="([^"]+)"/g)].map((match) => match[1]);
+    assert.deepEqual(order, ['task_usage_running', 'task_usage_failed', 'task_usage_old']);
+    const text = visibleText(tasks);
+    assert.match(text, /task_usage_running seedance-2\.0 production running 5 · 720p \$0\.40 held/);
+    assert.match(text, /task_usage_failed seedance-2\.0 staging failed 5 · 720p not billed .* — pending 1 attempt/);
+    assert.match(text, /task_usage_old seedance-2\.0 production succeeded 5 · 720p \$0\.40 .* clip none/);
+    assert.match(tasks, /<a href="https:\/\/cdn\.example\/clip\.mp4" rel="noopener noreferrer">clip<\/a>/);
+    assert.match(tasks, /<a href="\/console\/tasks\/task_usage_failed">/);
+  });
+
+  it("shows one task with its webhook attempts, escaped, and 404s another account's task", async () => {
+    const detail = await browser.get('/console/tasks/task_usage_failed');
+    assert.equal(detail.statusCode, 200);
+    const text = visibleText(detail.body);
+    assert.match(text, /Error vendor_failed: The vendor could not <render> this/);
+    assert.ok(detail.body.includes('could not &lt;render&gt; this'));
+    assert.match(text, /Delivered to https:\/\/hooks\.example\/video : pending 1 attempt/);
+    assert.match(visibleText(section(detail.body, 'webhook-attempts')), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC retry 503 42 ms HTTP 503/);
+    const foreign = await browser.get(`/console/tasks/${foreignTaskId}`);
+    assert.equal(foreign.statusCode, 404);
+    assert.match(foreign.headers['content-type'] as string, /^text\/html/);
+  });
+
+  it('reports the same sums straight from the store', async () => {
+    const reports = new UsageReports(harness.database.db);
+    const recent = await reports.summarise({ accountId, fromDay: twoDaysAgo, toDay: yesterday });
+    assert.deepEqual(recent.byKey().get(production.id), { requests: 6, input_tokens: 300, output_tokens: 120, video_seconds: 5, images: 2, spend_micros: 481_500 });
+    assert.deepEqual(recent.byDay(staging.id).get(yesterday), { requests: 5, input_tokens: 50, output_tokens: 20, video_seconds: 0, images: 0, spend_micros: 700 });
+    const allTime = await reports.summarise({ accountId });
+    assert.equal(allTime.byKey().get(production.id)?.spend_micros, 1_481_499);
+    assert.deepEqual([...allTime.byDay(production.id).keys()], [longAgo, twoDaysAgo, yesterday]);
+    const oneKey = await reports.summarise({ accountId, keyId: staging.id });
+    assert.deepEqual([...oneKey.byKey().keys()], [staging.id]);
+  });
+});

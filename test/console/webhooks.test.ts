@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { createWebhookActivities } from '../../activities/webhooks.ts';
+import { createGuardedDispatcher, parseOutboundAllowlist } from '../../core/outbound-guard.ts';
+import { AccountStore, webhookSecretsInForce } from '../../store/accounts.ts';
+import { TaskStore } from '../../store/tasks.ts';
+import { createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { taskDocument } from '../helpers/console-fixtures.ts';
+import { ConsoleClient, createAccountWithSignIn, visibleText } from '../helpers/console-client.ts';
+import { uniqueName } from '../helpers/engines.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+// The webhook secret in the console: hidden until asked for, rotatable, and during a rotation's
+// grace period every delivery verifies with either secret (real deliveries to a real receiver).
+
+const PASSWORD = 'webhook holder password';
+const GRACE_SECONDS = 3600;
+
+function headersOf(received: { headers: Record<string, unknown> }): Record<string, string> {
+  return Object.fromEntries(Object.entries(received.headers).map(([name, value]) => [name, String(value)]));
+}
+
+describe('console webhook secret', () => {
+  let harness: TestApp;
+  let browser: ConsoleClient;
+  let accountId: string;
+  let originalSecret: string;
+  const dispatcher = createGuardedDispatcher({ allowlist: parseOutboundAllowlist('loopback') });
+  before(async () => {
+    harness = await startTestApp('console_webhooks', { WEBHOOK_SECRET_GRACE_SECONDS: String(GRACE_SECONDS) });
+    const email = `${uniqueName('hooks')}@example.com`;
+    const account = await createAccountWithSignIn(harness.app, { name: 'Hooks Ltd', console_email: email, console_password: PASSWORD });
+    accountId = account.id;
+    originalSecret = account.webhook_secret;
+    browser = new ConsoleClient(harness.app);
+    await browser.signIn(email, PASSWORD);
+  });
+  after(async () => {
+    await dispatcher.close();
+    await harness.close();
+  });
+
+  it('shows the secret masked until it is asked for with a POST carrying the CSRF token', async () => {
+    const page = await browser.get('/console/webhooks');
+    assert.equal(page.statusCode, 200);
+    assert.ok(!page.body.includes(originalSecret), 'the secret is not on the page');
+    assert.match(visibleText(page.body), new RegExp(`whsec_…${originalSecret.slice(-4).replace(/[+/=]/g, '\\$&')}`));
+    const refused = await browser.post('/console/webhooks/reveal', {}, { csrf: false });
+    assert.equal(refused.statusCode, 403);
+    assert.ok(!refused.body.includes(originalSecret));
+    const revealed = await browser.post('/console/webhooks/reveal', {}, { csrf: await browser.csrfToken('/console/webhooks') });
+    assert.equal(revealed.statusCode, 200);
+    assert.ok(revealed.body.includes(`value="${originalSecret}"`));
+    assert.equal(revealed.headers['cache-control'], 'no-store');
+  });
+
+  it('rotates: a new secret at once, the previous one in force for the grace period, and a reload rotates nothing', async () => {
+    const startedAt = Date.now();
+    await browser.get('/console/webhooks');
+    const rotated = await browser.post('/console/webhooks/rotate', {});
+    assert.equal(rotated.statusCode, 303);
+    assert.equal(rotated.headers.location, '/console/webhooks?notice=rotated');
+    const account = (await new AccountStore(harness.database.db).find(accountId))!;
+    assert.notEqual(account.webhook_secret, originalSecret);
+    assert.equal(account.previous_webhook_secret, originalSecret);
+    const expiresIn = account.previous_webhook_secret_expires_at!.getTime() - startedAt;
+    assert.ok(expiresIn >= GRACE_SECONDS * 1000 - 1000 && expiresIn <= GRACE_SECONDS * 1000 + 5000, `grace ${expiresIn} ms`);
+    assert.deepEqual(webhookSecretsInForce(account), [account.webhook_secret, originalSecret]);
+
+    const page = await browser.get('/console/webhooks?notice=rotated');
+    assert.match(visibleText(page.body), /New secret created\./);
+    assert.match(visibleText(page.body), /Rotation in progress: deliveries are also signed with the previous secret/);
+    assert.equal((await new AccountStore(harness.database.db).find(accountId))!.webhook_secret, account.webhook_secret, 'showing the page again rotates nothing');
+    const revealed = await browser.post('/console/webhooks/reveal', {});
+    assert.ok(revealed.body.includes(`value="${account.webhook_secret}"`));
+  });
+
+  it('signs deliveries with both secrets during the grace period, and with the new one alone after it', async () => {
+    const accounts = new AccountStore(harness.database.db);
+    const tasks = new TaskStore(harness.database.db);
+    const key = await createKey(harness.app, accountId, { name: 'hooks' });
+    const receiver = await startWebhookReceiver([200]);
+    try {
+      const task = taskDocument({ account_id: accountId, key_id: key.id, webhook: { url: receiver.url, state: 'pending', attempts: [] } });
+      await tasks.insert(task);
+      const activities = createWebhookActivities({ tasks, accounts, dispatcher, publicBaseUrl: 'http://127.0.0.1:8080' });
+      const current = (await accounts.find(accountId))!.webhook_secret;
+
+      assert.equal((await activities.deliverTaskWebhook({ taskId: task._id, attempt: 1, lastAttempt: false })).outcome, 'delivered');
+      const [during] = await receiver.waitFor(1);
+      assert.equal(String(during!.headers['webhook-signature']).split(' ').length, 2);
+      for (const secret of [current, originalSecret]) {
+        assert.equal((new Webhook(secret).verify(during!.body, headersOf(during!)) as { task_id: string }).task_id, task._id);
+      }
+
+      // The grace period is over: only the new secret signs.
+      await accounts.collection.updateOne({ _id: accountId }, { $set: { previous_webhook_secret_expires_at: new Date(Date.now() - 1000) } });
+      await activities.deliverTaskWebhook({ taskId: task._id, attempt: 2, lastAttempt: false });
+      const afterGrace = (await receiver.waitFor(2))[1]!;
+      assert.equal(String(afterGrace.headers['webhook-signature']).split(' ').length, 1);
+      assert.ok(new Webhook(current).verify(afterGrace.body, headersOf(afterGrace)));
+      assert.throws(() => new Webhook(originalSecret).verify(afterGrace.body, headersOf(afterGrace)));
+      assert.ok(!visibleText((await browser.get('/console/webhooks')).body).includes('Rotation in progress'));
+
+      // Both attempts are on the task's console page.
+      const detail = await browser.get(`/console/tasks/${task._id}`);
+      assert.equal(detail.statusCode, 200);
+      const attempts = /<table data-testid="webhook-attempts">[\s\S]*?<\/table>/.exec(detail.body)?.[0] ?? '';
+      assert.equal((attempts.match(/badge delivered/g) ?? []).length, 2);
+      assert.match(visibleText(attempts), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC delivered 200/);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
