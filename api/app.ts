@@ -12,9 +12,10 @@ import { pingDatabase, type Database } from '../store/database.ts';
 import { Ledger } from '../store/ledger.ts';
 import { TaskStore } from '../store/tasks.ts';
 import { UsageStore } from '../store/usage.ts';
+import { openApiDocument } from './openapi/document.ts';
 import { adminAuth } from './plugins/admin-auth.ts';
 import { apiKeyAuth } from './plugins/api-key-auth.ts';
-import { errorHandler } from './plugins/error-handler.ts';
+import { answerFrameworkError, errorHandler } from './plugins/error-handler.ts';
 import { jsonBody } from './plugins/json-body.ts';
 import { requestLog } from './plugins/request-log.ts';
 import { consolePlugin } from './console/plugin.ts';
@@ -62,6 +63,10 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     requestIdHeader: 'x-request-id',
     genReqId: () => newId('req'),
     return503OnClosing: true,
+    // Path parameters are length-checked by the routes' schemas (400 in the spec's body); the
+    // router's own limit (default 100 encoded characters) only guards against absurd paths.
+    routerOptions: { maxParamLength: 2048 },
+    frameworkErrors: answerFrameworkError,
     // api/plugins/request-log.ts writes one line per request instead.
     disableRequestLogging: true,
   }).withTypeProvider<ZodTypeProvider>();
@@ -104,6 +109,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(requestLog);
   await app.register(errorHandler);
   await app.register(jsonBody);
+  // Before any route: the document is collected from the routes as they are registered.
+  await app.register(openApiDocument, { publicBaseUrl: publicBaseUrl(config) });
   await app.register(apiKeyAuth, { apiKeys });
   await app.register(adminAuth, { adminToken: config.ADMIN_TOKEN });
 
@@ -121,13 +128,14 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
       await v1.register(idempotency, { store: new IdempotencyStore(database.db), routes: idempotentRoutes(tasks) });
       await v1.register(modelRoutes, { catalog });
       await v1.register(videoRoutes, {
+        catalog,
         service: videoTasks,
         publicBaseUrl: publicBaseUrl(config),
         vendorFor: createVendorLookup(catalog),
         upstreamOf: (modelId) => catalog.find(modelId)?.upstream,
       });
-      await v1.register(chatRoutes, { chat: openAi.chat, closeProxies: openAi.close });
-      await v1.register(imageRoutes, { images: openAi.images });
+      await v1.register(chatRoutes, { catalog, chat: openAi.chat, closeProxies: openAi.close });
+      await v1.register(imageRoutes, { catalog, images: openAi.images });
     },
     { prefix: '/v1' },
   );

@@ -3,13 +3,18 @@
 
 export const MICROS_PER_USD = 1_000_000;
 
+/** The largest USD amount one admin call may move; far below where micro-USD lose exactness. */
+export const MAX_USD_AMOUNT = 1_000_000_000;
+
 /** Converts a USD amount with at most 6 decimals to micro-USD; null when it has more. */
 export function usdToMicros(amountUsd: number): number | null {
   if (!Number.isFinite(amountUsd)) return null;
   const micros = Math.round(amountUsd * MICROS_PER_USD);
   if (!Number.isSafeInteger(micros)) return null;
-  // A value with more than 6 decimals does not survive the round trip.
-  if (Math.abs(micros / MICROS_PER_USD - amountUsd) > 1e-9) return null;
+  // A value with more than 6 decimals does not survive the round trip. Exactly: a tolerance
+  // would take 1e-12 as 0, which the OpenAPI document's multipleOf 0.000001 calls invalid.
+  // (Every decimal with at most 6 places below MAX_USD_AMOUNT round-trips exactly.)
+  if (micros / MICROS_PER_USD !== amountUsd) return null;
   return micros;
 }
 

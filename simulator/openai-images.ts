@@ -26,12 +26,17 @@ const longestSide = 64;
 // gpt-image-1 bills a square low-quality image as 272 output tokens; used as a nominal figure.
 const outputTokensPerImage = 272;
 
+// Like OpenAI, an explicit null means "the default" for the optional parameters.
 const generateBody = z.object({
   prompt: z.string().min(1),
   model: z.string().min(1).default('gpt-image-1'),
-  n: z.number().int().min(1).max(10).default(1),
-  size: z.string().regex(/^(auto|\d{1,5}x\d{1,5})$/, 'must be WIDTHxHEIGHT (e.g. 1024x1024) or auto').default('1024x1024'),
-  response_format: z.enum(['url', 'b64_json']).default('url'),
+  n: z.number().int().min(1).max(10).nullish().transform((value) => value ?? 1),
+  size: z
+    .string()
+    .regex(/^(auto|\d{1,5}x\d{1,5})$/, 'must be WIDTHxHEIGHT (e.g. 1024x1024) or auto')
+    .nullish()
+    .transform((value) => value ?? '1024x1024'),
+  response_format: z.enum(['url', 'b64_json']).nullish().transform((value) => value ?? 'url'),
 });
 
 function pixelSize(size: string): { width: number; height: number } {

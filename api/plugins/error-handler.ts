@@ -1,7 +1,8 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { GatewayError, type ErrorCode } from '../../core/errors.ts';
+import { RouteMethodIndex } from './route-methods.ts';
 
 // Every error leaves the gateway in the body of spec section 7. Fastify's own errors (content
 // type, size; JSON parsing is plugins/json-body.ts) are translated by their code; anything unexpected becomes a
@@ -45,7 +46,27 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
 }
 
 async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
+  // Registered first, so every later route passes through here.
+  const routeMethods = new RouteMethodIndex();
+  app.addHook('onRoute', (route) => routeMethods.add(route.method, route.url ?? route.path));
+
+  /** 405 with `Allow` when the path exists with other methods, else 404. */
+  function answerUnmatched(request: FastifyRequest, reply: FastifyReply): void {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = routeMethods.allowedFor(path);
+    if (allowed.length > 0) {
+      const error = new GatewayError('method_not_allowed', `${request.method} is not supported on ${path}; it supports ${allowed.join(', ')}.`);
+      void reply.status(405).header('allow', allowed.join(', ')).send(error.toBody());
+      return;
+    }
+    const error = new GatewayError('route_not_found', `No route for ${request.method} ${path}. The API lives under /v1; see the README.`);
+    void reply.status(404).send(error.toBody());
+  }
+
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // The not-found route parses bodies too (e.g. a QUERY without Content-Type): whatever the
+    // body's trouble, a request no route answers is a 404 or 405, not a 400 about its body.
+    if (request.is404) return answerUnmatched(request, reply);
     const gatewayError = toGatewayError(error, app.initialConfig.bodyLimit ?? 0);
     if (gatewayError.status >= 500) {
       request.log.error({ err: error }, 'request failed');
@@ -56,11 +77,19 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
     void reply.status(gatewayError.status).headers(gatewayError.headers).send(gatewayError.toBody());
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0];
-    const error = new GatewayError('route_not_found', `No route for ${request.method} ${path}. The API lives under /v1; see the README.`);
-    void reply.status(404).send(error.toBody());
-  });
+  app.setNotFoundHandler((request, reply) => answerUnmatched(request, reply));
+
+}
+
+/** Fastify's `frameworkErrors` option: URLs the router refuses before any route or hook runs
+ * (malformed percent-encoding, a path parameter over `maxParamLength`) get the spec's body too,
+ * instead of Fastify's own. */
+export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const gatewayError =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new GatewayError('invalid_request', 'A path parameter is too long.')
+      : new GatewayError('invalid_request', 'The request path is not a valid URL (malformed percent-encoding).');
+  void reply.status(gatewayError.status).send(gatewayError.toBody());
 }
 
 export const errorHandler = fp(errorHandlerPlugin, { name: 'error-handler' });

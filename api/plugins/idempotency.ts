@@ -36,7 +36,8 @@ declare module 'fastify' {
 }
 
 const HEADER = 'idempotency-key';
-const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
+/** What an Idempotency-Key may be; the OpenAPI document shows the same pattern. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -69,7 +70,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     const route = request.method === 'POST' ? routes[request.routeOptions.url ?? ''] : undefined;
     const header = request.headers[HEADER];
     if (!route || header === undefined) return;
-    if (typeof header !== 'string' || !VALID_KEY.test(header)) {
+    if (typeof header !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(header)) {
       throw new GatewayError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.', 'Idempotency-Key');
     }
     const principal = principalOf(request);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { atLeastCharacters, atMostCharacters } from '../../core/characters.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { hashPassword } from '../../core/passwords.ts';
@@ -10,7 +11,8 @@ import { normaliseEmail, type ConsoleCredentialStore } from '../../store/console
 
 /** The rules of a console sign-in, for every form and body that sets one. */
 export const consoleEmail = z.string().trim().toLowerCase().pipe(z.email('must be an email address').max(254));
-export const consolePassword = z.string().min(12, 'must be at least 12 characters').max(256, 'must be at most 256 characters');
+// Counted in characters, as the OpenAPI document counts them (an emoji is one, not two).
+export const consolePassword = atLeastCharacters(atMostCharacters(z.string(), 256, 'must be at most 256 characters'), 12, 'must be at least 12 characters');
 
 export interface ConsoleSignIn {
   email: string;

@@ -33,7 +33,7 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['four reference videos', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [video(1), video(2), video(3), video(4)] } }, 400, 'metadata.content', /At most 3 reference videos/],
   ['four reference audios', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [audio(1), audio(2), audio(3), audio(4)] } }, 400, 'metadata.content', /At most 3 reference audios/],
   ['more than the model total', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [...Array.from({ length: 9 }, (_, i) => image(i)), video(1), video(2), audio(1), audio(2)] } }, 400, 'metadata.content', /12 reference entries in total/],
-  ['reference images on a frames-only model', { model: 'seedance-1.0-pro', prompt: 'x', metadata: { content: [image(1)] } }, 400, 'metadata.content', /does not accept reference images/],
+  ['reference images on a frames-only model', { model: 'seedance-1.0-pro', prompt: 'x', metadata: { content: [image(1)] } }, 400, 'metadata.content.0.role', /does not accept reference images/],
   ['frames on a model without frame mode', { model: 'sora-2', prompt: 'x', metadata: { content: [image(1, 'first_frame')] } }, 400, 'metadata.content', /first\/last-frame/],
   ['a last frame without a first frame', { model: 'seedance-1.0-pro', prompt: 'x', metadata: { content: [image(1, 'last_frame')] } }, 400, 'metadata.content', /needs a first_frame/],
   ['@image0', { model: 'seedance-2.0', prompt: 'a cat like @image0', metadata: { content: [image(1)] } }, 400, 'prompt', /@image0/],

@@ -3,8 +3,10 @@ import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import type { AccountStore } from '../../../store/accounts.ts';
 import type { ApiKeyStore } from '../../../store/api-keys.ts';
+import { BODY_ERRORS, errorResponses, type ErrorStatus } from '../../openapi/error-responses.ts';
+import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountOnboarding } from '../../services/account-onboarding.ts';
-import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, createdKeyView, createKeyBody, keyView } from './schemas.ts';
+import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
 
 export interface AdminRouteOptions {
@@ -14,14 +16,19 @@ export interface AdminRouteOptions {
   onboarding: AccountOnboarding;
 }
 
+/** 503: the admin API is off (no ADMIN_TOKEN) or the store is down. */
+const ADMIN_ERRORS: ErrorStatus[] = [401, 500, 503];
+
 function accountNotFound(id: string): GatewayError {
   return new GatewayError('resource_not_found', `No account with id '${id}'.`);
 }
 
 export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog, onboarding }) => {
   app.addHook('onRequest', app.requireAdmin);
+  // Declared where it is enforced: every route here wants the operator token.
+  const documented = (operationId: string, summary: string) => ({ tags: ['admin'], operationId, summary, security: adminTokenSecurity });
 
-  app.post('/accounts', { schema: { body: createAccountBody, response: { 201: accountView } } }, async (request, reply) => {
+  app.post('/accounts', { schema: { ...documented('createAccount', 'Create an account'), body: createAccountBody, response: { 201: accountView, ...errorResponses(...BODY_ERRORS, 409, ...ADMIN_ERRORS) } } }, async (request, reply) => {
     const { console_email: email, console_password: password } = request.body;
     const { account } = await onboarding.createAccount({
       name: request.body.name,
@@ -31,20 +38,20 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     return reply.status(201).send(toAccountView(account));
   });
 
-  app.get('/accounts/:id', { schema: { params: accountIdParams, response: { 200: accountWithKeysView } } }, async (request) => {
+  app.get('/accounts/:id', { schema: { ...documented('getAccount', 'Read an account and its keys'), params: accountIdParams, response: { 200: accountWithKeysView, ...errorResponses(400, 404, ...ADMIN_ERRORS) } } }, async (request) => {
     const account = await accounts.find(request.params.id);
     if (!account) throw accountNotFound(request.params.id);
     const keys = await apiKeys.listForAccount(account._id);
     return { ...toAccountView(account), keys: keys.map(toKeyView) };
   });
 
-  app.post('/accounts/:id/credits', { schema: { params: accountIdParams, body: addCreditsBody, response: { 200: accountView } } }, async (request) => {
+  app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, ...ADMIN_ERRORS) } } }, async (request) => {
     const account = await accounts.credit(request.params.id, request.body.amount_usd);
     if (!account) throw accountNotFound(request.params.id);
     return toAccountView(account);
   });
 
-  app.post('/accounts/:id/keys', { schema: { params: accountIdParams, body: createKeyBody, response: { 201: createdKeyView } } }, async (request, reply) => {
+  app.post('/accounts/:id/keys', { schema: { ...documented('createKey', 'Create an API key (its plaintext is shown only here)'), params: accountIdParams, body: createKeyBodyFor(catalog), response: { 201: createdKeyView, ...errorResponses(...BODY_ERRORS, 404, ...ADMIN_ERRORS) } } }, async (request, reply) => {
     const account = await accounts.find(request.params.id);
     if (!account) throw accountNotFound(request.params.id);
     const models = request.body.models ?? null;
@@ -64,7 +71,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     });
   });
 
-  app.delete('/keys/:id', { schema: { params: accountIdParams, response: { 200: keyView } } }, async (request) => {
+  app.delete('/keys/:id', { schema: { ...documented('revokeKey', 'Revoke an API key, effective at once'), params: accountIdParams, response: { 200: keyView, ...errorResponses(400, 404, ...ADMIN_ERRORS) } } }, async (request) => {
     const key = await apiKeys.revoke(request.params.id);
     if (!key) throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
     return toKeyView(key);

@@ -3,7 +3,10 @@ import type { Collection } from 'mongodb';
 import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.ts';
 import type { ApiKeyStore } from '../../../store/api-keys.ts';
+import { BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
+import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountRateLimits, RateLimiter } from '../../services/rate-limits/rate-limiter.ts';
+import { atMostCharacters } from '../../../core/characters.ts';
 
 // PUT /admin/accounts/{id}/rate-limits and PUT /admin/keys/{id}/rate-limits: an operator's
 // overrides of the per-minute limits. A key's own limit wins over its account's, which wins
@@ -19,7 +22,7 @@ export const rateLimitsView = z.object({
   tokens_per_minute: z.number().int().nullable(),
 });
 
-const idParams = z.object({ id: z.string().min(1) });
+const idParams = z.object({ id: atMostCharacters(z.string().min(1), 100, 'is longer than 100 characters') });
 
 export interface RateLimitRouteOptions {
   apiKeys: ApiKeyStore;
@@ -34,7 +37,18 @@ function normalized(body: z.infer<typeof rateLimitsBody>) {
 export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> = async (app, { apiKeys, accounts, limiter }) => {
   app.addHook('onRequest', app.requireAdmin);
 
-  app.put('/accounts/:id/rate-limits', { schema: { params: idParams, body: rateLimitsBody, response: { 200: rateLimitsView } } }, async (request) => {
+  const documented = (operationId: string, summary: string) => ({
+    tags: ['admin'],
+    operationId,
+    summary,
+    description: 'null clears an override; a key’s own limit wins over its account’s, which wins over the configured default.',
+    security: adminTokenSecurity,
+    params: idParams,
+    body: rateLimitsBody,
+    response: { 200: rateLimitsView, ...errorResponses(...BODY_ERRORS, 404, 401, 500, 503) },
+  });
+
+  app.put('/accounts/:id/rate-limits', { schema: documented('setAccountRateLimits', 'Set an account’s per-minute limits') }, async (request) => {
     const limits = normalized(request.body);
     const updated = await accounts.updateOne({ _id: request.params.id }, { $set: { rate_limits: limits } });
     if (updated.matchedCount === 0) throw new GatewayError('resource_not_found', `No account with id '${request.params.id}'.`);
@@ -42,7 +56,7 @@ export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> 
     return limits;
   });
 
-  app.put('/keys/:id/rate-limits', { schema: { params: idParams, body: rateLimitsBody, response: { 200: rateLimitsView } } }, async (request) => {
+  app.put('/keys/:id/rate-limits', { schema: documented('setKeyRateLimits', 'Set a key’s per-minute limits') }, async (request) => {
     const limits = normalized(request.body);
     const key = await apiKeys.setRateLimits(request.params.id, limits);
     if (!key) throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);

@@ -1,38 +1,60 @@
 import { z } from 'zod';
-import { usdToMicros } from '../../../core/money.ts';
+import type { Catalog } from '../../../core/catalog.ts';
+import { MAX_USD_AMOUNT, usdToMicros } from '../../../core/money.ts';
+import { atMostCharacters, visibleText, WHITESPACE_CLASS } from '../../../core/characters.ts';
 import { consoleEmail, consolePassword } from '../../services/account-onboarding.ts';
 
 // USD amounts arrive as JSON numbers with at most 6 decimals; they become integer micro-USD
 // here, at the edge, and never travel as floats.
 function usdAmount(options: { positive: boolean }) {
-  return z
-    .number()
+  const signed = options.positive ? z.number().positive('must be greater than 0') : z.number().min(0, 'must not be negative');
+  return signed
+    .max(MAX_USD_AMOUNT, `must be at most ${MAX_USD_AMOUNT}`)
     .refine((value) => usdToMicros(value) !== null, 'must be a USD amount with at most 6 decimals')
-    .refine((value) => (options.positive ? value > 0 : value >= 0), options.positive ? 'must be greater than 0' : 'must not be negative')
+    .meta({ multipleOf: 0.000001 })
     .transform((value) => usdToMicros(value)!);
 }
 
-export const accountIdParams = z.object({ id: z.string().min(1) });
+export const accountIdParams = z.object({ id: atMostCharacters(z.string().min(1), 100, 'is longer than 100 characters') });
+
+// The console's address rule (trimmed, lower-cased, an email of at most 254 characters), spelled
+// as a pattern and a length on the text as sent, so the OpenAPI document states the whole rule.
+const spaces = `[${WHITESPACE_CLASS}]*`;
+const emailAsSent = new RegExp(`^${spaces}${z.regexes.email.source.replace(/^\^|\$$/g, '')}${spaces}$`);
+const adminConsoleEmail = z.string().regex(emailAsSent, 'must be an email address').max(254, 'must be at most 254 characters').pipe(consoleEmail);
 
 export const createAccountBody = z
   .strictObject({
-    name: z.string().trim().min(1).max(200),
+    name: visibleText(200),
     balance_usd: usdAmount({ positive: false }).optional(),
     /** Optional web console sign-in for the account holder; both or neither. */
-    console_email: consoleEmail.optional(),
+    console_email: adminConsoleEmail.optional(),
     console_password: consolePassword.optional(),
   })
   .refine((body) => (body.console_email === undefined) === (body.console_password === undefined), {
     message: 'console_email and console_password go together',
     path: ['console_password'],
-  });
+  })
+  // The refinement above, as the OpenAPI document can say it.
+  .meta({ dependentRequired: { console_email: ['console_password'], console_password: ['console_email'] }, examples: [{ name: 'Acme', balance_usd: 25 }] });
 
-export const addCreditsBody = z.strictObject({ amount_usd: usdAmount({ positive: true }) });
+export const addCreditsBody = z.strictObject({ amount_usd: usdAmount({ positive: true }) }).meta({ examples: [{ amount_usd: 10 }] });
 
 export const createKeyBody = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: visibleText(200),
   models: z.array(z.string().min(1)).min(1).optional(),
 });
+
+/** The body as the route documents it: `models` lists the catalog's ids. The route itself
+ * refuses unknown ids, naming all of them in one message. */
+export function createKeyBodyFor(catalog: Catalog) {
+  const ids = catalog.all().map((model) => model.id);
+  return createKeyBody
+    .extend({
+      models: createKeyBody.shape.models.meta({ items: { type: 'string', enum: ids }, description: 'The models the key may use; all when omitted.' }),
+    })
+    .meta({ examples: [{ name: 'production' }] });
+}
 
 export const keyView = z.object({
   id: z.string(),

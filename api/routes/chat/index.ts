@@ -1,11 +1,16 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
+import type { Catalog } from '../../../core/catalog.ts';
+import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
+import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
 import type { ChatProxy } from '../../services/openai-proxy/chat-proxy.ts';
 import { abortOnDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
-import { chatCompletionBody, chatCompletionResponse } from './schemas.ts';
+import { resolveModelFirst } from '../model-resolution.ts';
+import { chatCompletionBodyFor, chatCompletionResponse, chatStreamEvent } from './schemas.ts';
 
 export interface ChatRouteOptions {
+  catalog: Catalog;
   chat: ChatProxy;
   /** Waits for running settlements and closes the upstream pools when the app closes. */
   closeProxies: () => Promise<void>;
@@ -14,7 +19,25 @@ export interface ChatRouteOptions {
 export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, options) => {
   app.addHook('onClose', async () => options.closeProxies());
 
-  app.post('/chat/completions', { schema: { body: chatCompletionBody, response: { 200: chatCompletionResponse } } }, async (request, reply) => {
+  const schema = {
+    tags: ['chat'],
+    operationId: 'createChatCompletion',
+    summary: 'Create a chat completion (OpenAI-compatible)',
+    description:
+      'Parameters not named here are passed to the upstream untouched. The worst-case price is held before the call; what the upstream reports is charged, a failed call is not.',
+    security: apiKeySecurity,
+    body: chatCompletionBodyFor(options.catalog),
+    response: {
+      200: {
+        description: 'The completion; with `stream: true`, Server-Sent Events ending with `data: [DONE]`.',
+        content: { 'application/json': { schema: chatCompletionResponse }, 'text/event-stream': { schema: chatStreamEvent } },
+      },
+      // The upstream's own 4xx keep their status (409 among them); its 5xx become 502.
+      ...errorResponses(...BODY_ERRORS, 403, 404, 409, 502, ...AUTHENTICATED_ERRORS),
+    },
+  };
+
+  app.post('/chat/completions', { schema, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
     const principal = principalOf(request);
     const context = { signal: abortOnDisconnect(reply.raw), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers) };
     try {

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { Catalog } from '../../../core/catalog.ts';
+import { modelIdField } from '../model-resolution.ts';
 
 // The OpenAI chat completion request (spec 4.3). Every object is loose: parameters this schema
 // does not name (seed, logprobs, response_format, tool_choice, user, ...) reach the upstream
@@ -54,6 +56,13 @@ export const chatCompletionBody = z.looseObject({
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionBody>;
 
+/** The body as the route checks and documents it: `model` lists the catalog's chat models. */
+export function chatCompletionBodyFor(catalog: Catalog) {
+  const chatModel = catalog.all().find((model) => model.kind === 'chat');
+  const examples = chatModel ? [{ model: chatModel.id, messages: [{ role: 'user', content: 'Write a haiku about rivers.' }], max_tokens: 64 }] : [];
+  return chatCompletionBody.extend({ model: modelIdField(catalog, 'chat') }).meta({ examples });
+}
+
 // Documents the answer; the route sends the upstream's JSON text, which skips serialization.
 export const chatCompletionResponse = z.looseObject({
   id: z.string(),
@@ -68,4 +77,33 @@ export const chatCompletionResponse = z.looseObject({
     }),
   ),
   usage: z.looseObject({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }).optional(),
+});
+
+const streamChunk = z.looseObject({
+  id: z.string(),
+  object: z.literal('chat.completion.chunk'),
+  created: z.number().int(),
+  model: z.string(),
+  choices: z.array(z.looseObject({ index: z.number().int(), delta: z.looseObject({}), finish_reason: z.string().nullish() })),
+});
+
+// Ends a stream whose upstream failed after the first byte, when no status can change any more.
+const streamError = z.object({ error: z.looseObject({ message: z.string(), type: z.string(), code: z.string() }) });
+
+/** A JSON Schema to nest inside another: without the `$schema` that only a root may carry. */
+function embeddedJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _root, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'output' });
+  return rest;
+}
+
+/** One Server-Sent Event of a streamed completion (OpenAPI 3.1 reads a stream's schema as the
+ * schema of each event): a chunk, the closing `[DONE]`, or an error that ends the stream. */
+export const chatStreamEvent = z.object({
+  event: z.literal('message').optional(),
+  data: z.string().meta({
+    anyOf: [
+      { const: '[DONE]' },
+      { contentMediaType: 'application/json', contentSchema: embeddedJsonSchema(z.union([streamChunk, streamError])) },
+    ],
+  }),
 });

@@ -1,16 +1,34 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
+import type { Catalog } from '../../../core/catalog.ts';
+import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
+import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
 import { abortOnDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
 import type { ImageProxy } from '../../services/openai-proxy/image-proxy.ts';
-import { imageGenerationBody, imageGenerationResponse } from './schemas.ts';
+import { idempotencyHeaders } from '../idempotency-header.ts';
+import { resolveModelFirst } from '../model-resolution.ts';
+import { imageGenerationBodyFor, imageGenerationResponse } from './schemas.ts';
 
 export interface ImageRouteOptions {
+  catalog: Catalog;
   images: ImageProxy;
 }
 
 export const imageRoutes: FastifyPluginAsyncZod<ImageRouteOptions> = async (app, options) => {
-  app.post('/images/generations', { schema: { body: imageGenerationBody, response: { 200: imageGenerationResponse } } }, async (request, reply) => {
+  const schema = {
+    tags: ['images'],
+    operationId: 'createImage',
+    summary: 'Generate images (OpenAI-compatible)',
+    description: 'Parameters not named here are passed to the upstream untouched. Billed per image returned; a failed call is not billed.',
+    security: apiKeySecurity,
+    headers: idempotencyHeaders,
+    body: imageGenerationBodyFor(options.catalog),
+    // 409 and 422: Idempotency-Key (and an upstream's own 409); the upstream's 5xx become 502.
+    response: { 200: imageGenerationResponse, ...errorResponses(...BODY_ERRORS, 403, 404, 409, 422, 502, ...AUTHENTICATED_ERRORS) },
+  };
+
+  app.post('/images/generations', { schema, preValidation: resolveModelFirst(options.catalog, 'image') }, async (request, reply) => {
     const context = { signal: abortOnDisconnect(reply.raw), log: request.log };
     try {
       const json = await options.images.generate(principalOf(request), request.body, context);

@@ -3,12 +3,22 @@ import { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { mayUseModel } from '../../../core/model-access.ts';
+import { atMostCharacters } from '../../../core/characters.ts';
+import { AUTHENTICATED_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
+import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
 
 const modelSchema = z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() });
 
 export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (app, { catalog }) => {
-  app.get('/models', { schema: { response: { 200: z.object({ object: z.literal('list'), data: z.array(modelSchema) }) } } }, async (request) => {
+  const listSchema = {
+    tags: ['models'],
+    operationId: 'listModels',
+    summary: 'List the models this key may use',
+    security: apiKeySecurity,
+    response: { 200: z.object({ object: z.literal('list'), data: z.array(modelSchema) }), ...errorResponses(...AUTHENTICATED_ERRORS) },
+  };
+  app.get('/models', { schema: listSchema }, async (request) => {
     const principal = principalOf(request);
     const data = catalog
       .all()
@@ -17,7 +27,16 @@ export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (a
     return { object: 'list' as const, data };
   });
 
-  app.get('/models/:model', { schema: { params: z.object({ model: z.string() }), response: { 200: modelSchema } } }, async (request) => {
+  const readSchema = {
+    tags: ['models'],
+    operationId: 'retrieveModel',
+    summary: 'Read one model',
+    description: 'A model the key may not use is a 404, as if it did not exist.',
+    security: apiKeySecurity,
+    params: z.object({ model: atMostCharacters(z.string(), 200, 'is longer than 200 characters').describe('A model id.') }),
+    response: { 200: modelSchema, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) },
+  };
+  app.get('/models/:model', { schema: readSchema }, async (request) => {
     const principal = principalOf(request);
     const model = catalog.find(request.params.model);
     if (!model || !mayUseModel(principal, model.id)) {

@@ -1,54 +1,118 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { z } from 'zod';
+import { z } from 'zod';
+import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { taskViewJson } from '../../../core/task-view.ts';
-import type { VideoVendor } from '../../../vendors/types.ts';
+import { VendorRejectedError, VendorTransientError, type VideoVendor } from '../../../vendors/types.ts';
+import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
+import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
 import type { VideoTaskService } from '../../services/video-tasks.ts';
-import { submissionResponse, taskParams, videoSubmissionBody, videoTaskView } from './schemas.ts';
+import { idempotencyHeaders } from '../idempotency-header.ts';
+import { resolveModelFirst } from '../model-resolution.ts';
+import { submissionResponse, taskParams, videoTaskView } from './schemas.ts';
+import { videoSubmissionBodyFor } from './submission-schema.ts';
 
 export interface VideoRouteOptions {
+  catalog: Catalog;
   service: VideoTaskService;
   publicBaseUrl: string;
   vendorFor: (upstream: string) => VideoVendor;
   upstreamOf: (modelId: string) => string | undefined;
 }
 
+const clipResponse = {
+  description: 'The clip, streamed from a vendor whose downloads need the vendor key.',
+  content: { 'video/mp4': { schema: z.string().meta({ contentMediaType: 'video/mp4' }) } },
+};
+
+const clipRedirect = z.undefined().meta({
+  description: 'The clip is at a public address: `Location` points to it.',
+  headers: { location: { type: 'string', format: 'uri', description: 'The clip’s download address.' } },
+});
+
 export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app, options) => {
   app.post(
     '/video/generations',
     {
-      schema: { body: videoSubmissionBody, response: { 200: submissionResponse } },
-      // Spec 4.1 rule 1: say where callback_url belongs instead of a bare "unrecognized key".
-      preValidation: async (request) => {
-        const body = request.body as Record<string, unknown> | null;
-        if (body && typeof body === 'object' && 'callback_url' in body) {
-          throw new GatewayError('invalid_request', 'callback_url belongs inside metadata: send it as metadata.callback_url.', 'callback_url');
-        }
+      schema: {
+        tags: ['video'],
+        operationId: 'createVideoTask',
+        summary: 'Submit a video generation task',
+        description: 'Validates the request against the model, holds the price on the balance and starts the task. Poll the task, or pass metadata.callback_url.',
+        security: apiKeySecurity,
+        headers: idempotencyHeaders,
+        body: videoSubmissionBodyFor(options.catalog),
+        response: { 200: submissionResponse, ...errorResponses(...BODY_ERRORS, 403, 404, 409, 422, ...AUTHENTICATED_ERRORS) },
       },
+      preValidation: [
+        // Spec 4.1 rule 1: say where callback_url belongs instead of a bare "unrecognized key".
+        async (request) => {
+          const body = request.body as unknown as Record<string, unknown> | null;
+          if (body && typeof body === 'object' && 'callback_url' in body) {
+            throw new GatewayError('invalid_request', 'callback_url belongs inside metadata: send it as metadata.callback_url.', 'callback_url');
+          }
+        },
+        resolveModelFirst(options.catalog, 'video'),
+      ],
     },
     async (request) => options.service.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId),
   );
 
-  app.get('/video/generations/:task_id', { schema: { params: taskParams, response: { 200: videoTaskView } } }, async (request, reply) => {
-    const task = await options.service.find(principalOf(request), request.params.task_id);
-    // Sent as the exact string the webhook carries for the same snapshot (a string payload skips
-    // the serializer; the schema above still documents the shape).
-    const json = taskViewJson(task, options.publicBaseUrl);
-    return reply.type('application/json; charset=utf-8').send(json as unknown as z.infer<typeof videoTaskView>);
-  });
+  app.get(
+    '/video/generations/:task_id',
+    {
+      schema: {
+        tags: ['video'],
+        operationId: 'getVideoTask',
+        summary: 'Read a video task',
+        description: 'The same JSON the webhook delivers. Another account’s task is a 404.',
+        security: apiKeySecurity,
+        params: taskParams,
+        response: { 200: videoTaskView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const task = await options.service.find(principalOf(request), request.params.task_id);
+      // Sent as the exact string the webhook carries for the same snapshot (a string payload skips
+      // the serializer; the schema above still documents the shape).
+      const json = taskViewJson(task, options.publicBaseUrl);
+      return reply.type('application/json; charset=utf-8').send(json as unknown as z.infer<typeof videoTaskView>);
+    },
+  );
 
   // Clips from vendors whose download needs the vendor's key are streamed through the gateway.
-  app.get('/video/generations/:task_id/content', { schema: { params: taskParams } }, async (request, reply) => {
-    const task = await options.service.find(principalOf(request), request.params.task_id);
-    if (task.status !== 'succeeded') {
-      throw new GatewayError('invalid_request', `The task is ${task.status}; its clip is downloadable once it has succeeded.`, 'task_id');
-    }
-    if (task.url) return reply.redirect(task.url, 302);
-    const upstream = options.upstreamOf(task.model);
-    const vendor = upstream ? options.vendorFor(upstream) : undefined;
-    if (!vendor?.openContent || !task.vendor_task_id) throw new GatewayError('task_not_found', 'The clip of this task is no longer available.');
-    const content = await vendor.openContent(task.vendor_task_id);
-    return reply.type(content.contentType).send(content.body);
-  });
+  app.get(
+    '/video/generations/:task_id/content',
+    {
+      schema: {
+        tags: ['video'],
+        operationId: 'downloadVideoContent',
+        summary: 'Download a finished clip',
+        security: apiKeySecurity,
+        params: taskParams,
+        response: { 200: clipResponse, 302: clipRedirect, ...errorResponses(400, 404, 409, 502, ...AUTHENTICATED_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const task = await options.service.find(principalOf(request), request.params.task_id);
+      if (task.status !== 'succeeded') {
+        // 409: the request is fine, the task is not there yet (400 would blame the request).
+        throw new GatewayError('conflict', `The task is ${task.status}; its clip is downloadable once it has succeeded.`, 'task_id');
+      }
+      if (task.url) return reply.redirect(task.url, 302);
+      const upstream = options.upstreamOf(task.model);
+      const vendor = upstream ? options.vendorFor(upstream) : undefined;
+      if (!vendor?.openContent || !task.vendor_task_id) throw new GatewayError('task_not_found', 'The clip of this task is no longer available.');
+      const content = await vendor.openContent(task.vendor_task_id).catch((error: unknown) => {
+        // The vendor's trouble, not the caller's and not a gateway bug: a 502 the caller may retry.
+        if (error instanceof VendorTransientError || error instanceof VendorRejectedError) {
+          throw new GatewayError('upstream_error', `The vendor could not deliver the clip: ${error.message}`);
+        }
+        throw error;
+      });
+      // A stream, which Fastify pipes as is; the typed send() only knows the documented string.
+      return reply.type(content.contentType).send(content.body as unknown as string);
+    },
+  );
 };

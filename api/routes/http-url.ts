@@ -1,0 +1,26 @@
+import { z } from 'zod';
+
+// Caller-supplied addresses (callback_url, reference media) as one plain grammar that every
+// parser involved agrees on. The gateway parses URLs the WHATWG way (`new URL`), callers'
+// tools and the OpenAPI document's readers the RFC 3986 way, and the two differ at the edges:
+// WHATWG accepts `http://a/b c` and `%zz`, refuses `http://1.2.3.999` and `http://xn--a`; RFC
+// 3986 the other way round. Inside this grammar both accept everything and the server checks
+// the same pattern the document shows, so no address is valid to one reader and not the other.
+//
+// A host is a DNS name whose last label starts with a letter (so it is never read as an IPv4
+// number) and whose labels have no double hyphen (so no invalid punycode), or a dotted IPv4
+// address. IPv6 literals and non-ASCII names are not accepted; send the punycode name instead.
+
+const octet = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+const label = '[A-Za-z0-9](?:-?[A-Za-z0-9])*';
+const lastLabel = '[A-Za-z](?:-?[A-Za-z0-9])*';
+const host = `(?:(?:${label}\\.)*${lastLabel}|(?:${octet}\\.){3}${octet})`;
+const port = '(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
+const pchar = "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})";
+const tail = `(?:/(?:${pchar}|/)*)?(?:\\?(?:${pchar}|[/?])*)?(?:#(?:${pchar}|[/?])*)?`;
+
+export const HTTP_URL_PATTERN = new RegExp(`^[Hh][Tt][Tt][Pp][Ss]?://${host}(?::${port})?${tail}$`);
+
+export const httpUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
+  .regex(HTTP_URL_PATTERN, 'must be an absolute http(s) URL with a DNS name or IPv4 address, and percent-encoded special characters');

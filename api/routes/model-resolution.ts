@@ -1,0 +1,31 @@
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Catalog, CatalogModel } from '../../core/catalog.ts';
+import { resolveModel } from '../../core/model-access.ts';
+import { principalOf } from '../plugins/api-key-auth.ts';
+
+// Request bodies name their model, and the OpenAPI document lists the catalog's ids for each
+// endpoint so callers (and the fuzzer) see what exists. An id outside that list is still not a
+// 400: spec 7 wants 404 for an unknown model and 403 for one the key may not use, so the model
+// is resolved in preValidation, before the body's schema runs.
+
+/** The `model` field of an endpoint: the catalog's ids of that kind. */
+export function modelIdField(catalog: Catalog, kind: CatalogModel['kind']) {
+  const ids = catalog
+    .all()
+    .filter((model) => model.kind === kind)
+    .map((model) => model.id);
+  if (ids.length === 0) return z.never({ error: `this gateway serves no ${kind} models` });
+  return z.enum(ids as [string, ...string[]], { error: `is required: a ${kind} model id from GET /v1/models` }).describe(`A ${kind} model id (GET /v1/models lists those your key may use).`);
+}
+
+/** preValidation hook: 404 for an unknown model, 403 for one the key may not use, 400 for a
+ * model of another kind; a missing or non-string model is left to the schema. */
+export function resolveModelFirst(catalog: Catalog, kind: CatalogModel['kind']) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const body = request.body;
+    if (typeof body !== 'object' || body === null || !('model' in body)) return;
+    const modelId = (body as { model: unknown }).model;
+    if (typeof modelId === 'string') resolveModel(catalog, principalOf(request), modelId, kind);
+  };
+}

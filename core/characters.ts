@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+// Length limits on text, counted the way the OpenAPI document counts them. JSON Schema's
+// maxLength counts characters (code points); zod's .max() counts UTF-16 units, so an emoji
+// counts twice and a name of 150 emoji, valid by the document, would be refused. These checks
+// count code points and write the same number into the document.
+
+function characterCount(text: string): number {
+  let count = 0;
+  for (const _character of text) count++;
+  return count;
+}
+
+/** `schema`, refusing text longer than `max` characters. */
+export function atMostCharacters<Schema extends z.ZodString>(schema: Schema, max: number, message: string): Schema {
+  return schema.refine((text) => characterCount(text) <= max, message).meta({ maxLength: max }) as Schema;
+}
+
+/** `schema`, refusing text shorter than `min` characters. */
+export function atLeastCharacters<Schema extends z.ZodString>(schema: Schema, min: number, message: string): Schema {
+  return schema.refine((text) => characterCount(text) >= min, message).meta({ minLength: min }) as Schema;
+}
+
+// Whitespace exactly as JavaScript's trim() sees it, spelled out: `\s` differs between the
+// regex engines that read the OpenAPI document (U+FEFF is whitespace to JavaScript, not to
+// Python or Rust), and text of only whitespace must be refused the same way everywhere.
+/** The characters of JavaScript's `\s` (what trim() removes), as a regex character-class body. */
+export const WHITESPACE_CLASS = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+const NOT_ONLY_WHITESPACE = new RegExp(`[^${WHITESPACE_CLASS}]`);
+
+/** Required text with something besides whitespace, at most `max` characters, trimmed. */
+export function visibleText(max: number) {
+  return atMostCharacters(z.string({ error: 'is required' }), max, `is longer than ${max} characters`)
+    .regex(NOT_ONLY_WHITESPACE, 'must not be empty')
+    .trim();
+}
