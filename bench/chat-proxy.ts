@@ -7,7 +7,7 @@ import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '.
 import { freePort, startProcess, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { connectDatabase } from '../store/database.ts';
 import { printChatReport } from './lib/chat-report.ts';
-import { chatTarget, complete, runTimedLoad, timeStream, type ChatTarget, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
+import { chatTarget, complete, runTimedLoad, streamCapacity, timeStream, type ChatTarget, type StreamCapacity, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
 
 // `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:
 //   direct   the loopback upstream itself (bench/lib/loopback-upstream.ts, its own process);
@@ -20,7 +20,8 @@ import { chatTarget, complete, runTimedLoad, timeStream, type ChatTarget, type S
 //            .tools/bench-venv), no database, model openai/gpt-4o-mini at the same upstream.
 // 1. added latency p50/p99 at concurrency 1, zero-delay upstream, non-stream;
 // 2. throughput at 50 concurrent connections, upstream answering after 20 ms;
-// 3. streaming (64 chunks 20 ms apart): added time-to-first-token p50/p99 and inter-chunk gap.
+// 3. streaming (64 chunks 20 ms apart): added time-to-first-token p50/p99 and inter-chunk gap;
+// 4. the most concurrent streams held with no lost chunk (levels from BENCH_CAPACITY_LEVELS).
 // Every loop is bounded in count and time; all traffic stays on 127.0.0.1. Figures only,
 // nothing asserted (machines are noisy). BENCH_* variables below scale the runs.
 
@@ -30,6 +31,10 @@ const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 20);
 const THROUGHPUT_CONCURRENCY = 50;
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 16);
 const STREAM_CONCURRENCY = 4;
+// Streams of 64 chunks 20 ms apart last about 1.3 s: starting the 4 a quarter of that apart
+// keeps their first chunks from queueing behind each other, so TTFT measures one stream's path.
+const STREAM_STAGGER_MS = 330;
+const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS ?? '50,100,200,400,800').split(',').map(Number);
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 
 const processes: ManagedProcess[] = [];
@@ -219,12 +224,17 @@ try {
   for (const target of targets) {
     await timeStream(target, 'warm up [up:chunks=4]').catch(() => undefined);
     const timings: StreamTiming[] = [];
-    const load = await runTimedLoad(STREAM_CONCURRENCY, STREAMS, 60, async () => {
+    const load = await runTimedLoad(STREAM_CONCURRENCY, STREAMS, 60, async (index) => {
+      if (index < STREAM_CONCURRENCY) await new Promise((resolve) => setTimeout(resolve, index * STREAM_STAGGER_MS));
       timings.push(await timeStream(target, 'stream please'));
       return true;
     });
     streams.set(target.name, { timings, load });
   }
+
+  // 4. The most concurrent streams held with no lost chunk.
+  const capacity = new Map<string, StreamCapacity>();
+  for (const target of targets) capacity.set(target.name, await streamCapacity(target, CAPACITY_LEVELS, 64));
 
   printChatReport({
     names: targets.map((target) => target.name),
@@ -232,6 +242,8 @@ try {
     throughput,
     spread: { name: spread[0]!.name, load: spreadLoad },
     streams,
+    capacity,
+    capacityLevels: CAPACITY_LEVELS,
     ...(typeof litellm === 'string' ? { litellmUnavailable: litellm } : {}),
     sizes: {
       latencyRequests: LATENCY_REQUESTS,

@@ -1,4 +1,4 @@
-import { fmt, p, type StreamTiming, type TimedLoad } from './proxy-load.ts';
+import { fmt, HELD_GAP_P99_MS, HELD_TTFT_P99_MS, p, type StreamCapacity, type StreamTiming, type TimedLoad } from './proxy-load.ts';
 
 // The tables and the summary of bench/chat-proxy.ts, from what it measured. Targets by name:
 // 'direct' (the upstream itself, the base of every "added" figure), 'floor' (bare Fastify +
@@ -11,6 +11,8 @@ export interface ChatMeasurements {
   /** Framegate's throughput run repeated over many accounts. */
   spread: { name: string; load: TimedLoad };
   streams: Map<string, { timings: StreamTiming[]; load: TimedLoad }>;
+  capacity: Map<string, StreamCapacity>;
+  capacityLevels: number[];
   litellmUnavailable?: string;
   sizes: { latencyRequests: number; throughputRequests: number; throughputSeconds: number; concurrency: number; streams: number; streamConcurrency: number };
 }
@@ -57,7 +59,7 @@ export function printChatReport(m: ChatMeasurements): void {
     firstError(load);
   }
 
-  console.log(`\n3. Streaming, 64 chunks 20 ms apart (${sizes.streams} streams each, ${sizes.streamConcurrency} at a time; TTFT = request sent → first content delta)`);
+  console.log(`\n3. Streaming, 64 chunks 20 ms apart (${sizes.streams} streams each, ${sizes.streamConcurrency} at a time, started apart; TTFT = request sent → first content delta)`);
   const w3 = [10, 8, 10, 10, 12, 12, 9, 9, 9, 8, 8];
   console.log(row(['', 'streams', 'TTFT p50', 'TTFT p99', 'added p50', 'added p99', 'gap p50', 'gap p99', 'gap max', 'chunks', 'errors'], w3));
   const ttftOf = (name: string) => m.streams.get(name)!.timings.map((timing) => timing.ttftMs);
@@ -86,6 +88,15 @@ export function printChatReport(m: ChatMeasurements): void {
   }
   console.log('   (all figures in ms; "chunks" = fewest content deltas one stream delivered; the upstream sends 64)');
 
+  console.log(`\n4. Concurrent streams held: 64 chunks each, all delivered, gap p99 ≤ ${HELD_GAP_P99_MS} ms, TTFT p99 ≤ ${HELD_TTFT_P99_MS} ms (levels ${m.capacityLevels.join(', ')})`);
+  const w4 = [10, 8, 12, 12, 40];
+  console.log(row(['', 'held', 'gap p99 ms', 'TTFT p99 ms', 'first level that failed'], w4));
+  for (const name of names) {
+    const held = m.capacity.get(name)!;
+    const failed = held.failedAt ? `${held.failedAt.streams}: ${held.failedAt.reason}` : 'none';
+    console.log(row([name, String(held.held), fmt(held.gapP99Ms), fmt(held.ttftP99Ms), failed.slice(0, 60)], w4));
+  }
+
   const added = (name: string, fraction = 0.5) => p(m.latency.get(name)!.latenciesMs, fraction) - p(base.latenciesMs, fraction);
   const addedTtft = (name: string, fraction = 0.5) => p(ttftOf(name), fraction) - p(baseTtft, fraction);
   const perSecond = (name: string) => m.throughput.get(name)!.perSecond;
@@ -94,6 +105,7 @@ export function printChatReport(m: ChatMeasurements): void {
   console.log('\nSummary');
   for (const name of names.filter((name) => name !== 'direct')) console.log(`  ${name.padEnd(10)} ${line(name)}`);
   console.log(`  Framegate over ${sizes.concurrency} accounts: ${fmt(m.spread.load.perSecond, 0)} req/s`);
+  console.log(`  Concurrent streams held: ${names.map((name) => `${name} ${m.capacity.get(name)!.held}`).join(', ')}`);
   if (names.includes('floor')) {
     console.log(`  Framegate above the floor: +${fmt(added('Framegate') - added('floor'))} ms p50 latency, +${fmt(addedTtft('Framegate') - addedTtft('floor'))} ms TTFT p50, throughput ${ratio(perSecond('Framegate'), perSecond('floor'))} of the floor's`);
   }

@@ -121,3 +121,49 @@ export function fmt(value: number, digits = 2): string {
 export function p(samples: number[], fraction: number): number {
   return percentile(samples, fraction);
 }
+
+export interface StreamCapacity {
+  /** The most concurrent streams that all arrived whole (0 when even the first level failed). */
+  held: number;
+  /** The level that failed, and why; absent when every level held. */
+  failedAt?: { streams: number; reason: string };
+  /** At the highest level held: inter-chunk gap p99 and TTFT p99, ms. */
+  gapP99Ms: number;
+  ttftP99Ms: number;
+}
+
+/** A level is held when every stream delivers every chunk, and in time: TCP loses nothing, so
+ * an overloaded proxy shows as chunks arriving late, not as chunks missing. */
+export const HELD_GAP_P99_MS = 100;
+export const HELD_TTFT_P99_MS = 1_000;
+
+/** Opens `levels` concurrent streams in turn (each on its own connections) until a level
+ * fails: an error, a lost chunk, gap p99 above HELD_GAP_P99_MS or TTFT p99 above
+ * HELD_TTFT_P99_MS. */
+export async function streamCapacity(target: ChatTarget, levels: number[], chunks: number): Promise<StreamCapacity> {
+  const result: StreamCapacity = { held: 0, gapP99Ms: Number.NaN, ttftP99Ms: Number.NaN };
+  for (const streams of levels) {
+    const pool = new Pool(target.origin, { connections: streams, pipelining: 1, keepAliveTimeout: 30_000 });
+    const wide: ChatTarget = { ...target, pool };
+    const outcomes = await Promise.allSettled(Array.from({ length: streams }, () => timeStream(wide, `capacity [up:chunks=${chunks}]`)));
+    await pool.close();
+    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    const timings = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+    const short = timings.find((timing) => timing.contentChunks < chunks);
+    const gapP99Ms = percentile(timings.flatMap((timing) => timing.gapsMs), 0.99);
+    const ttftP99Ms = percentile(timings.map((timing) => timing.ttftMs), 0.99);
+    let reason: string | undefined;
+    if (failed) reason = String((failed as PromiseRejectedResult).reason).slice(0, 120);
+    else if (short) reason = `a stream delivered ${short.contentChunks} of ${chunks} chunks`;
+    else if (gapP99Ms > HELD_GAP_P99_MS) reason = `gap p99 ${gapP99Ms.toFixed(0)} ms`;
+    else if (ttftP99Ms > HELD_TTFT_P99_MS) reason = `TTFT p99 ${ttftP99Ms.toFixed(0)} ms`;
+    if (reason) {
+      result.failedAt = { streams, reason };
+      return result;
+    }
+    result.held = streams;
+    result.gapP99Ms = gapP99Ms;
+    result.ttftP99Ms = ttftP99Ms;
+  }
+  return result;
+}
