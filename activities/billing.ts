@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { spendMicros } from '../core/metrics.ts';
 import type { Ledger } from '../store/ledger.ts';
 import type { UsageStore } from '../store/usage.ts';
 
@@ -23,6 +24,8 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
       outcome: 'capture' | 'release';
       videoSeconds: number;
     }): Promise<void> {
+      // Whether an earlier attempt of this activity already settled, so spend is counted once.
+      const settledBefore = input.outcome === 'capture' && (await deps.ledger.find(input.taskId, 'capture')) !== null;
       const result = await deps.ledger.apply({
         accountId: input.accountId,
         keyId: input.keyId,
@@ -37,6 +40,7 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
       }
       if (result !== 'applied') throw new Error(`settlement of ${input.taskId} returned ${result}`);
       if (input.outcome === 'capture') {
+        if (!settledBefore) spendMicros.inc({ kind: 'video', model: input.modelId }, input.amountMicros);
         await deps.usage.record({
           _id: `${input.taskId}:usage`,
           account_id: input.accountId,

@@ -1,3 +1,4 @@
+import { videoTaskTransitions } from '../core/metrics.ts';
 import type { TaskError } from '../core/video-task.ts';
 import type { TaskStore } from '../store/tasks.ts';
 
@@ -7,7 +8,12 @@ import type { TaskStore } from '../store/tasks.ts';
 export function createSnapshotActivities(deps: { tasks: TaskStore }) {
   return {
     async markTaskRunning(input: { taskId: string; vendorTaskId: string }): Promise<void> {
-      await deps.tasks.markRunning(input.taskId, { vendorTaskId: input.vendorTaskId });
+      const changed = await deps.tasks.markRunning(input.taskId, { vendorTaskId: input.vendorTaskId });
+      // Counted once per task: a retried activity finds the task already running.
+      if (changed) {
+        const task = await deps.tasks.find(input.taskId);
+        if (task) videoTaskTransitions.inc({ state: 'running', model: task.model });
+      }
     },
 
     async updateTaskProgress(input: { taskId: string; progress: number }): Promise<void> {
@@ -16,11 +22,12 @@ export function createSnapshotActivities(deps: { tasks: TaskStore }) {
 
     async finishTask(input: { taskId: string; outcome: { status: 'succeeded'; url?: string } | { status: 'failed'; error: TaskError } }): Promise<void> {
       const outcome = input.outcome;
-      const written = await deps.tasks.finish(
+      const { task, changed } = await deps.tasks.finish(
         input.taskId,
         outcome.status === 'succeeded' ? { status: 'succeeded', url: outcome.url, contentViaGateway: !outcome.url } : outcome,
       );
-      if (!written) throw new Error(`task ${input.taskId} has no snapshot`);
+      if (!task) throw new Error(`task ${input.taskId} has no snapshot`);
+      if (changed) videoTaskTransitions.inc({ state: task.status, model: task.model });
     },
   };
 }

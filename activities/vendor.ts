@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { vendorErrors } from '../core/metrics.ts';
 import { VendorRejectedError, VendorTransientError, type VendorTaskStatus, type VideoGenerationRequest, type VideoVendor } from '../vendors/types.ts';
 
 // Vendor calls. Errors become Temporal failures whose `type` drives the retry policy:
@@ -7,8 +8,10 @@ import { VendorRejectedError, VendorTransientError, type VendorTaskStatus, type 
 
 export type VendorLookup = (upstream: string) => VideoVendor;
 
-function asFailure(error: unknown): unknown {
+/** The Temporal failure for a vendor error, counted by upstream (a plain bug is not counted). */
+function asFailure(error: unknown, upstream: string): unknown {
   if (error instanceof VendorRejectedError) {
+    vendorErrors.inc({ vendor: upstream, kind: 'rejected' });
     return ApplicationFailure.create({
       message: error.message,
       type: 'VendorRejected',
@@ -17,6 +20,7 @@ function asFailure(error: unknown): unknown {
     });
   }
   if (error instanceof VendorTransientError) {
+    vendorErrors.inc({ vendor: upstream, kind: 'transient' });
     return ApplicationFailure.create({
       message: error.message,
       type: 'VendorTransient',
@@ -33,7 +37,7 @@ export function createVendorActivities(vendorFor: VendorLookup) {
       try {
         return await vendorFor(input.upstream).start(input.request);
       } catch (error) {
-        throw asFailure(error);
+        throw asFailure(error, input.upstream);
       }
     },
 
@@ -41,7 +45,7 @@ export function createVendorActivities(vendorFor: VendorLookup) {
       try {
         return await vendorFor(input.upstream).status(input.vendorTaskId);
       } catch (error) {
-        throw asFailure(error);
+        throw asFailure(error, input.upstream);
       }
     },
 
@@ -49,7 +53,7 @@ export function createVendorActivities(vendorFor: VendorLookup) {
       try {
         await vendorFor(input.upstream).cancel(input.vendorTaskId);
       } catch (error) {
-        throw asFailure(error);
+        throw asFailure(error, input.upstream);
       }
     },
   };

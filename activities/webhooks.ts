@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { webhookAttempts } from '../core/metrics.ts';
 import { taskViewJson } from '../core/task-view.ts';
 import type { WebhookAttempt } from '../core/video-task.ts';
 import { webhookSecretsInForce, type AccountStore } from '../store/accounts.ts';
@@ -31,6 +32,7 @@ export function createWebhookActivities(deps: { tasks: TaskStore; accounts: Acco
         dispatcher: deps.dispatcher,
         timeoutMs: deps.timeoutMs ?? 15_000,
       });
+      webhookAttempts.inc({ outcome: result.outcome });
       const attempt: WebhookAttempt = { attempt: input.attempt, at: new Date(), outcome: result.outcome, duration_ms: result.durationMs };
       if (result.status !== undefined) attempt.status = result.status;
       if (result.error !== undefined) attempt.error = result.error;

@@ -17,6 +17,7 @@ import { adminAuth } from './plugins/admin-auth.ts';
 import { apiKeyAuth } from './plugins/api-key-auth.ts';
 import { answerFrameworkError, errorHandler } from './plugins/error-handler.ts';
 import { jsonBody } from './plugins/json-body.ts';
+import { metrics } from './plugins/metrics.ts';
 import { requestLog } from './plugins/request-log.ts';
 import { consolePlugin } from './console/plugin.ts';
 import { adminRoutes } from './routes/admin/index.ts';
@@ -111,6 +112,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(jsonBody);
   // Before any route: the document is collected from the routes as they are registered.
   await app.register(openApiDocument, { publicBaseUrl: publicBaseUrl(config) });
+  await app.register(metrics);
   await app.register(apiKeyAuth, { apiKeys });
   await app.register(adminAuth, { adminToken: config.ADMIN_TOKEN });
 

@@ -61,18 +61,27 @@ export class TaskStore {
   }
 
   /** Moves an open task to `running` (idempotent). Final states are never touched. */
-  async markRunning(taskId: string, update: { vendorTaskId: string; progress?: number }): Promise<void> {
+  /** True when this call moved the task to running (not when it already was, or is final). */
+  async markRunning(taskId: string, update: { vendorTaskId: string; progress?: number }): Promise<boolean> {
     const set: Partial<TaskDocument> = { status: 'running', vendor_task_id: update.vendorTaskId, updated_at: new Date() };
     if (update.progress !== undefined) set.progress = update.progress;
-    await this.collection.updateOne({ _id: taskId, status: { $in: OPEN_STATUSES } }, { $set: set });
+    const result = await this.collection.updateOne({ _id: taskId, status: 'submitted' }, { $set: set });
+    if (result.modifiedCount === 1) return true;
+    // Already running (a retried activity): the vendor id may still need writing.
+    await this.collection.updateOne({ _id: taskId, status: 'running' }, { $set: set });
+    return false;
   }
 
   async updateProgress(taskId: string, progress: number): Promise<void> {
     await this.collection.updateOne({ _id: taskId, status: 'running', progress: { $lt: progress } }, { $set: { progress, updated_at: new Date() } });
   }
 
-  /** Writes the final state once; a second call (a retried activity) changes nothing. */
-  async finish(taskId: string, final: { status: 'succeeded'; url?: string; contentViaGateway?: boolean } | { status: 'failed'; error: TaskError }): Promise<TaskDocument | null> {
+  /** Writes the final state once; a second call (a retried activity) changes nothing.
+   * `changed` says whether this call was the one that wrote it. */
+  async finish(
+    taskId: string,
+    final: { status: 'succeeded'; url?: string; contentViaGateway?: boolean } | { status: 'failed'; error: TaskError },
+  ): Promise<{ task: TaskDocument | null; changed: boolean }> {
     const set: Partial<TaskDocument> = { status: final.status, updated_at: new Date() };
     if (final.status === 'succeeded') {
       set.progress = 100;
@@ -81,8 +90,8 @@ export class TaskStore {
     } else {
       set.error = final.error;
     }
-    await this.collection.updateOne({ _id: taskId, status: { $in: OPEN_STATUSES } }, { $set: set });
-    return this.find(taskId);
+    const result = await this.collection.updateOne({ _id: taskId, status: { $in: OPEN_STATUSES } }, { $set: set });
+    return { task: await this.find(taskId), changed: result.modifiedCount === 1 };
   }
 
   async recordWebhookAttempt(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<void> {

@@ -9,6 +9,7 @@ import { Ledger } from '../store/ledger.ts';
 import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { TaskStore } from '../store/tasks.ts';
 import { createVideoWorker } from './create-worker.ts';
+import { startMetricsServer } from './metrics-server.ts';
 import { startSweeper } from './sweeper.ts';
 
 // The worker process. The Temporal runtime traps SIGINT/SIGTERM and shuts the worker down
@@ -39,10 +40,14 @@ const stopSweeper = startSweeper({
   log: (message) => console.log(message),
 });
 
+const metricsServer =
+  config.WORKER_METRICS_PORT === undefined ? undefined : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT });
+if (metricsServer) console.log(`worker metrics at ${metricsServer.url}`);
+
 console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS}`);
 try {
   await worker.run();
 } finally {
   stopSweeper();
-  await Promise.allSettled([connection.close(), temporal.close(), database.close()]);
+  await Promise.allSettled([connection.close(), temporal.close(), database.close(), metricsServer?.close()]);
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
+import { vendorErrors, videoTaskTransitions } from '../../../core/metrics.ts';
 import { taskViewJson } from '../../../core/task-view.ts';
 import { VendorRejectedError, VendorTransientError, type VideoVendor } from '../../../vendors/types.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
@@ -56,7 +57,11 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
         resolveModelFirst(options.catalog, 'video'),
       ],
     },
-    async (request) => options.service.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId),
+    async (request) => {
+      const submitted = await options.service.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId);
+      videoTaskTransitions.inc({ state: 'submitted', model: request.body.model });
+      return submitted;
+    },
   );
 
   app.get(
@@ -107,6 +112,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
       const content = await vendor.openContent(task.vendor_task_id).catch((error: unknown) => {
         // The vendor's trouble, not the caller's and not a gateway bug: a 502 the caller may retry.
         if (error instanceof VendorTransientError || error instanceof VendorRejectedError) {
+          vendorErrors.inc({ vendor: upstream!, kind: error instanceof VendorTransientError ? 'transient' : 'rejected' });
           throw new GatewayError('upstream_error', `The vendor could not deliver the clip: ${error.message}`);
         }
         throw error;

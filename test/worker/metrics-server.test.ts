@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { loadConfig } from '../../core/config.ts';
+import { startMetricsServer, type MetricsServer } from '../../worker/metrics-server.ts';
+import { createAccount, createKey } from '../helpers/app.ts';
+import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
+import { videoClient } from '../helpers/video-client.ts';
+import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+
+// The worker's own /metrics listener: the counters its activities move (a task's way to
+// running and succeeded, the money captured) are readable from the worker process itself.
+
+async function workerSamples(server: MetricsServer): Promise<Map<string, number>> {
+  const response = await request(server.url);
+  assert.equal(response.statusCode, 200);
+  assert.match(String(response.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+  return parsePrometheusText(await response.body.text());
+}
+
+describe('worker metrics listener', () => {
+  let stack: VideoStack;
+  let server: MetricsServer;
+  before(async () => {
+    stack = await startVideoStack('worker-metrics');
+    server = await startMetricsServer({ host: '127.0.0.1', port: 0 });
+  });
+  after(async () => {
+    await server.close();
+    await stack.close();
+  });
+
+  it('is off unless WORKER_METRICS_PORT is set', () => {
+    assert.equal(loadConfig({}).WORKER_METRICS_PORT, undefined);
+    assert.equal(loadConfig({ WORKER_METRICS_PORT: '9464' }).WORKER_METRICS_PORT, 9464);
+  });
+
+  it('shows the transitions and the spend of a task the worker ran', async () => {
+    const account = await createAccount(stack.app, { name: 'worker-metrics', balance_usd: 10 });
+    const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+    const before = await workerSamples(server);
+    const submitted = await client.submit({ model: 'sora-2', prompt: 'a paper boat [sim:delay=0]', seconds: '4' });
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.json));
+    assert.equal((await client.waitForFinal(submitted.json.task_id)).status, 'succeeded');
+
+    const after = await workerSamples(server);
+    const delta = (name: string, labels: Record<string, string>) => sampleSum(after, name, labels) - sampleSum(before, name, labels);
+    assert.equal(delta('framegate_video_task_transitions_total', { state: 'running', model: 'sora-2' }), 1);
+    assert.equal(delta('framegate_video_task_transitions_total', { state: 'succeeded', model: 'sora-2' }), 1);
+    // 4 s at sora-2's 100,000 micro-USD per second (config/catalog.local.json).
+    assert.equal(delta('framegate_spend_micro_usd_total', { kind: 'video', model: 'sora-2' }), 400_000);
+    assert.ok(sampleSum(after, 'process_resident_memory_bytes') > 0, 'process metrics too');
+  });
+
+  it('serves nothing but GET /metrics', async () => {
+    const other = await request(server.url.replace(/\/metrics$/, '/admin'));
+    assert.equal(other.statusCode, 404);
+    await other.body.dump();
+    const post = await request(server.url, { method: 'POST' });
+    assert.equal(post.statusCode, 404);
+    await post.body.dump();
+  });
+});

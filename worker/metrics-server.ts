@@ -1,0 +1,39 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { enableProcessMetrics, metricsRegistry } from '../core/metrics.ts';
+
+// The worker's own /metrics: task transitions, webhook attempts, vendor errors and video spend
+// happen in this process, which has no HTTP server of its own, so a tiny one serves the
+// Prometheus text on WORKER_METRICS_PORT (off when unset). Nothing else is served.
+
+export interface MetricsServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startMetricsServer(options: { host: string; port: number }): Promise<MetricsServer> {
+  enableProcessMetrics();
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Only GET /metrics is served here.\n');
+      return;
+    }
+    metricsRegistry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(text),
+      () => response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Metrics could not be collected.\n'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
