@@ -21,10 +21,10 @@ export const httpRequestDuration = new Histogram({
   registers: [metricsRegistry],
 });
 
-/** api (chat proxy): from receiving a streamed chat request to its first content chunk. */
+/** api (chat proxy): from receiving a streamed chat request to sending its first text. */
 export const chatTimeToFirstToken = new Histogram({
   name: 'framegate_chat_time_to_first_token_seconds',
-  help: 'Streamed chat completions: time from the request to the first chunk sent to the caller, by model.',
+  help: 'Streamed chat completions: time from the request to the first chunk carrying text sent to the caller, by model.',
   labelNames: ['model'] as const,
   buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
   registers: [metricsRegistry],
@@ -70,6 +70,24 @@ export const vendorErrors = new Counter({
   labelNames: ['vendor', 'kind'] as const,
   registers: [metricsRegistry],
 });
+
+/** A billed chat call: its tokens, and the micro-USD actually charged (what charge() returned). */
+export function countChatCharge(modelId: string, tokens: { inputTokens: number; outputTokens: number }, chargedMicros: number): void {
+  chatTokens.inc({ model: modelId, direction: 'input' }, tokens.inputTokens);
+  chatTokens.inc({ model: modelId, direction: 'output' }, tokens.outputTokens);
+  spendMicros.inc({ kind: 'chat', model: modelId }, chargedMicros);
+}
+
+/** A billed image call: the micro-USD actually charged. */
+export function countImageCharge(modelId: string, chargedMicros: number): void {
+  spendMicros.inc({ kind: 'image', model: modelId }, chargedMicros);
+}
+
+/** The first text of a streamed completion went out; `startedAt` is performance.now() when the
+ * request arrived. */
+export function observeTimeToFirstToken(modelId: string, startedAt: number): void {
+  chatTimeToFirstToken.observe({ model: modelId }, (performance.now() - startedAt) / 1000);
+}
 
 let processMetricsOn = false;
 
