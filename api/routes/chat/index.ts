@@ -39,7 +39,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
 
   app.post('/chat/completions', { schema, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
     const principal = principalOf(request);
-    const context = { signal: abortOnDisconnect(reply.raw), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers) };
+    const context = { signal: abortOnDisconnect(reply.raw), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
     try {
       if (request.body.stream !== true) {
         const json = await options.chat.complete(principal, request.body, context);

@@ -7,6 +7,7 @@ import type { Principal } from '../../plugins/api-key-auth.ts';
 import type { AccountBudgets } from '../billing/account-budgets.ts';
 import type { Reservation } from '../billing/spend-lease.ts';
 import { limitHeaders, type RateLimiter } from '../rate-limits/rate-limiter.ts';
+import { countChatCharge } from '../../../core/metrics.ts';
 import { ChatStream } from './chat-stream.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
 import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
@@ -34,6 +35,8 @@ export interface CallContext {
   log: FastifyBaseLogger;
   /** Adds headers to the answer (the token rate-limit headers). */
   setHeaders?: (headers: Record<string, string>) => void;
+  /** performance.now() when the request arrived, for the time-to-first-token metric. */
+  receivedAt?: number;
 }
 
 /** A call whose reservation is in place and whose upstream answered 2xx. */
@@ -95,7 +98,7 @@ export class ChatProxy {
     }
     const reported = readUsage(completion.usage);
     const tokens = reported ?? { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
-    reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined });
+    countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined }));
     spendTokens(tokens);
     if (completion.model === model.id) return text;
     return JSON.stringify({ ...completion, model: model.id });
@@ -109,6 +112,7 @@ export class ChatProxy {
       forwardUsage: body.stream_options?.include_usage === true,
       signal: context.signal,
       log: context.log,
+      receivedAt: context.receivedAt ?? performance.now(),
     });
   }
 

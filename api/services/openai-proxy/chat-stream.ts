@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { countChatCharge, observeTimeToFirstToken } from '../../../core/metrics.ts';
 import type { StartedChatCall } from './chat-proxy.ts';
 import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
 
@@ -20,6 +21,8 @@ export interface ChatStreamOptions {
   forwardUsage: boolean;
   signal: AbortSignal;
   log: FastifyBaseLogger;
+  /** performance.now() when the request arrived, for the time-to-first-token metric. */
+  receivedAt: number;
 }
 
 /** Output tokens of what a stream delivered, when the upstream did not say. */
@@ -52,6 +55,7 @@ export class ChatStream {
         signal: this.options.signal,
         forwardUsage: this.options.forwardUsage,
         modelId: model.id,
+        onFirstText: () => observeTimeToFirstToken(model.id, this.options.receivedAt),
       });
     } catch (error) {
       outcome = { end: 'upstream_failed', delivered: { pieces: 0, characters: 0 }, failure: error instanceof Error ? error.message : String(error) };
@@ -80,14 +84,14 @@ export class ChatStream {
     switch (outcome.end) {
       case 'completed': {
         const tokens = outcome.usage ?? estimated;
-        reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: outcome.usage !== undefined });
+        countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: outcome.usage !== undefined }));
         this.call.spendTokens(tokens);
         return;
       }
       case 'client_gone': {
         if (!outcome.usage && outcome.delivered.pieces === 0) return reservation.release();
         const tokens = outcome.usage ?? estimated;
-        reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: false });
+        countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: false }));
         this.call.spendTokens(tokens);
         return;
       }

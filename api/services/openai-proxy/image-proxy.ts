@@ -1,5 +1,6 @@
 import type { Catalog } from '../../../core/catalog.ts';
 import { imagePriceMicros } from '../../../core/chat-pricing.ts';
+import { countImageCharge } from '../../../core/metrics.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ImageGenerationRequest } from '../../routes/images/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
@@ -51,7 +52,7 @@ export class ImageProxy {
       throw malformedUpstreamAnswer('image response (no images)');
     }
     const images = Math.min(data.length, asked);
-    reservation.charge(imagePriceMicros(model, images), { images }, { allowOverage: false });
+    countImageCharge(model.id, reservation.charge(imagePriceMicros(model, images), { images }, { allowOverage: false }));
     return text;
   }
 }

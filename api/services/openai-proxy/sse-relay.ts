@@ -37,6 +37,8 @@ export interface RelayOptions {
   forwardUsage: boolean;
   /** The model id the caller used; chunks naming another model are rewritten. */
   modelId: string;
+  /** Called once, right after the first text was written to the caller. */
+  onFirstText?: () => void;
 }
 
 interface RelayState {
@@ -131,6 +133,7 @@ export async function relayChatStream(options: RelayOptions): Promise<RelayOutco
   });
 
   const decoder = new TextDecoder();
+  let firstTextSent = false;
   try {
     for await (const bytes of options.upstream) {
       parser.feed(decoder.decode(bytes, { stream: true }));
@@ -139,7 +142,12 @@ export async function relayChatStream(options: RelayOptions): Promise<RelayOutco
         pending = '';
         // Backpressure: stop reading the upstream (its socket fills and it slows down) until
         // the caller has taken what was written.
-        if (!response.write(text)) await drained(response, signal);
+        const writable = response.write(text);
+        if (!firstTextSent && state.delivered.pieces > 0) {
+          firstTextSent = true;
+          options.onFirstText?.();
+        }
+        if (!writable) await drained(response, signal);
       }
       if (state.failure !== undefined || signal.aborted) break;
     }
