@@ -72,30 +72,25 @@ export class RateLimiter {
   constructor(private readonly options: RateLimiterOptions) {}
 
   /** Counts one request; 429 with Retry-After and the request headers when over the limit. */
-  async admitRequest(caller: LimitedCaller, now = Date.now()): Promise<LimitStatus> {
-    const allowance = await this.allowance(caller, 'requests', now);
-    let admitted = true;
-    try {
-      admitted = await allowance.take(1);
-    } catch (error) {
-      this.options.log.warn({ err: error }, 'rate limit store unreachable; request let through');
-    }
-    const status = this.status(allowance, now);
-    if (!admitted) throw this.refusal('requests', status);
-    return status;
+  admitRequest(caller: LimitedCaller, now = Date.now()): Promise<LimitStatus> {
+    return this.admit(caller, 'requests', now, (allowance) => allowance.take(1));
   }
 
   /** Admits a chat call while its key's minute has tokens left. */
-  async admitTokens(caller: LimitedCaller, now = Date.now()): Promise<LimitStatus> {
-    const allowance = await this.allowance(caller, 'tokens', now);
+  admitTokens(caller: LimitedCaller, now = Date.now()): Promise<LimitStatus> {
+    return this.admit(caller, 'tokens', now, (allowance) => allowance.ensure(1));
+  }
+
+  private async admit(caller: LimitedCaller, kind: LimitKind, now: number, claim: (allowance: WindowAllowance) => Promise<boolean>): Promise<LimitStatus> {
+    const allowance = await this.allowance(caller, kind, now);
     let admitted = true;
     try {
-      admitted = await allowance.ensure(1);
+      admitted = await claim(allowance);
     } catch (error) {
-      this.options.log.warn({ err: error }, 'rate limit store unreachable; chat call let through');
+      this.options.log.warn({ err: error, kind }, 'rate limit store unreachable; let through');
     }
     const status = this.status(allowance, now);
-    if (!admitted) throw this.refusal('tokens', status);
+    if (!admitted) throw this.refusal(kind, status);
     return status;
   }
 
