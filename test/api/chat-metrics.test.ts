@@ -5,7 +5,8 @@ import { expectedChatMicros, startOpenAiStack, type SimulatorStack } from '../he
 import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 
 // What the chat and image proxy report on /metrics: tokens by direction and the money charged,
-// exactly as billed, and one time-to-first-token observation per stream that delivered text.
+// exactly as billed, one time-to-first-token observation per stream that delivered text, and
+// the upstream's failures as vendor errors.
 
 describe('chat and image metrics', () => {
   let stack: SimulatorStack;
@@ -39,6 +40,7 @@ describe('chat and image metrics', () => {
     assert.equal(delta('framegate_spend_micro_usd_total', { kind: 'chat', model: 'gpt-4o-mini' }), usages.reduce((sum, usage) => sum + expectedChatMicros(usage), 0));
     assert.equal(delta('framegate_spend_micro_usd_total', { kind: 'image', model: 'gpt-image-1' }), 80_000);
     assert.equal(delta('framegate_chat_time_to_first_token_seconds_count', { model: 'gpt-4o-mini' }), 1);
+    assert.equal(delta('framegate_vendor_errors_total', { vendor: 'simulator-openai', kind: 'transient' }), 1, 'the upstream 500');
     const seconds = delta('framegate_chat_time_to_first_token_seconds_sum', { model: 'gpt-4o-mini' });
     assert.ok(seconds > 0 && seconds < 5, `first token after ${seconds} s`);
   });

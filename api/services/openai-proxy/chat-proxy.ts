@@ -136,7 +136,7 @@ export class ChatProxy {
     );
     try {
       const response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', upstreamChatBody(model, body), { signal: context.signal, accept });
-      if (response.statusCode < 200 || response.statusCode >= 300) throw await upstreamRefusal(response);
+      if (response.statusCode < 200 || response.statusCode >= 300) throw await upstreamRefusal(response, model.upstream);
       return { model, reservation, holdTokens, response, spendTokens };
     } catch (error) {
       reservation.release();

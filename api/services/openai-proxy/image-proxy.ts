@@ -35,7 +35,7 @@ export class ImageProxy {
     let answer: unknown;
     try {
       const response = await this.options.upstreams.postJson(model.upstream, '/images/generations', { ...body, model: model.upstream_model }, { signal: context.signal, accept: 'application/json' });
-      if (response.statusCode < 200 || response.statusCode >= 300) throw await upstreamRefusal(response);
+      if (response.statusCode < 200 || response.statusCode >= 300) throw await upstreamRefusal(response, model.upstream);
       text = await response.body.text();
       try {
         answer = JSON.parse(text);

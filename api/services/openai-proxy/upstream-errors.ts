@@ -1,4 +1,5 @@
 import { GatewayError, type ErrorCode } from '../../../core/errors.ts';
+import { vendorErrors } from '../../../core/metrics.ts';
 import { readUpstreamError } from '../../../core/upstream-error-body.ts';
 import type { UpstreamResponse } from './upstream-client.ts';
 
@@ -31,8 +32,11 @@ async function readBoundedText(response: UpstreamResponse): Promise<string> {
 }
 
 /** The GatewayError for a non-2xx upstream answer; consumes the body. */
-export async function upstreamRefusal(response: UpstreamResponse): Promise<GatewayError> {
+/** Counts the refusal on the vendor-errors metric (5xx and 429 pass; other 4xx are final),
+ * then translates it. */
+export async function upstreamRefusal(response: UpstreamResponse, upstream: string): Promise<GatewayError> {
   const status = response.statusCode;
+  vendorErrors.inc({ vendor: upstream, kind: status >= 500 || status === 429 ? 'transient' : 'rejected' });
   const detail = readUpstreamError(await readBoundedText(response));
   const retryAfter = response.headers['retry-after'];
   const headers: Record<string, string> = typeof retryAfter === 'string' ? { 'retry-after': retryAfter } : {};
