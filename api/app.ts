@@ -28,6 +28,7 @@ import { modelRoutes } from './routes/models/index.ts';
 import { videoRoutes } from './routes/video/index.ts';
 import { AccountBudgets } from './services/billing/account-budgets.ts';
 import { RateLimiter, type AccountRateLimits } from './services/rate-limits/rate-limiter.ts';
+import { RateLimitSettings } from './services/rate-limits/limit-settings.ts';
 import { limitRequests } from './plugins/rate-limit.ts';
 import { idempotency } from './plugins/idempotency.ts';
 import { idempotentRoutes } from './routes/idempotent-routes.ts';
@@ -121,8 +122,9 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
   const onboarding = new AccountOnboarding({ accounts, credentials: new ConsoleCredentialStore(database.db) });
   await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding });
-  await app.register(adminRateLimitRoutes, { prefix: '/admin', apiKeys, accounts: accountLimits, limiter });
-  await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding });
+  const rateLimitSettings = new RateLimitSettings({ accounts: accountLimits, apiKeys, limiter });
+  await app.register(adminRateLimitRoutes, { prefix: '/admin', settings: rateLimitSettings });
+  await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding, rateLimits: rateLimitSettings });
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', v1.requireApiKey);

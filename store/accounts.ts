@@ -12,6 +12,8 @@ export interface AccountDocument {
    * receivers can switch over without dropping a webhook (Standard Webhooks allows several
    * signatures). */
   previous_webhook_secret?: string;
+  /** An operator's overrides of the per-minute limits (api/services/rate-limits/). */
+  rate_limits?: { requests_per_minute?: number | null; tokens_per_minute?: number | null } | null;
   previous_webhook_secret_expires_at?: Date;
   created_at: Date;
 }

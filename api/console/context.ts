@@ -7,6 +7,7 @@ import type { ConsoleCredentialStore } from '../../store/console-credentials.ts'
 import type { TaskStore } from '../../store/tasks.ts';
 import type { UsageReports } from '../../store/usage-reports.ts';
 import type { AccountOnboarding } from '../services/account-onboarding.ts';
+import type { RateLimitSettings } from '../services/rate-limits/limit-settings.ts';
 import type { Html } from './html.ts';
 import type { ConsoleSessions } from './sessions.ts';
 
@@ -21,6 +22,7 @@ export interface ConsoleContext {
   tasks: TaskStore;
   credentials: ConsoleCredentialStore;
   onboarding: AccountOnboarding;
+  rateLimits: RateLimitSettings;
   usageReports: UsageReports;
   sessions: ConsoleSessions;
   publicBaseUrl: string;

@@ -100,3 +100,19 @@ export const usageQuery = z.object({
   to: z.preprocess(blankToUndefined, utcDay.optional()),
   key: z.preprocess(blankToUndefined, z.string().max(100).optional()),
 });
+
+/** A per-minute limit typed in a form: empty clears the override. */
+const perMinuteText = z.preprocess(
+  blankToUndefined,
+  z
+    .string()
+    .regex(/^\d{1,10}$/, 'Enter a whole number, or leave it empty for the default.')
+    .transform(Number)
+    .refine((value) => value >= 1 && value <= 1_000_000_000, 'Enter a number from 1 to 1,000,000,000.')
+    .optional(),
+);
+
+export const rateLimitsForm = z.object({
+  requests_per_minute: perMinuteText.transform((value) => value ?? null),
+  tokens_per_minute: perMinuteText.transform((value) => value ?? null),
+});

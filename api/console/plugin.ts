@@ -11,6 +11,7 @@ import { ConsoleSessionStore } from '../../store/console-sessions.ts';
 import type { TaskStore } from '../../store/tasks.ts';
 import { UsageReports } from '../../store/usage-reports.ts';
 import type { AccountOnboarding } from '../services/account-onboarding.ts';
+import type { RateLimitSettings } from '../services/rate-limits/limit-settings.ts';
 import { accountArea } from './account-area.ts';
 import type { ConsoleContext } from './context.ts';
 import { registerCsrfProtection } from './csrf.ts';
@@ -33,6 +34,7 @@ export interface ConsoleOptions {
   apiKeys: ApiKeyStore;
   tasks: TaskStore;
   onboarding: AccountOnboarding;
+  rateLimits: RateLimitSettings;
 }
 
 // No inline script or style anywhere: the policy forbids them, so injected markup cannot run.
@@ -56,6 +58,7 @@ export async function consolePlugin(app: FastifyInstance, options: ConsoleOption
     apiKeys: options.apiKeys,
     tasks: options.tasks,
     onboarding: options.onboarding,
+    rateLimits: options.rateLimits,
     credentials: new ConsoleCredentialStore(options.db),
     usageReports: new UsageReports(options.db),
     sessions: new ConsoleSessions(new ConsoleSessionStore(options.db), { ttlSeconds: options.config.CONSOLE_SESSION_TTL_SECONDS, secureCookies }),

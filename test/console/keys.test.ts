@@ -53,7 +53,7 @@ describe('console keys', () => {
     const list = await browser.get('/console/keys');
     assert.ok(!list.body.includes(plaintext), 'the list never shows the plaintext');
     const row = visibleText(new RegExp(`<tr data-key-id="${stored!._id}">[\\s\\S]*?</tr>`).exec(list.body)?.[0] ?? '');
-    assert.match(row, new RegExp(`video only fg_…${plaintext.slice(-4)} seedance-2\\.0, sora-2 \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC — active`));
+    assert.match(row, new RegExp(`video only fg_…${plaintext.slice(-4)} seedance-2\\.0, sora-2 3,000 req/min · 2,000,000 tok/min \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC — active`));
 
     const models = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(plaintext) });
     assert.equal(models.statusCode, 200);

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import type { ApiKeyDocument } from '../../../store/api-keys.ts';
 import { accountFrame, accountIdOf } from '../account-area.ts';
+import { effectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
 import { setCreatedKeyCookie, takeCreatedKey } from '../created-key-flash.ts';
 import { createKeyForm, parseForm } from '../forms.ts';
@@ -19,6 +20,10 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
   const models = catalog.all();
   const keyForm = createKeyForm(models.map((model) => model.id));
 
+  const defaults = { requestsPerMinute: context.config.RATE_LIMIT_REQUESTS_PER_MINUTE, tokensPerMinute: context.config.RATE_LIMIT_TOKENS_PER_MINUTE };
+  /** What the limiter applies to each of the holder's keys. */
+  const limitsFor = (request: FastifyRequest) => (key: ApiKeyDocument) => effectiveLimits(key.rate_limits, request.consoleAccount?.rate_limits, defaults);
+
   /** One of the holder's own keys; another account's key is as unknown as a missing one. */
   async function ownKey(request: FastifyRequest, keyId: string): Promise<ApiKeyDocument> {
     const key = (await apiKeys.listForAccount(accountIdOf(request))).find((candidate) => candidate._id === keyId);
@@ -29,7 +34,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
   app.get('/keys', async (request, reply) => {
     const keys = await apiKeys.listForAccount(accountIdOf(request));
     const notice = (request.query as Record<string, unknown>).notice === 'revoked' ? REVOKED_NOTICE : null;
-    return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { keys, models, notice }));
+    return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { keys, limitsOf: limitsFor(request), models, notice }));
   });
 
   app.post('/keys', async (request, reply) => {
@@ -38,7 +43,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
       const keys = await apiKeys.listForAccount(accountIdOf(request));
       const body = request.body as Record<string, unknown> | undefined;
       const chosenModels = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
-      return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { keys, models, state: form, chosenModels }), 400);
+      return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { keys, limitsOf: limitsFor(request), models, state: form, chosenModels }), 400);
     }
     const { key, plaintext } = await apiKeys.create({
       accountId: accountIdOf(request),

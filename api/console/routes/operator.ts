@@ -8,6 +8,7 @@ import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
 import { operatorAccountPage } from '../views/operator-account.ts';
 import { operatorAccountsPage } from '../views/operator-accounts.ts';
+import { operatorLimitRoutes } from './operator-limits.ts';
 
 // The operator's pages (signed in with the admin token): accounts, creating one with its
 // holder's console sign-in, credits, and each account's keys, spend and tasks, with links into
@@ -20,7 +21,11 @@ const NOTICES: Record<string, Notice> = {
   credited: { kind: 'success', text: 'Credits added.' },
   sign_in_created: { kind: 'success', text: 'Console sign-in added.' },
   password_changed: { kind: 'success', text: 'Password changed.' },
+  limits_saved: { kind: 'success', text: 'Rate limits saved. Every api process applies them within seconds.' },
 };
+
+/** Forms on the account page that can come back refused, with what was typed. */
+export type AccountForms = { creditsState?: FormState; signInState?: FormState; limitsState?: FormState; keyLimitsState?: { keyId: string; state: FormState } };
 
 function noticeFrom(request: FastifyRequest): Notice | null {
   const notice = (request.query as Record<string, unknown>).notice;
@@ -43,7 +48,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     }
   });
 
-  async function renderAccount(request: FastifyRequest, reply: FastifyReply, accountId: string, forms: { creditsState?: FormState; signInState?: FormState } = {}, status = 200) {
+  async function renderAccount(request: FastifyRequest, reply: FastifyReply, accountId: string, forms: AccountForms = {}, status = 200) {
     const account = await accounts.find(accountId);
     if (!account) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
     const [consoleEmails, keys, usageByKey, latestTasks] = await Promise.all([
@@ -62,6 +67,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       tasks: latestTasks,
       taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames },
       creditReference: randomBytes(16).toString('base64url'),
+      defaultLimits: { requestsPerMinute: config.RATE_LIMIT_REQUESTS_PER_MINUTE, tokensPerMinute: config.RATE_LIMIT_TOKENS_PER_MINUTE },
       notice: noticeFrom(request),
       ...forms,
     });
@@ -107,6 +113,8 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
   });
 
   app.get('/accounts/:accountId', (request, reply) => renderAccount(request, reply, accountIdParam(request)));
+
+  await app.register(operatorLimitRoutes, { context, renderAccount });
 
   app.post('/accounts/:accountId/credits', async (request, reply) => {
     const accountId = accountIdParam(request);

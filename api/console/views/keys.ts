@@ -4,6 +4,8 @@ import { html, type Html } from '../html.ts';
 import { formError, textField, type FormState } from './fields.ts';
 import { formatTime, maskedKey } from './format.ts';
 import { csrfField, layout, type Notice, type PageFrame } from './layout.ts';
+import { limitsLabel } from './limits.ts';
+import type { EffectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 
 // The API keys pages: the list with the creation form, the one-time plaintext, and the
 // confirmation before a revocation.
@@ -18,15 +20,16 @@ export function modelsLabel(models: string[] | null): string {
   return models ? models.join(', ') : 'all models';
 }
 
-function keysTable(keys: ApiKeyDocument[]): Html {
+function keysTable(keys: ApiKeyDocument[], limitsOf: (key: ApiKeyDocument) => EffectiveLimits): Html {
   if (keys.length === 0) return html`<p class="muted">No keys yet. Create one below.</p>`;
   return html`<div class="table-wrap"><table>
-  <thead><tr><th>Name</th><th>Key</th><th>Models</th><th>Created</th><th>Last used</th><th>Status</th><th></th></tr></thead>
+  <thead><tr><th>Name</th><th>Key</th><th>Models</th><th>Limits</th><th>Created</th><th>Last used</th><th>Status</th><th></th></tr></thead>
   <tbody>${keys.map(
     (key) => html`<tr data-key-id="${key._id}">
     <td>${key.name}</td>
     <td class="mono">${maskedKey(key)}</td>
     <td>${modelsLabel(key.models)}</td>
+    <td data-testid="key-limits">${limitsLabel(limitsOf(key))}</td>
     <td>${formatTime(key.created_at)}</td>
     <td>${formatTime(key.last_used_at)}</td>
     <td>${keyStatusBadge(key)}</td>
@@ -55,13 +58,16 @@ function modelChoices(models: readonly CatalogModel[], state: FormState, chosenM
 </fieldset>`;
 }
 
-export function keysPage(frame: AccountFrame, input: { keys: ApiKeyDocument[]; models: readonly CatalogModel[]; state?: FormState; chosenModels?: string[]; notice?: Notice | null }): Html {
+export function keysPage(
+  frame: AccountFrame,
+  input: { keys: ApiKeyDocument[]; limitsOf: (key: ApiKeyDocument) => EffectiveLimits; models: readonly CatalogModel[]; state?: FormState; chosenModels?: string[]; notice?: Notice | null },
+): Html {
   const state = input.state ?? {};
   return layout(frame, {
     title: 'API keys',
     notice: input.notice,
     body: html`<h1>API keys</h1>
-<div class="card">${keysTable(input.keys)}</div>
+<div class="card">${keysTable(input.keys, input.limitsOf)}<p class="muted">Limits are per minute; the operator arranges higher ones.</p></div>
 <div class="card" id="create">
   <h2>Create a key</h2>
   ${formError(state)}

@@ -1,17 +1,15 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Collection } from 'mongodb';
 import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.ts';
-import type { ApiKeyStore } from '../../../store/api-keys.ts';
 import { BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { adminTokenSecurity } from '../../openapi/security.ts';
-import type { AccountRateLimits, RateLimiter } from '../../services/rate-limits/rate-limiter.ts';
+import { normalizedLimits, type RateLimitSettings } from '../../services/rate-limits/limit-settings.ts';
 import { atMostCharacters } from '../../../core/characters.ts';
 
 // PUT /admin/accounts/{id}/rate-limits and PUT /admin/keys/{id}/rate-limits: an operator's
-// overrides of the per-minute limits. A key's own limit wins over its account's, which wins
-// over the configured default; null clears an override. Other API processes pick a change up
-// within a few seconds (they re-read accounts every 5 s and keys every second).
+// overrides of the per-minute limits (api/services/rate-limits/limit-settings.ts, shared with
+// the console). Other API processes pick a change up within a few seconds (they re-read
+// accounts every 5 s and keys every second).
 
 const perMinute = z.number().int().positive().max(1_000_000_000).nullable().optional();
 
@@ -25,16 +23,10 @@ export const rateLimitsView = z.object({
 const idParams = z.object({ id: atMostCharacters(z.string().min(1), 100, 'is longer than 100 characters') });
 
 export interface RateLimitRouteOptions {
-  apiKeys: ApiKeyStore;
-  accounts: Collection<AccountRateLimits>;
-  limiter: RateLimiter;
+  settings: RateLimitSettings;
 }
 
-function normalized(body: z.infer<typeof rateLimitsBody>) {
-  return { requests_per_minute: body.requests_per_minute ?? null, tokens_per_minute: body.tokens_per_minute ?? null };
-}
-
-export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> = async (app, { apiKeys, accounts, limiter }) => {
+export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> = async (app, { settings }) => {
   app.addHook('onRequest', app.requireAdmin);
 
   const documented = (operationId: string, summary: string) => ({
@@ -49,17 +41,14 @@ export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> 
   });
 
   app.put('/accounts/:id/rate-limits', { schema: documented('setAccountRateLimits', 'Set an account’s per-minute limits') }, async (request) => {
-    const limits = normalized(request.body);
-    const updated = await accounts.updateOne({ _id: request.params.id }, { $set: { rate_limits: limits } });
-    if (updated.matchedCount === 0) throw new GatewayError('resource_not_found', `No account with id '${request.params.id}'.`);
-    limiter.forgetAccount(request.params.id);
+    const limits = normalizedLimits(request.body);
+    if (!(await settings.setForAccount(request.params.id, limits))) throw new GatewayError('resource_not_found', `No account with id '${request.params.id}'.`);
     return limits;
   });
 
   app.put('/keys/:id/rate-limits', { schema: documented('setKeyRateLimits', 'Set a key’s per-minute limits') }, async (request) => {
-    const limits = normalized(request.body);
-    const key = await apiKeys.setRateLimits(request.params.id, limits);
-    if (!key) throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
+    const limits = normalizedLimits(request.body);
+    if (!(await settings.setForKey(request.params.id, limits))) throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
     return limits;
   });
 };

@@ -1,0 +1,48 @@
+import type { Collection } from 'mongodb';
+import type { ApiKeyStore } from '../../../store/api-keys.ts';
+import type { AccountRateLimits, RateLimiter, RateLimitOverrides } from './rate-limiter.ts';
+
+// An operator's overrides of the per-minute limits, for the admin API and the console alike.
+// A key's own limit wins over its account's, which wins over the configured default; null
+// clears an override.
+
+export interface Limits {
+  requests_per_minute: number | null;
+  tokens_per_minute: number | null;
+}
+
+export interface EffectiveLimits {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+}
+
+export function normalizedLimits(input: RateLimitOverrides | null | undefined): Limits {
+  return { requests_per_minute: input?.requests_per_minute ?? null, tokens_per_minute: input?.tokens_per_minute ?? null };
+}
+
+/** What the limiter applies to a key: the key's override, else its account's, else the default. */
+export function effectiveLimits(key: RateLimitOverrides | null | undefined, account: RateLimitOverrides | null | undefined, defaults: EffectiveLimits): EffectiveLimits {
+  return {
+    requestsPerMinute: key?.requests_per_minute ?? account?.requests_per_minute ?? defaults.requestsPerMinute,
+    tokensPerMinute: key?.tokens_per_minute ?? account?.tokens_per_minute ?? defaults.tokensPerMinute,
+  };
+}
+
+export class RateLimitSettings {
+  constructor(
+    private readonly options: { accounts: Collection<AccountRateLimits>; apiKeys: ApiKeyStore; limiter: RateLimiter },
+  ) {}
+
+  /** False when there is no such account. */
+  async setForAccount(accountId: string, limits: Limits): Promise<boolean> {
+    const updated = await this.options.accounts.updateOne({ _id: accountId }, { $set: { rate_limits: limits } });
+    // This process applies the change at once; the others within their 5 s refresh.
+    this.options.limiter.forgetAccount(accountId);
+    return updated.matchedCount > 0;
+  }
+
+  /** False when there is no such key. */
+  async setForKey(keyId: string, limits: Limits): Promise<boolean> {
+    return (await this.options.apiKeys.setRateLimits(keyId, limits)) !== null;
+  }
+}
