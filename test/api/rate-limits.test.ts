@@ -5,18 +5,13 @@ import { buildApp } from '../../api/app.ts';
 import { loadCatalog } from '../../core/catalog.ts';
 import { adminHeaders, bearer } from '../helpers/app.ts';
 import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+import { awayFromMinuteEdge } from '../helpers/minute-window.ts';
 
 // Per-key limits per UTC minute, shared by API processes through the store: the request
 // headers on every answer, 429 with Retry-After past the limit, two API processes on one store
 // together within the limit, operator overrides per account and per key, and chat tokens.
 
 const REQUESTS_PER_MINUTE = 20;
-
-/** Starts a burst early enough in the minute that it cannot straddle two windows. */
-async function awayFromMinuteEdge(): Promise<void> {
-  const intoMinute = Date.now() % 60_000;
-  if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));
-}
 
 describe('rate limits', () => {
   let stack: SimulatorStack;

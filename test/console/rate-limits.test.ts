@@ -3,16 +3,11 @@ import { after, before, describe, it } from 'node:test';
 import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 import { ConsoleClient, createAccountWithSignIn, visibleText } from '../helpers/console-client.ts';
 import { uniqueName } from '../helpers/engines.ts';
+import { awayFromMinuteEdge } from '../helpers/minute-window.ts';
 
 // Rate-limit overrides in the console: the operator sets and clears an account's and a key's
 // per-minute limits (refused input comes back marked, CSRF is required), the holder sees what
 // applies to each key but cannot change it, and a limit set here really limits /v1.
-
-/** Starts a burst early enough in the minute that it cannot straddle two windows. */
-async function awayFromMinuteEdge(): Promise<void> {
-  const intoMinute = Date.now() % 60_000;
-  if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));
-}
 
 describe('console rate limits', () => {
   let harness: TestApp;
