@@ -106,7 +106,8 @@ const perMinuteText = z.preprocess(
   blankToUndefined,
   z
     .string()
-    .regex(/^\d{1,10}$/, 'Enter a whole number, or leave it empty for the default.')
+    .trim()
+    .regex(/^\d{1,10}$/, 'Enter a whole number without separators, or leave it empty.')
     .transform(Number)
     .refine((value) => value >= 1 && value <= 1_000_000_000, 'Enter a number from 1 to 1,000,000,000.')
     .optional(),

@@ -218,7 +218,7 @@ describe('console in a real browser', { timeout: 240_000 }, () => {
     await noScript.close();
   });
 
-  it('lets an operator find the account, its keys and spend, and jump to a task in the Temporal Web UI', async () => {
+  it('lets an operator find the account, its keys and spend, set a key\'s limits, and jump to a task in the Temporal Web UI', async () => {
     const operator = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const operatorPage = await operator.newPage();
     await operatorPage.goto(`${stack.baseUrl}/console/operator/sign-in`);
@@ -235,6 +235,23 @@ describe('console in a real browser', { timeout: 240_000 }, () => {
     await operatorPage.click('form[action$="/credits"] button');
     assert.match(await operatorPage.textContent('.alert.success') ?? '', /Credits added/);
     await screenshot(operatorPage, '14-operator-account');
+
+    // A key's own rate limits, on its page (linked from the row of the one active key), and
+    // that page on a phone: one column, nothing wider than the screen.
+    await operatorPage.click('[data-testid=operator-keys] a[href$="/rate-limits"]');
+    assert.match(await operatorPage.textContent('h1') ?? '', /Rate limits of key “no-js key”/);
+    await screenshot(operatorPage, '15-operator-key-limits');
+    const phone = await browser.newContext({ viewport: PHONE, storageState: await operator.storageState(), isMobile: true, hasTouch: true });
+    const phonePage = await phone.newPage();
+    await phonePage.goto(operatorPage.url());
+    const overflow = (await phonePage.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+    assert.ok(overflow <= 1, `the key limits page fits a phone's width (overflow ${overflow}px)`);
+    await screenshot(phonePage, '16-phone-operator-key-limits');
+    await phone.close();
+    await operatorPage.fill('input[name=requests_per_minute]', '2');
+    await operatorPage.click('form[action$="/rate-limits"] button');
+    assert.match(await operatorPage.textContent('.alert.success') ?? '', /Rate limits saved/);
+    assert.match(await operatorPage.textContent('[data-testid=operator-keys]') ?? '', /no-js key[\s\S]*2 req\/min/);
     await operator.close();
   });
 });

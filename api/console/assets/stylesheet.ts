@@ -49,9 +49,9 @@ button.danger, .button.danger { background: var(--danger); border-color: var(--d
 .inline-form > div { flex: 1 1 10rem; }
 .inline-form > div.submit { flex: 0 0 auto; }
 .inline-form .field-error { flex-basis: 100%; }
-td details { margin-top: .3rem; }
-td details summary { cursor: pointer; color: var(--muted); }
-td details form { min-width: 22rem; white-space: normal; margin-top: .4rem; }
+/* A key's limits wrap between their two figures rather than widen the table. */
+td.limits { white-space: normal; }
+.nowrap { white-space: nowrap; }
 .field-error { color: var(--danger); font-size: .88rem; margin: .2rem 0 0; }
 .alert { border-radius: 6px; padding: .7rem .9rem; margin: 0 0 1rem; border: 1px solid; }
 .alert.warning { background: var(--warn-bg); border-color: var(--warn-line); }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import type { ApiKeyDocument } from '../../../store/api-keys.ts';
 import { accountFrame, accountIdOf } from '../account-area.ts';
-import { effectiveLimits } from '../../services/rate-limits/limit-settings.ts';
+import { configuredLimits, effectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
 import { setCreatedKeyCookie, takeCreatedKey } from '../created-key-flash.ts';
 import { createKeyForm, parseForm } from '../forms.ts';
@@ -20,7 +20,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
   const models = catalog.all();
   const keyForm = createKeyForm(models.map((model) => model.id));
 
-  const defaults = { requestsPerMinute: context.config.RATE_LIMIT_REQUESTS_PER_MINUTE, tokensPerMinute: context.config.RATE_LIMIT_TOKENS_PER_MINUTE };
+  const defaults = configuredLimits(context.config);
   /** What the limiter applies to each of the holder's keys. */
   const limitsFor = (request: FastifyRequest) => (key: ApiKeyDocument) => effectiveLimits(key.rate_limits, request.consoleAccount?.rate_limits, defaults);
 

@@ -1,18 +1,23 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
-import type { ConsoleContext } from '../context.ts';
+import { configuredLimits } from '../../services/rate-limits/limit-settings.ts';
+import { sendPage, type ConsoleContext } from '../context.ts';
 import { parseForm, rateLimitsForm } from '../forms.ts';
+import type { FormState } from '../views/fields.ts';
+import { keyLimitsPage } from '../views/key-limits.ts';
 import type { AccountForms } from './operator.ts';
 
-// The operator's rate-limit forms on an account's page: the account's overrides, and each
-// key's own. They go through the same settings service as PUT /admin/.../rate-limits, and
-// answer like the page's other forms: a redirect with a notice, or the page again with the
-// refused field marked. Registered inside operator.ts, so its sign-in guard applies.
+// The operator's rate-limit forms: the account's overrides (on the account's page) and each
+// key's own (on a page per key). They go through the same settings service as
+// PUT /admin/.../rate-limits, and answer like the console's other forms: a redirect with a
+// notice, or the page again with the refused field marked. Registered inside operator.ts, so
+// its sign-in guard applies.
 
 type RenderAccount = (request: FastifyRequest, reply: FastifyReply, accountId: string, forms?: AccountForms, status?: number) => Promise<FastifyReply>;
 
 export async function operatorLimitRoutes(app: FastifyInstance, { context, renderAccount }: { context: ConsoleContext; renderAccount: RenderAccount }): Promise<void> {
-  const { rateLimits, apiKeys } = context;
+  const { rateLimits, accounts, apiKeys } = context;
+  const defaults = configuredLimits(context.config);
 
   app.post('/accounts/:accountId/rate-limits', async (request, reply) => {
     const { accountId } = request.params as { accountId: string };
@@ -23,15 +28,29 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
     return reply.redirect(`/console/operator/accounts/${accountId}?notice=limits_saved#rate-limits`, 303);
   });
 
-  app.post('/accounts/:accountId/keys/:keyId/rate-limits', async (request, reply) => {
+  /** The account and one of its keys; a key of another account is as unknown as a missing one,
+   * so an address cannot reach a key through the wrong account. */
+  async function accountKey(request: FastifyRequest) {
     const { accountId, keyId } = request.params as { accountId: string; keyId: string };
-    // The key must belong to the account in the address, so a form cannot reach another's key.
+    const account = await accounts.find(accountId);
+    if (!account) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
     const key = (await apiKeys.listForAccount(accountId)).find((candidate) => candidate._id === keyId);
     if (!key) throw new GatewayError('resource_not_found', `There is no key '${keyId}' in account '${accountId}'.`);
+    return { account, key };
+  }
+
+  function renderKey(reply: FastifyReply, found: Awaited<ReturnType<typeof accountKey>>, state?: FormState, status = 200) {
+    return sendPage(reply, keyLimitsPage({ csrfToken: reply.generateCsrf(), ...found, defaults, ...(state ? { state } : {}) }), status);
+  }
+
+  app.get('/accounts/:accountId/keys/:keyId/rate-limits', async (request, reply) => renderKey(reply, await accountKey(request)));
+
+  app.post('/accounts/:accountId/keys/:keyId/rate-limits', async (request, reply) => {
+    const found = await accountKey(request);
     const form = parseForm(rateLimitsForm, request.body);
-    if (!form.ok) return renderAccount(request, reply, accountId, { keyLimitsState: { keyId, state: form } }, 400);
-    await rateLimits.setForKey(keyId, form.data);
-    request.log.info({ account_id: accountId, key_id: keyId, limits: form.data }, 'key rate limits set in the console');
-    return reply.redirect(`/console/operator/accounts/${accountId}?notice=limits_saved`, 303);
+    if (!form.ok) return renderKey(reply, found, form, 400);
+    await rateLimits.setForKey(found.key._id, form.data);
+    request.log.info({ account_id: found.account._id, key_id: found.key._id, limits: form.data }, 'key rate limits set in the console');
+    return reply.redirect(`/console/operator/accounts/${found.account._id}?notice=limits_saved#keys`, 303);
   });
 }

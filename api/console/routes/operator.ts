@@ -8,6 +8,7 @@ import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
 import { operatorAccountPage } from '../views/operator-account.ts';
 import { operatorAccountsPage } from '../views/operator-accounts.ts';
+import { configuredLimits } from '../../services/rate-limits/limit-settings.ts';
 import { operatorLimitRoutes } from './operator-limits.ts';
 
 // The operator's pages (signed in with the admin token): accounts, creating one with its
@@ -25,7 +26,7 @@ const NOTICES: Record<string, Notice> = {
 };
 
 /** Forms on the account page that can come back refused, with what was typed. */
-export type AccountForms = { creditsState?: FormState; signInState?: FormState; limitsState?: FormState; keyLimitsState?: { keyId: string; state: FormState } };
+export type AccountForms = { creditsState?: FormState; signInState?: FormState; limitsState?: FormState };
 
 function noticeFrom(request: FastifyRequest): Notice | null {
   const notice = (request.query as Record<string, unknown>).notice;
@@ -67,7 +68,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       tasks: latestTasks,
       taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames },
       creditReference: randomBytes(16).toString('base64url'),
-      defaultLimits: { requestsPerMinute: config.RATE_LIMIT_REQUESTS_PER_MINUTE, tokensPerMinute: config.RATE_LIMIT_TOKENS_PER_MINUTE },
+      defaultLimits: configuredLimits(config),
       notice: noticeFrom(request),
       ...forms,
     });

@@ -11,17 +11,15 @@ export interface FormState {
 
 export function textField(state: FormState, input: {
   name: string;
-  /** When one page shows the same field in several forms: keeps element ids unique. */
-  id?: string;
   label: string;
   type?: 'text' | 'email' | 'password' | 'date';
   autocomplete?: string;
   required?: boolean;
   placeholder?: string;
-  inputmode?: 'decimal';
+  inputmode?: 'decimal' | 'numeric';
   value?: string;
 }): Html {
-  const id = `field-${input.id ?? input.name}`;
+  const id = `field-${input.name}`;
   const error = state.errors?.[input.name];
   const value = input.type === 'password' ? '' : (state.values?.[input.name] ?? input.value ?? '');
   return html`<div>

@@ -29,7 +29,7 @@ function keysTable(keys: ApiKeyDocument[], limitsOf: (key: ApiKeyDocument) => Ef
     <td>${key.name}</td>
     <td class="mono">${maskedKey(key)}</td>
     <td>${modelsLabel(key.models)}</td>
-    <td data-testid="key-limits">${limitsLabel(limitsOf(key))}</td>
+    <td class="limits" data-testid="key-limits">${limitsLabel(limitsOf(key))}</td>
     <td>${formatTime(key.created_at)}</td>
     <td>${formatTime(key.last_used_at)}</td>
     <td>${keyStatusBadge(key)}</td>
@@ -67,7 +67,7 @@ export function keysPage(
     title: 'API keys',
     notice: input.notice,
     body: html`<h1>API keys</h1>
-<div class="card">${keysTable(input.keys, input.limitsOf)}<p class="muted">Limits are per minute; the operator arranges higher ones.</p></div>
+<div class="card">${keysTable(input.keys, input.limitsOf)}<p class="muted">Limits are per minute. Higher limits are arranged with the operator.</p></div>
 <div class="card" id="create">
   <h2>Create a key</h2>
   ${formError(state)}

@@ -8,7 +8,7 @@ import { formatCount, formatTime, formatUsd, maskedKey } from './format.ts';
 import { keyStatusBadge, modelsLabel } from './keys.ts';
 import { csrfField, layout, type Notice } from './layout.ts';
 import { tasksTable, type TaskLinks } from './tasks.ts';
-import { accountLimitsCard, keyLimitsForm, limitsLabel } from './limits.ts';
+import { accountLimitsCard, limitsLabel } from './limits.ts';
 import { effectiveLimits, type EffectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 
 // One account as an operator sees it: money, console sign-ins, keys with their spend, and the
@@ -29,26 +29,25 @@ export interface OperatorAccountView {
   /** The configured per-minute limits, shown where no override applies. */
   defaultLimits: EffectiveLimits;
   limitsState?: FormState;
-  /** A refused key-limits form: which key, and what was typed. */
-  keyLimitsState?: { keyId: string; state: FormState };
   notice?: Notice | null;
 }
 
 function keysWithSpend(view: OperatorAccountView): Html {
-  const { keys, usageByKey, account, csrfToken } = view;
+  const { keys, usageByKey, account } = view;
   if (keys.length === 0) return html`<p class="muted">No keys.</p>`;
-  const accountLimits = effectiveLimits(null, account.rate_limits, view.defaultLimits);
   return html`<div class="table-wrap"><table data-testid="operator-keys">
-  <thead><tr><th>Name</th><th>Key</th><th>Models</th><th>Status</th><th>Created</th><th>Last used</th><th class="num">Requests</th><th class="num">Spend</th><th>Limits</th></tr></thead>
+  <thead><tr><th>Name</th><th>Key</th><th>Models</th><th>Status</th><th>Limits</th><th>Created</th><th>Last used</th><th class="num">Requests</th><th class="num">Spend</th></tr></thead>
   <tbody>${keys.map((key) => {
     const usage = usageByKey.get(key._id) ?? ZERO_USAGE;
-    const refused = view.keyLimitsState?.keyId === key._id ? view.keyLimitsState.state : undefined;
+    // A revoked key answers 401 whatever its limits: nothing to change there.
+    const change = key.revoked_at
+      ? ''
+      : html`<br><a href="/console/operator/accounts/${account._id}/keys/${key._id}/rate-limits" aria-label="Change the limits of ${key.name}">Change</a>`;
     return html`<tr data-key-id="${key._id}">
     <td>${key.name}</td><td class="mono">${maskedKey(key)}</td><td>${modelsLabel(key.models)}</td><td>${keyStatusBadge(key)}</td>
+    <td class="limits" data-testid="key-limits">${limitsLabel(effectiveLimits(key.rate_limits, account.rate_limits, view.defaultLimits))}${change}</td>
     <td>${formatTime(key.created_at)}</td><td>${formatTime(key.last_used_at)}</td>
     <td class="num">${formatCount(usage.requests)}</td><td class="num">${formatUsd(usage.spend_micros)}</td>
-    <td data-testid="key-limits">${limitsLabel(effectiveLimits(key.rate_limits, account.rate_limits, view.defaultLimits))}
-      ${key.revoked_at ? '' : keyLimitsForm({ accountId: account._id, csrfToken, key, accountLimits, ...(refused ? { state: refused } : {}) })}</td>
   </tr>`;
   })}</tbody>
 </table></div>`;
@@ -97,7 +96,7 @@ export function operatorAccountPage(view: OperatorAccountView): Html {
   </form>
 </div>
 ${accountLimitsCard({ accountId: account._id, csrfToken, overrides: account.rate_limits, defaults: view.defaultLimits, ...(view.limitsState ? { state: view.limitsState } : {}) })}
-<div class="card"><h2>Keys and spend (all time)</h2>${keysWithSpend(view)}</div>
+<div class="card" id="keys"><h2>Keys and spend (all time)</h2>${keysWithSpend(view)}</div>
 <div class="card"><h2>Latest video tasks</h2>${tasksTable(view.tasks, view.taskLinks)}</div>`,
     },
   );

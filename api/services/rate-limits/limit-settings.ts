@@ -16,6 +16,11 @@ export interface EffectiveLimits {
   tokensPerMinute: number;
 }
 
+/** The configured limits, which apply where neither the key nor its account overrides them. */
+export function configuredLimits(config: { RATE_LIMIT_REQUESTS_PER_MINUTE: number; RATE_LIMIT_TOKENS_PER_MINUTE: number }): EffectiveLimits {
+  return { requestsPerMinute: config.RATE_LIMIT_REQUESTS_PER_MINUTE, tokensPerMinute: config.RATE_LIMIT_TOKENS_PER_MINUTE };
+}
+
 export function normalizedLimits(input: RateLimitOverrides | null | undefined): Limits {
   return { requests_per_minute: input?.requests_per_minute ?? null, tokens_per_minute: input?.tokens_per_minute ?? null };
 }
