@@ -1,18 +1,27 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { spendMicros } from '../core/metrics.ts';
 import type { Ledger } from '../store/ledger.ts';
+import type { TaskStore } from '../store/tasks.ts';
 import type { UsageStore } from '../store/usage.ts';
 
 // Balance activities. Each is idempotent on (task id, operation) through the ledger, so Temporal
 // may retry them freely; capture and release share one settlement slot, so a task is either
 // charged or refunded, never both.
 
-export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStore }) {
+export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStore; tasks: TaskStore }) {
   return {
-    /** Re-applies the hold the api placed (a no-op then); places it if an api crash skipped it. */
-    async holdFunds(input: { taskId: string; accountId: string; keyId: string; amountMicros: number }): Promise<'held' | 'insufficient_balance'> {
+    /** Re-applies the hold the api placed (a no-op then); places it if an api crash skipped it.
+     * A task the api already closed (its submission failed after the task was stored, and the
+     * caller was told so) is not run: the hold is returned and the workflow ends unbilled. */
+    async holdFunds(input: { taskId: string; accountId: string; keyId: string; amountMicros: number }): Promise<'held' | 'insufficient_balance' | 'abandoned'> {
       const outcome = await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'hold', amountMicros: input.amountMicros });
-      return outcome === 'applied' ? 'held' : 'insufficient_balance';
+      if (outcome !== 'applied') return 'insufficient_balance';
+      // Read after the hold: the api closes a task before it looks for a hold to release, so
+      // one of the two always sees the other and the money goes back either way.
+      const task = await deps.tasks.find(input.taskId);
+      if (!task || task.status === 'submitted' || task.status === 'running') return 'held';
+      await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.amountMicros });
+      return 'abandoned';
     },
 
     async settleHold(input: {

@@ -97,6 +97,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deadlineSeconds: config.VIDEO_TASK_DEADLINE_SECONDS,
     budgets,
+    log: app.log,
   });
 
   const accountLimits = database.db.collection<AccountRateLimits>('accounts');

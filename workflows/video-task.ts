@@ -66,9 +66,15 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
 
   let outcome: Outcome;
   let held = false;
+  // The api answered the caller an error for this submission (its task id was never given out).
+  let abandoned = false;
   try {
-    held = (await bookkeeping.holdFunds({ taskId: input.taskId, accountId: input.accountId, keyId: input.keyId, amountMicros: input.holdMicros })) === 'held';
-    outcome = held ? await generate(input, state, deadline) : failed('insufficient_balance', 'The account balance did not cover this task.');
+    const hold = await bookkeeping.holdFunds({ taskId: input.taskId, accountId: input.accountId, keyId: input.keyId, amountMicros: input.holdMicros });
+    held = hold === 'held';
+    abandoned = hold === 'abandoned';
+    if (held) outcome = await generate(input, state, deadline);
+    else if (abandoned) outcome = failed('gateway_unavailable', 'The submission failed before the task started; nothing was charged.');
+    else outcome = failed('insufficient_balance', 'The account balance did not cover this task.');
   } catch (error) {
     if (!isCancellation(error)) throw error;
     outcome = failed('cancelled', 'The task was cancelled by an operator.');
@@ -95,7 +101,8 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
   const result: VideoTaskWorkflowResult = { status: outcome.status };
   if (outcome.status === 'succeeded' && outcome.url) result.url = outcome.url;
   if (outcome.status === 'failed') result.error = outcome.error;
-  if (input.callbackUrl) result.webhook = await CancellationScope.nonCancellable(() => deliverWebhook(input.taskId));
+  // No callback for an abandoned submission: its caller was told it failed and never saw this id.
+  if (input.callbackUrl && !abandoned) result.webhook = await CancellationScope.nonCancellable(() => deliverWebhook(input.taskId));
   return result;
 }
 

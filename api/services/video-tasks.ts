@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog } from '../../core/catalog.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
@@ -23,9 +24,38 @@ export interface VideoTaskServiceOptions {
   deadlineSeconds: number;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
   budgets?: { returnUnused(accountId: string): Promise<void> };
+  log?: Pick<FastifyBaseLogger, 'warn' | 'error'>;
+  /** Tests shorten HOLD_DEADLINE_MS and STALLED_AFTER_MS. */
+  holdDeadlineMs?: number;
+  stalledAfterMs?: number;
+}
+
+/** How long a submission waits for Temporal to accept its workflow before answering 503. */
+const START_DEADLINE_MS = 3_000;
+/** How long a submission waits to be stored and to get its hold on the balance before answering
+ * 503. Generous: a burst of 50 submissions of one account that mostly end in 403 (each refusal
+ * costs a dozen store round trips, queued per account) takes about 3.5 s here when all is well. */
+const HOLD_DEADLINE_MS = 8_000;
+/** An account's submissions count as stalled once the oldest still waiting for its hold has
+ * waited this long; new ones are then refused at once (a hold takes tens of ms when all is well). */
+const STALLED_AFTER_MS = 2_000;
+/** How long a submission that failed halfway keeps trying to close its task (the store may be
+ * down); its backoff between attempts. */
+const ABANDON_FOR_MS = 10 * 60_000;
+const ABANDON_RETRY_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
+
+function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(timedOut()), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }
 
 export class VideoTaskService {
+  /** Per account: when each submission of this process still waiting for its hold began. */
+  private readonly waiting = new Map<string, Set<{ since: number }>>();
+
   constructor(private readonly options: VideoTaskServiceOptions) {}
 
   // Order matters for crash safety: the snapshot exists before money moves (so a hold is never
@@ -71,8 +101,61 @@ export class VideoTaskService {
       updated_at: now,
     };
     if (callbackUrl) task.webhook = { url: callbackUrl, state: 'pending', attempts: [] };
-    await tasks.insert(task);
 
+    // The hold waits behind the account's other ledger movements (store/ledger.ts queues them per
+    // process, chat's spend leases included). When the store is slow, that queue outgrows any
+    // caller's patience. So: a submission that does not get its hold in time is answered 503
+    // (nothing charged), and while the account's oldest waiting submission has waited more than
+    // STALLED_AFTER_MS, new ones are refused at once instead of lengthening the queue.
+    const { accountId } = principal;
+    const waiting = this.waiting.get(accountId) ?? new Set<{ since: number }>();
+    const entry = { since: Date.now() };
+    const stalledAfterMs = this.options.stalledAfterMs ?? STALLED_AFTER_MS;
+    if ([...waiting].some((other) => entry.since - other.since > stalledAfterMs)) {
+      throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.');
+    }
+    waiting.add(entry);
+    this.waiting.set(accountId, waiting);
+    const storing = (async () => {
+      await tasks.insert(task);
+      await this.hold(principal, taskId, priceMicros);
+    })();
+    const settled = () => {
+      waiting.delete(entry);
+      if (waiting.size === 0 && this.waiting.get(accountId) === waiting) this.waiting.delete(accountId);
+    };
+    storing.then(settled, settled);
+    try {
+      await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.'));
+    } catch (error) {
+      // The caller gets an error (a 503 when the store went away or is too slow), yet the task
+      // may be stored, even held, or about to be: left as it is, the sweeper would start it and
+      // bill a refused submission. Closed in the background once its hold has settled.
+      if (!(error instanceof GatewayError && error.code === 'insufficient_balance')) void this.abandon(input, 'The task could not be stored.', storing);
+      throw error;
+    }
+
+    try {
+      // A deadline, so an unreachable Temporal means a quick 503 rather than the client's
+      // retries (about 20 s) and a caller who gave up long before.
+      await this.options.temporal.connection.withDeadline(Date.now() + START_DEADLINE_MS, () => startTaskWorkflow(this.options.temporal, this.options.taskQueue, input));
+    } catch (error) {
+      // Temporal is unreachable: give the money back and close the task, so a retry by the
+      // caller (the usual reaction to a 503) cannot leave a twin behind. Should the start have
+      // gone through after all, the workflow finds its task closed and runs nothing.
+      this.options.log?.warn({ err: error, taskId }, 'workflow start failed; the task is closed unbilled');
+      void this.abandon(input, 'The task could not be scheduled.');
+      throw new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged. Retry with backoff.');
+    }
+    // The workflow runs, so the caller gets its task even if this flag cannot be written now: the
+    // sweeper then starts the workflow again, which Temporal answers with "already started".
+    await tasks.markWorkflowStarted(taskId).catch((error: unknown) => this.options.log?.warn({ err: error, taskId }, 'could not mark the workflow started'));
+    return { task_id: taskId, status: 'submitted' };
+  }
+
+  /** Holds the task's price, or removes the task and throws 403 when the balance is short. */
+  private async hold(principal: Principal, taskId: string, priceMicros: number): Promise<void> {
+    const { ledger, tasks } = this.options;
     const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros });
     let held = await hold();
     if (held === 'insufficient_balance' && this.options.budgets) {
@@ -88,19 +171,39 @@ export class VideoTaskService {
         `Insufficient balance: this task costs $${microsToUsd(priceMicros).toFixed(6)} and the account has $${microsToUsd(account?.balance_micros ?? 0).toFixed(6)} available. Add credits and retry.`,
       );
     }
+  }
 
-    try {
-      await startTaskWorkflow(this.options.temporal, this.options.taskQueue, input);
-    } catch (error) {
-      // Temporal is unreachable: give the money back and close the task, so a retry by the
-      // caller (the usual reaction to a 503) cannot leave a twin behind.
-      await ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'release', amountMicros: priceMicros });
-      await tasks.finish(taskId, { status: 'failed', error: { code: 'gateway_unavailable', message: 'The task could not be scheduled.' } });
-      await tasks.markWorkflowStarted(taskId);
-      throw new GatewayError('service_unavailable', `The task queue is unavailable right now; nothing was charged. Retry with backoff. (${error instanceof Error ? error.message : 'unknown error'})`);
-    }
-    await tasks.markWorkflowStarted(taskId);
-    return { task_id: taskId, status: 'submitted' };
+  /**
+   * Closes a task whose submission failed after it was stored: final state `failed` first, then
+   * the hold (if it was placed) released, then the sweeper told to leave it. The workflow checks
+   * the snapshot after its own hold (activities/billing.ts), so even a workflow that did start
+   * bills nothing. Starts once `after` (the submission's own store work) has settled; failed
+   * attempts are retried in the background (the store may be down) for up to ABANDON_FOR_MS.
+   */
+  private async abandon(input: VideoTaskWorkflowInput, message: string, after?: Promise<unknown>): Promise<void> {
+    await after?.catch(() => undefined);
+    const { tasks, ledger } = this.options;
+    const attempt = async () => {
+      await tasks.finish(input.taskId, { status: 'failed', error: { code: 'gateway_unavailable', message } });
+      if (await ledger.find(input.taskId, 'hold')) {
+        await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
+      }
+      await tasks.markWorkflowStarted(input.taskId);
+    };
+    const giveUpAt = Date.now() + ABANDON_FOR_MS;
+    const retry = (failures: number) => {
+      const timer = setTimeout(() => {
+        attempt().catch((error: unknown) => {
+          if (Date.now() < giveUpAt) return retry(failures + 1);
+          this.options.log?.error({ err: error, taskId: input.taskId }, 'gave up closing an abandoned task; the sweeper may start it');
+        });
+      }, ABANDON_RETRY_MS[Math.min(failures, ABANDON_RETRY_MS.length - 1)]);
+      timer.unref();
+    };
+    return attempt().catch((error: unknown) => {
+      this.options.log?.warn({ err: error, taskId: input.taskId }, 'could not close an abandoned task yet; retrying in the background');
+      retry(0);
+    });
   }
 
   async find(principal: Principal, taskId: string): Promise<TaskDocument> {

@@ -1,0 +1,207 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { MongoNetworkError } from 'mongodb';
+import type { Principal } from '../../api/plugins/api-key-auth.ts';
+import { VideoTaskService } from '../../api/services/video-tasks.ts';
+import { loadCatalog, type Catalog } from '../../core/catalog.ts';
+import { GatewayError } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
+import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
+import { AccountStore } from '../../store/accounts.ts';
+import { Ledger } from '../../store/ledger.ts';
+import { TaskStore } from '../../store/tasks.ts';
+import { sweepUnstartedTasks } from '../../worker/sweeper.ts';
+import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+
+// A video submission the store or Temporal fails halfway answers an error, and then nothing of
+// it may run or be billed later: not through the sweeper (which starts stored tasks whose
+// workflow never started) and not through a workflow whose start did go through after all.
+// And a submission whose workflow did start is answered 200 even if the bookkeeping flag after
+// it cannot be written.
+
+const body = { model: 'seedance-2.0', prompt: 'halfway [sim:delay=0]', seconds: '4', metadata: { resolution: '480p' } };
+const PRICE = 160_000;
+
+async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000, describe?: () => Promise<string>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() >= deadline) assert.fail(`never: ${what}${describe ? ` (${await describe()})` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A ledger whose next hold fails the way a store that just died fails. */
+class LedgerLosingTheStoreOnHold extends Ledger {
+  failNextHold = true;
+  override async apply(input: Parameters<Ledger['apply']>[0]) {
+    if (input.operation === 'hold' && this.failNextHold) {
+      this.failNextHold = false;
+      throw new MongoNetworkError('connection reset by peer (simulated)');
+    }
+    return super.apply(input);
+  }
+}
+
+/** A ledger whose holds wait until the test opens the gate: a store too slow to keep up.
+ * (Once open, every hold goes straight through.) */
+class LedgerStuckOnHolds extends Ledger {
+  private open!: () => void;
+  private readonly gate = new Promise<void>((resolve) => (this.open = resolve));
+  openGate(): void {
+    this.open();
+  }
+  override async apply(input: Parameters<Ledger['apply']>[0]) {
+    if (input.operation === 'hold') await this.gate;
+    return super.apply(input);
+  }
+}
+
+/** A task store that cannot write the "workflow started" flag. */
+class TasksLosingTheStoreOnFlag extends TaskStore {
+  override async markWorkflowStarted(): Promise<void> {
+    throw new MongoNetworkError('connection reset by peer (simulated)');
+  }
+}
+
+describe('video submissions that fail halfway', () => {
+  let stack: VideoStack;
+  let catalog: Catalog;
+  let accounts: AccountStore;
+  let tasks: TaskStore;
+  let ledger: Ledger;
+  before(async () => {
+    stack = await startVideoStack('abandoned-submission');
+    catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl });
+    accounts = new AccountStore(stack.database.db);
+    tasks = new TaskStore(stack.database.db);
+    ledger = new Ledger(stack.database.db);
+  });
+  after(() => stack.close());
+
+  function service(overrides: { ledger?: Ledger; tasks?: TaskStore } = {}): VideoTaskService {
+    return new VideoTaskService({
+      holdDeadlineMs: 2_000,
+      stalledAfterMs: 1_000,
+      catalog,
+      tasks: overrides.tasks ?? tasks,
+      ledger: overrides.ledger ?? ledger,
+      accounts,
+      temporal: stack.temporal.client,
+      taskQueue: stack.taskQueue,
+      deadlineSeconds: 600,
+    });
+  }
+
+  async function fundedPrincipal(name: string, balanceMicros = 1_000_000): Promise<Principal> {
+    const account = await accounts.create({ name, balanceMicros });
+    return { accountId: account._id, keyId: `key_${name}`, models: null };
+  }
+
+  it('a hold the store drops: the error reaches the caller, the task is closed and the sweeper leaves it alone', async () => {
+    const principal = await fundedPrincipal('hold-lost');
+    const taskId = newId('task');
+    await assert.rejects(service({ ledger: new LedgerLosingTheStoreOnHold(stack.database.db) }).submit(principal, body, 'req_hold_lost', taskId), MongoNetworkError);
+
+    await eventually(async () => {
+      const task = await tasks.find(taskId);
+      return task?.status === 'failed' && task.workflow_started;
+    }, 'the stored task is closed');
+    assert.equal((await tasks.find(taskId))?.error?.code, 'gateway_unavailable');
+    assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0, 'nothing for the sweeper');
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  });
+
+  it('holds that do not come: 503 after the hold deadline, later submissions refused at once while the queue is stalled; nothing stays held', async () => {
+    const principal = await fundedPrincipal('stuck-holds', 10_000_000);
+    const stuck = new LedgerStuckOnHolds(stack.database.db);
+    const submissions = service({ ledger: stuck });
+    const started = performance.now();
+    const refusals = await Promise.all(
+      Array.from({ length: 4 }, (_, index) =>
+        submissions.submit(principal, body, `req_stuck_${index}`).then(
+          () => assert.fail('a submission without its hold was accepted'),
+          (error: unknown) => ({ error, ms: performance.now() - started }),
+        ),
+      ),
+    );
+    for (const { error, ms } of refusals) {
+      assert.ok(error instanceof GatewayError && error.code === 'service_unavailable', String(error));
+      assert.ok(ms > 1_900 && ms < 4_000, `refused after ${ms.toFixed(0)} ms`);
+    }
+    // Those holds are still queued (the oldest for over a second): the next one does not join.
+    const next = performance.now();
+    await assert.rejects(submissions.submit(principal, body, 'req_stuck_next'), (error: GatewayError) => error.code === 'service_unavailable');
+    assert.ok(performance.now() - next < 1_000, 'refused without waiting');
+
+    // The store catches up: the holds land, every refused task is closed and its hold released.
+    stuck.openGate();
+    await eventually(async () => {
+      const stored = await tasks.collection.find({ account_id: principal.accountId }).toArray();
+      return stored.length === 4 && stored.every((task) => task.status === 'failed' && task.workflow_started);
+    }, 'the four stored tasks are closed');
+    await eventually(async () => (await ledger.totals(principal.accountId)).held_micros === 0, 'nothing stays held');
+    assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0);
+
+    // And submissions are accepted again.
+    const accepted = await submissions.submit(principal, body, 'req_after_stuck');
+    assert.equal((await stack.temporal.client.workflow.getHandle(accepted.task_id).result()).status, 'succeeded');
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [10_000_000 - PRICE, 0, PRICE]);
+  });
+
+  it('a "started" flag the store drops: the caller still gets its task, which runs and is charged once', async () => {
+    const principal = await fundedPrincipal('flag-lost');
+    const answer = await service({ tasks: new TasksLosingTheStoreOnFlag(stack.database.db) }).submit(principal, body, 'req_flag_lost');
+    assert.equal(answer.status, 'submitted');
+    // The sweeper sees a task whose start was never confirmed and starts it again: no twin.
+    await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 });
+    const result = await stack.temporal.client.workflow.getHandle(answer.task_id).result();
+    assert.equal(result.status, 'succeeded');
+    const charges = await ledger.entries.find({ reference: answer.task_id, operation: 'capture' }).toArray();
+    assert.equal(charges.length, 1);
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000 - PRICE, 0, PRICE]);
+  });
+
+  it('a workflow whose start went through although the api gave up on it runs nothing and bills nothing', async () => {
+    const principal = await fundedPrincipal('late-start');
+    const taskId = newId('task');
+    const input: VideoTaskWorkflowInput = {
+      taskId,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      modelId: 'seedance-2.0',
+      upstream: 'simulator-seedance',
+      request: { upstreamModel: 'dreamina-seedance-2-0-260128', prompt: 'late [sim:delay=0]', seconds: 4, ratio: '16:9', resolution: '480p', content: [] },
+      holdMicros: PRICE,
+      deadlineSeconds: 600,
+      requestId: 'req_late_start',
+      // Never called: the caller was told the submission failed and never saw this task id.
+      callbackUrl: 'http://127.0.0.1:9/never-called',
+    };
+    const now = new Date();
+    await tasks.insert({
+      _id: taskId, account_id: principal.accountId, key_id: principal.keyId, model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
+      metadata: {}, price_micros: PRICE, progress: 0, request_id: 'req_late_start', workflow_started: false, workflow_input: input, created_at: now, updated_at: now,
+    });
+    await ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: PRICE });
+    // What the api does when workflow.start times out: close the task and give the money back...
+    await tasks.finish(taskId, { status: 'failed', error: { code: 'gateway_unavailable', message: 'The task could not be scheduled.' } });
+    await ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'release', amountMicros: PRICE });
+    // ...while Temporal did record the start.
+    await startTaskWorkflow(stack.temporal.client, stack.taskQueue, input);
+
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.equal(result.status, 'failed');
+    assert.equal(result.error?.code, 'gateway_unavailable');
+    assert.equal(result.webhook, undefined, 'no callback for a submission its caller saw fail');
+    const task = await tasks.find(taskId);
+    assert.equal(task?.status, 'failed');
+    assert.equal(task?.vendor_task_id, undefined, 'the vendor was never asked');
+    assert.equal((await ledger.entries.find({ reference: taskId, operation: 'capture' }).toArray()).length, 0);
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  });
+});
