@@ -12,8 +12,10 @@ export interface Database {
 
 export async function connectDatabase(uri: string, databaseName: string): Promise<Database> {
   const client = new MongoClient(uri, {
-    serverSelectionTimeoutMS: 5_000,
-    // Fail fast during an outage so the API can answer 503 instead of hanging.
+    // Fail fast during an outage so the API can answer 503 instead of hanging. One request can
+    // wait on the store up to three times in a row (key lookup, rate-limit block, its own
+    // writes) and must still answer well inside a client's timeout (10 s is common).
+    serverSelectionTimeoutMS: 2_000,
     connectTimeoutMS: 5_000,
     appName: 'framegate',
   });

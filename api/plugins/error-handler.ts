@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { unavailableDependency, type Dependency } from '../../core/dependency-errors.ts';
 import { GatewayError, type ErrorCode } from '../../core/errors.ts';
 import { RouteMethodIndex } from './route-methods.ts';
 
@@ -13,6 +14,11 @@ const fastifyCodeMap: Record<string, { code: ErrorCode; message?: string }> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'unsupported_media_type' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_request' },
   FST_ERR_CTP_INVALID_TYPE: { code: 'unsupported_media_type' },
+};
+
+const unavailableMessages: Record<Dependency, string> = {
+  store: 'The gateway cannot reach its database right now; retry with backoff.',
+  temporal: 'The task queue is unavailable right now; retry with backoff.',
 };
 
 function describePath(instancePath: string): string {
@@ -42,6 +48,9 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
     return new GatewayError('invalid_request', error.message);
   }
+  // The store or Temporal not answering is an outage, not a bug: 503, which clients retry.
+  const dependency = unavailableDependency(error);
+  if (dependency) return new GatewayError('service_unavailable', unavailableMessages[dependency]);
   return new GatewayError('internal_error', 'The gateway failed to handle this request.');
 }
 

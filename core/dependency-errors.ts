@@ -1,0 +1,55 @@
+import { isGrpcServiceError } from '@temporalio/client';
+import { MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError } from 'mongodb';
+
+// Which failures mean "a service the gateway depends on is not answering right now" (the store
+// or Temporal), as opposed to a bug. Those become 503 service_unavailable, which clients retry
+// with backoff (spec section 7); everything else stays a 500 that names only the request id.
+
+/** Server error codes a MongoDB deployment answers while it shuts down, restarts or fails over. */
+const TRANSIENT_SERVER_CODES = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  189, // PrimarySteppedDown
+  9001, // SocketException
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+
+/** gRPC status codes of a Temporal server that is down, overloaded or did not answer in time. */
+const UNAVAILABLE_GRPC_CODES = new Set([
+  4, // DEADLINE_EXCEEDED
+  8, // RESOURCE_EXHAUSTED
+  14, // UNAVAILABLE
+]);
+
+export type Dependency = 'store' | 'temporal';
+
+// A client this process closed itself (MongoTopologyClosedError, MongoNotConnectedError) is not
+// an outage of the store but a bug or a shutdown: it stays a 500.
+function storeUnavailable(error: unknown): boolean {
+  return (
+    error instanceof MongoNetworkError ||
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoOperationTimeoutError ||
+    (error instanceof MongoServerError && typeof error.code === 'number' && TRANSIENT_SERVER_CODES.has(error.code))
+  );
+}
+
+function temporalUnavailable(error: unknown): boolean {
+  return isGrpcServiceError(error) && UNAVAILABLE_GRPC_CODES.has(error.code);
+}
+
+/** The dependency that is unavailable, when `error` (or an error it wraps) says so; else null. */
+export function unavailableDependency(error: unknown): Dependency | null {
+  // Temporal's ServiceError wraps the gRPC error as its cause; look a few causes deep.
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    if (storeUnavailable(current)) return 'store';
+    if (temporalUnavailable(current)) return 'temporal';
+  }
+  return null;
+}

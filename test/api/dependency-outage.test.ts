@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../api/app.ts';
+import { loadCatalog } from '../../core/catalog.ts';
+import { loadConfig } from '../../core/config.ts';
+import { createTemporalHandle, type TemporalHandle } from '../../core/temporal-client.ts';
+import { freePort } from '../../scripts/lib/processes.ts';
+import { connectDatabase, type Database } from '../../store/database.ts';
+import { adminHeaders, bearer, createAccount, createKey, startTestApp, TEST_ADMIN_TOKEN } from '../helpers/app.ts';
+import { testTemporalAddress } from '../helpers/engines.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+
+// When the store or Temporal goes away, the api answers quickly with 503 in the spec's error
+// body (never a 500, never a request that hangs), /readyz says so, and it recovers by itself.
+// The store is taken away through a TCP proxy that resets its connections and then refuses new
+// ones, the way a killed server does.
+
+const QUICK_MS = 4_000;
+
+function assertUnavailable(response: { statusCode: number; json(): any }, label: string): void {
+  assert.equal(response.statusCode, 503, `${label}: ${JSON.stringify(response.json())}`);
+  const { error } = response.json();
+  assert.equal(error.type, 'service_unavailable_error', label);
+  assert.equal(error.code, 'service_unavailable', label);
+  assert.ok(typeof error.message === 'string' && error.message.length > 0, label);
+  assert.doesNotMatch(error.message, /ECONNREFUSED|Mongo|127\.0\.0\.1/, `${label}: no internals in the message`);
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await work();
+  return { value, ms: performance.now() - started };
+}
+
+const videoBody = { model: 'seedance-2.0', prompt: 'outage', seconds: '4', metadata: { resolution: '480p' } };
+
+describe('the store goes away and comes back', () => {
+  let proxy: TcpProxy;
+  let database: Database;
+  let temporal: TemporalHandle;
+  let app: FastifyInstance;
+  let key: string;
+  const databaseName = `t_store_outage_${randomBytes(4).toString('hex')}`;
+
+  before(async () => {
+    const target = new URL(process.env.FRAMEGATE_TEST_MONGODB_URI!);
+    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    database = await connectDatabase(`mongodb://127.0.0.1:${proxy.port}/`, databaseName);
+    const config = loadConfig({ ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEMPORAL_ADDRESS: testTemporalAddress(), MONGODB_DB: databaseName, LOG_LEVEL: 'silent' });
+    temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
+    app = await buildApp({ config, catalog: loadCatalog(config.CATALOG_FILE, { SIMULATOR_URL: config.SIMULATOR_URL }), database, temporal, logger: false });
+    await app.ready();
+    key = (await createKey(app, (await createAccount(app, { name: 'outage', balance_usd: 10 })).id)).key;
+  });
+  after(async () => {
+    await proxy.restore().catch(() => undefined);
+    await app.close();
+    await temporal.close();
+    await database.db.dropDatabase().catch(() => undefined);
+    await database.close();
+    await proxy.close();
+  });
+
+  async function expectOutage(takeAway: () => Promise<void>): Promise<void> {
+    assert.equal((await app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key) })).statusCode, 200);
+    await takeAway();
+    // Past the one-second key cache, so authentication itself needs the store.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+
+    const calls = [
+      ['GET task', () => app.inject({ method: 'GET', url: '/v1/video/generations/task_nothere', headers: bearer(key) })],
+      ['POST video', () => app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: videoBody })],
+      ['POST chat', () => app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(key), payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } })],
+      ['admin', () => app.inject({ method: 'POST', url: '/admin/accounts', headers: adminHeaders, payload: { name: 'during outage' } })],
+    ] as const;
+    // Several rounds: the first calls fail on reset connections at once; later ones wait for
+    // the driver to find a server, which must give up quickly too.
+    for (let round = 1; round <= 3; round++) {
+      for (const [label, call] of calls) {
+        const { value: response, ms } = await timed(call);
+        assertUnavailable(response, `${label}, round ${round}`);
+        assert.ok(ms < QUICK_MS, `${label}, round ${round}, took ${ms.toFixed(0)} ms`);
+      }
+    }
+    const ready = await app.inject({ method: 'GET', url: '/readyz' });
+    assert.equal(ready.statusCode, 503);
+    assert.match(ready.json().checks.database, /^unavailable/);
+
+    await proxy.restore();
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const response = await app.inject({ method: 'GET', url: '/v1/video/generations/task_nothere', headers: bearer(key) });
+      if (response.statusCode === 404) break;
+      assert.ok(Date.now() < deadline, `still ${response.statusCode} after the store came back`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+  }
+
+  it('answers 503 in the error body within seconds, reports unready, and recovers', () => expectOutage(() => proxy.cut()));
+});
+
+describe('Temporal is unreachable', () => {
+  it('a video submission answers 503 within seconds, charges nothing and leaves no task running', async () => {
+    const closedPort = await freePort();
+    const harness = await startTestApp('temporal-outage', { TEMPORAL_ADDRESS: `127.0.0.1:${closedPort}` });
+    try {
+      const account = await createAccount(harness.app, { name: 'no temporal', balance_usd: 1 });
+      const key = (await createKey(harness.app, account.id)).key;
+      const { value: response, ms } = await timed(() => harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: videoBody }));
+      assertUnavailable(response, 'POST video');
+      assert.ok(ms < 6_000, `the submission took ${ms.toFixed(0)} ms`);
+
+      // The task the submission stored is closed right after the answer.
+      const deadline = Date.now() + 5_000;
+      for (;;) {
+        const tasks = await harness.database.db.collection('tasks').find({ account_id: account.id }).toArray();
+        assert.equal(tasks.length, 1);
+        if (tasks[0]!.status === 'failed' && tasks[0]!.workflow_started === true) break;
+        assert.ok(Date.now() < deadline, `the task is still ${tasks[0]!.status}, workflow_started ${tasks[0]!.workflow_started}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const settled = await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders });
+      assert.deepEqual([settled.json().balance_usd, settled.json().held_usd, settled.json().spent_usd], [1, 0, 0]);
+    } finally {
+      await harness.close();
+    }
+  });
+});
