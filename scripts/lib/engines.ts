@@ -57,7 +57,10 @@ export async function startTemporalDevServer(options: {
   else args.push('--headless');
   if (options.dbFile) {
     mkdirSync(path.dirname(options.dbFile), { recursive: true });
-    args.push('--db-filename', options.dbFile);
+    // WAL, and commits without waiting for fsync: about 4x the workflow starts per second of
+    // the default journal here (13 vs 50 ms each, 8 in parallel). A killed server loses
+    // nothing; only an OS crash may lose the last commits: the right trade for a local stack.
+    args.push('--db-filename', options.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
   }
   const temporal = startProcess('temporal', toolPaths.temporal, args, { output: options.output ?? 'quiet' });
   await waitForPort('127.0.0.1', options.port, temporal);
