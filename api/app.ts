@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Catalog } from '../core/catalog.ts';
 import { publicBaseUrl, type Config } from '../core/config.ts';
@@ -70,7 +70,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     routerOptions: { maxParamLength: 2048 },
     frameworkErrors: answerFrameworkError,
     // api/plugins/request-log.ts writes one line per request instead.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
