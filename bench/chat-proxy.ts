@@ -84,7 +84,10 @@ async function startFloor(upstreamUrl: string): Promise<ChatTarget> {
 async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalAddress: string, database: string): Promise<ChatTarget> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const api = startProcess('framegate', process.execPath, ['--import', 'tsx', 'api/server.ts'], {
+  // BENCH_PROFILE_DIR=dir writes a V8 CPU profile of the api process there when it exits
+  // (Node refuses --cpu-prof in NODE_OPTIONS, so it has to be passed here).
+  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const api = startProcess('framegate', process.execPath, [...profile, '--import', 'tsx', 'api/server.ts'], {
     cwd: projectRoot,
     env: loopbackEnv({
       HOST: '127.0.0.1',
