@@ -77,7 +77,11 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
     // body's trouble, a request no route answers is a 404 or 405, not a 400 about its body.
     if (request.is404) return answerUnmatched(request, reply);
     const gatewayError = toGatewayError(error, app.initialConfig.bodyLimit ?? 0);
-    if (gatewayError.status >= 500) {
+    const dependency = unavailableDependency(error);
+    if (dependency) {
+      // An outage answers every request with this; one short line each, no stack trace.
+      request.log.warn({ dependency, reason: error.message }, 'dependency unavailable');
+    } else if (gatewayError.status >= 500) {
       request.log.error({ err: error }, 'request failed');
       if (gatewayError.code === 'internal_error') {
         gatewayError.message = `The gateway failed to handle this request (request id ${request.id}).`;

@@ -43,14 +43,16 @@ describe('the store goes away and comes back', () => {
   let app: FastifyInstance;
   let key: string;
   const databaseName = `t_store_outage_${randomBytes(4).toString('hex')}`;
+  const logLines: Array<Record<string, any>> = [];
 
   before(async () => {
     const target = new URL(process.env.FRAMEGATE_TEST_MONGODB_URI!);
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
     database = await connectDatabase(`mongodb://127.0.0.1:${proxy.port}/`, databaseName);
-    const config = loadConfig({ ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEMPORAL_ADDRESS: testTemporalAddress(), MONGODB_DB: databaseName, LOG_LEVEL: 'silent' });
+    const config = loadConfig({ ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEMPORAL_ADDRESS: testTemporalAddress(), MONGODB_DB: databaseName, LOG_LEVEL: 'info' });
     temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
-    app = await buildApp({ config, catalog: loadCatalog(config.CATALOG_FILE, { SIMULATOR_URL: config.SIMULATOR_URL }), database, temporal, logger: false });
+    const logStream = { write: (line: string) => void logLines.push(JSON.parse(line)) };
+    app = await buildApp({ config, catalog: loadCatalog(config.CATALOG_FILE, { SIMULATOR_URL: config.SIMULATOR_URL }), database, temporal, logStream });
     await app.ready();
     key = (await createKey(app, (await createAccount(app, { name: 'outage', balance_usd: 10 })).id)).key;
   });
@@ -84,6 +86,18 @@ describe('the store goes away and comes back', () => {
         assert.ok(ms < QUICK_MS, `${label}, round ${round}, took ${ms.toFixed(0)} ms`);
       }
     }
+    // Each refusal is one warning naming the dependency, without a stack trace: an outage at a
+    // thousand requests a second must not bury the log in traces.
+    const outageLines = logLines.filter((line) => line.msg === 'dependency unavailable');
+    assert.ok(outageLines.length >= calls.length * 3, `${outageLines.length} outage lines`);
+    for (const line of outageLines) {
+      assert.equal(line.level, 40);
+      assert.equal(line.dependency, 'store');
+      assert.equal(line.err, undefined);
+      assert.ok(line.reqId);
+    }
+    assert.deepEqual(logLines.filter((line) => line.level >= 50).map((line) => line.msg), [], 'nothing logged as an error');
+
     const ready = await app.inject({ method: 'GET', url: '/readyz' });
     assert.equal(ready.statusCode, 503);
     assert.match(ready.json().checks.database, /^unavailable/);
