@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readSync, fstatSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 
 // Child-process supervision shared by `npm start` and `npm test`: start a program with its
@@ -19,6 +20,31 @@ export interface StartOptions {
   cwd?: string;
   /** 'inherit-prefixed' copies output to our stdout with a "[name]" prefix; 'quiet' keeps it only for error reports. */
   output?: 'inherit-prefixed' | 'quiet';
+  /**
+   * Write stdout and stderr straight to this file instead of a pipe we read. Benchmarks use it:
+   * a pipe makes our event loop (the load generator's) read every log line of the process under
+   * test, and a full pipe makes that process's synchronous log writes wait on us.
+   */
+  logFile?: string;
+}
+
+const RECENT_BYTES = 16_384;
+
+/** The last RECENT_BYTES of a log file, for error reports. */
+function fileTail(file: string): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, RECENT_BYTES);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    return buffer.toString('utf8');
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 function prefixLines(name: string, sink: NodeJS.WriteStream) {
@@ -32,19 +58,22 @@ function prefixLines(name: string, sink: NodeJS.WriteStream) {
 }
 
 export function startProcess(name: string, command: string, args: string[], options: StartOptions = {}): ManagedProcess {
+  const logFd = options.logFile ? openSync(options.logFile, 'a') : undefined;
   const child = spawn(command, args, {
     cwd: options.cwd,
     env: options.env ?? process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: logFd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', logFd, logFd],
   });
+  // The child holds its own copy of the descriptor.
+  if (logFd !== undefined) closeSync(logFd);
   const recent: string[] = [];
   const remember = (chunk: Buffer) => {
     recent.push(chunk.toString('utf8'));
     if (recent.length > 50) recent.shift();
   };
-  child.stdout!.on('data', remember);
-  child.stderr!.on('data', remember);
-  if (options.output === 'inherit-prefixed') {
+  child.stdout?.on('data', remember);
+  child.stderr?.on('data', remember);
+  if (options.output === 'inherit-prefixed' && logFd === undefined) {
     child.stdout!.on('data', prefixLines(name, process.stdout));
     child.stderr!.on('data', prefixLines(name, process.stderr));
   }
@@ -66,7 +95,7 @@ export function startProcess(name: string, command: string, args: string[], opti
       await exited;
       clearTimeout(timer);
     },
-    recentOutput: () => recent.join(''),
+    recentOutput: () => (options.logFile ? fileTail(options.logFile) + recent.join('') : recent.join('')),
   };
 }
 
