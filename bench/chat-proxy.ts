@@ -11,6 +11,8 @@ import { chatTarget, complete, runTimedLoad, streamCapacity, timeStream, type Ch
 
 // `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:
 //   direct   the loopback upstream itself (bench/lib/loopback-upstream.ts, its own process);
+//   node floor bench/lib/bare-node-proxy.ts: node:http + undici, no framework: what one more
+//            loopback hop costs in Node at all;
 //   floor    bench/lib/bare-proxy.ts: bare Fastify + undici forwarding the body, nothing else:
 //            what Node and the stack cost before Framegate adds anything;
 //   Framegate api/server.ts (buildApp + listen, its own process) on FerretDB and Temporal,
@@ -24,10 +26,16 @@ import { chatTarget, complete, runTimedLoad, streamCapacity, timeStream, type Ch
 // 4. the most concurrent streams held with no lost chunk (levels from BENCH_CAPACITY_LEVELS).
 // Every loop is bounded in count and time; all traffic stays on 127.0.0.1. Figures only,
 // nothing asserted (machines are noisy). BENCH_* variables below scale the runs.
+// Every process under test writes its output to a file (logFile), not to a pipe this process
+// reads: reading Framegate's log lines here cost the load generator CPU and, once the pipe was
+// full, stalled Framegate's synchronous log writes, which showed up as Framegate's own cost.
 
-const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 500);
-const THROUGHPUT_REQUESTS = Number(process.env.BENCH_THROUGHPUT_REQUESTS ?? 3000);
-const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 20);
+// 2,000 samples put the p99 on the 20th slowest call rather than the 5th. 3,000 throughput
+// requests used to end a direct run in 1.4 s, too short to be steady: runs are now bound by
+// time (15 s) for every target but LiteLLM's slowest.
+const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 2000);
+const THROUGHPUT_REQUESTS = Number(process.env.BENCH_THROUGHPUT_REQUESTS ?? 40_000);
+const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 15);
 const THROUGHPUT_CONCURRENCY = 50;
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 16);
 const STREAM_CONCURRENCY = 4;
@@ -58,27 +66,31 @@ function loopbackEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return env;
 }
 
+const logFile = (name: string) => path.join(scratch, `${name.replace(/\W+/g, '-')}.log`);
+
 async function startUpstream(): Promise<string> {
   const port = await freePort();
   const upstream = startProcess('upstream', process.execPath, ['--import', 'tsx', 'bench/lib/loopback-upstream.ts'], {
     cwd: projectRoot,
     env: loopbackEnv({ PORT: String(port) }),
+    logFile: logFile('upstream'),
   });
   processes.push(upstream);
   await waitForPort('127.0.0.1', port, upstream);
   return `http://127.0.0.1:${port}`;
 }
 
-/** bench/lib/bare-proxy.ts in its own process: what Node, Fastify and undici cost alone. */
-async function startFloor(upstreamUrl: string): Promise<ChatTarget> {
+/** A bare proxy (bench/lib/bare-*.ts) in its own process: what the stack costs alone. */
+async function startFloor(name: string, script: string, upstreamUrl: string): Promise<ChatTarget> {
   const port = await freePort();
-  const floor = startProcess('floor', process.execPath, ['--import', 'tsx', 'bench/lib/bare-proxy.ts'], {
+  const floor = startProcess(name, process.execPath, ['--import', 'tsx', script], {
     cwd: projectRoot,
     env: loopbackEnv({ PORT: String(port), UPSTREAM_URL: upstreamUrl }),
+    logFile: logFile(name),
   });
   processes.push(floor);
   await waitForPort('127.0.0.1', port, floor);
-  return chatTarget('floor', `http://127.0.0.1:${port}`);
+  return chatTarget(name, `http://127.0.0.1:${port}`);
 }
 
 async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalAddress: string, database: string): Promise<ChatTarget> {
@@ -106,6 +118,7 @@ async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalA
       RATE_LIMIT_REQUESTS_PER_MINUTE: '100000000',
       RATE_LIMIT_TOKENS_PER_MINUTE: '1000000000',
     }),
+    logFile: logFile('framegate'),
   });
   processes.push(api);
   await waitForPort('127.0.0.1', port, api);
@@ -167,7 +180,7 @@ async function startLiteLlm(upstreamUrl: string): Promise<ChatTarget | string> {
     LITELLM_TELEMETRY: 'False',
   });
   delete env.DATABASE_URL;
-  const litellm = startProcess('litellm', binary, ['--config', config, '--host', '127.0.0.1', '--port', String(port)], { cwd: scratch, env });
+  const litellm = startProcess('litellm', binary, ['--config', config, '--host', '127.0.0.1', '--port', String(port)], { cwd: scratch, env, logFile: logFile('litellm') });
   processes.push(litellm);
   try {
     await waitForPort('127.0.0.1', port, litellm, 180_000);
@@ -193,14 +206,17 @@ try {
 
   const upstreamUrl = await startUpstream();
   const direct = chatTarget('direct', upstreamUrl);
-  const floor = await startFloor(upstreamUrl);
+  const nodeFloor = await startFloor('node floor', 'bench/lib/bare-node-proxy.ts', upstreamUrl);
+  const floor = await startFloor('floor', 'bench/lib/bare-proxy.ts', upstreamUrl);
   const framegate = await startFramegate(upstreamUrl, mongodbUri, temporalAddress, databaseName);
   const litellm = await startLiteLlm(upstreamUrl);
-  const targets: ChatTarget[] = [direct, floor, framegate, ...(typeof litellm === 'string' ? [] : [litellm])];
+  const targets: ChatTarget[] = [direct, nodeFloor, floor, framegate, ...(typeof litellm === 'string' ? [] : [litellm])];
 
   console.log(`\nFramegate chat-proxy benchmark: direct upstream vs Framegate vs LiteLLM (store ${process.env.MONGODB_URI ? 'MONGODB_URI' : 'FerretDB'})`);
   console.log(`  upstream  loopback OpenAI-compatible server in its own process (${upstreamUrl})`);
+  console.log(`  node floor bench/lib/bare-node-proxy.ts: node:http + undici, no framework (${nodeFloor.origin})`);
   console.log(`  floor     bench/lib/bare-proxy.ts: Fastify + undici forwarding the body, nothing else (${floor.origin})`);
+  console.log(`  every process under test logs to a file in ${scratch}, not to a pipe this process reads`);
   console.log(`  Framegate api/server.ts in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info'}, funded account + key (calls paid from spend leases)`);
   console.log(typeof litellm === 'string' ? `  LiteLLM: unavailable (${litellm})` : `  LiteLLM   proxy ${litellm.origin}, default settings, no database, model openai/gpt-4o-mini at the same upstream`);
 
