@@ -57,9 +57,9 @@ export class IdempotencyStore {
     throw new Error(`could not claim idempotency record ${input.id}`);
   }
 
-  /** Marks an abandoned in-flight record as taken over by a retry. */
-  async takeOver(id: string, createdAt: Date, now: Date): Promise<boolean> {
-    const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now } });
+  /** Marks an abandoned in-flight record as taken over by a retry, which uses `taskId`. */
+  async takeOver(id: string, createdAt: Date, now: Date, taskId: string): Promise<boolean> {
+    const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, task_id: taskId } });
     return result.modifiedCount === 1;
   }
 

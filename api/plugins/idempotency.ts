@@ -12,14 +12,23 @@ import { principalOf } from './api-key-auth.ts';
 // duplicate while the first still runs is a 409. Only successful answers are kept: after a
 // refusal (say 403 for the balance) the caller fixes the cause and retries under the same key.
 //
-// A record whose request died with its process stays `in_flight`. After `staleAfterMs` a retry
-// asks `recover` whether the work got done (a video task exists under the record's task id)
-// and replays that; otherwise it takes the record over and runs the request again.
+// A record whose request died with its process (or whose refusal could not be forgotten, the
+// store being down) stays `in_flight`. After `staleAfterMs` a retry asks `recover` whether the
+// work got done (a video task exists under the record's task id) and replays that; otherwise it
+// takes the record over and runs the request again, under the same task id or a new one.
+
+/** What a retry of an abandoned first attempt does. */
+export type Recovery =
+  /** The work was done: answer as the first attempt would have. */
+  | { replay: { statusCode: number; body: string } }
+  /** Nothing was created: run again under the record's task id (a late twin would collide). */
+  | { rerun: 'same-task' }
+  /** The first attempt's task exists but was closed unbilled: run again under a new task id. */
+  | { rerun: 'new-task' };
 
 export interface IdempotentRoute {
   staleAfterMs: number;
-  /** The answer to replay when the abandoned first attempt did finish its work, else null. */
-  recover?: (record: IdempotencyRecord, request: FastifyRequest) => Promise<{ statusCode: number; body: string } | null>;
+  recover?: (record: IdempotencyRecord, request: FastifyRequest) => Promise<Recovery>;
 }
 
 interface IdempotentRequest {
@@ -92,15 +101,16 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     if (now.getTime() - record.created_at.getTime() < route.staleAfterMs) {
       throw new GatewayError('conflict', 'A request with this Idempotency-Key is still in progress. Retry after it finishes to get its answer.', 'Idempotency-Key');
     }
-    const recovered = await route.recover?.(record, request);
-    if (recovered) {
-      await store.complete(id, { statusCode: recovered.statusCode, contentType: 'application/json; charset=utf-8', body: recovered.body });
-      return replay(reply, recovered);
+    const recovery: Recovery = (await route.recover?.(record, request)) ?? { rerun: 'same-task' };
+    if ('replay' in recovery) {
+      await store.complete(id, { statusCode: recovery.replay.statusCode, contentType: 'application/json; charset=utf-8', body: recovery.replay.body });
+      return replay(reply, recovery.replay);
     }
-    if (!(await store.takeOver(id, record.created_at, now))) {
+    const taskId = recovery.rerun === 'new-task' ? newId('task') : record.task_id;
+    if (!(await store.takeOver(id, record.created_at, now, taskId))) {
       throw new GatewayError('conflict', 'A retry with this Idempotency-Key is already in progress.', 'Idempotency-Key');
     }
-    request.idempotency = { recordId: id, taskId: record.task_id, finished: false };
+    request.idempotency = { recordId: id, taskId, finished: false };
   });
 
   app.addHook('onSend', async (request, reply, payload) => {

@@ -1,6 +1,7 @@
 import type { IdempotentRoute } from '../plugins/idempotency.ts';
 import { principalOf } from '../plugins/api-key-auth.ts';
 import type { TaskStore } from '../../store/tasks.ts';
+import { ABANDONED_TASK_ERROR } from '../services/video-tasks.ts';
 
 // The routes that honour Idempotency-Key (api/plugins/idempotency.ts), and how long a first
 // attempt may run before a retry treats it as abandoned.
@@ -10,10 +11,15 @@ export function idempotentRoutes(tasks: TaskStore): Record<string, IdempotentRou
       // A submission takes well under a second; after 30 s its process is gone.
       staleAfterMs: 30_000,
       // The record names the task id the first attempt used: if that task exists, the
-      // submission went through and its answer is the same one every submission gets.
+      // submission went through and its answer is the same one every submission gets. Unless
+      // it was closed unbilled (video-tasks.ts abandon(): the first attempt answered 503, and
+      // its refusal stayed recorded because the store was down): that id is spent, and the
+      // retry submits anew under another, so it gets a task that runs and calls back.
       recover: async (record, request) => {
         const task = await tasks.findForAccount(record.task_id, principalOf(request).accountId);
-        return task ? { statusCode: 200, body: JSON.stringify({ task_id: task._id, status: 'submitted' }) } : null;
+        if (!task) return { rerun: 'same-task' };
+        if (task.status === 'failed' && task.error?.code === ABANDONED_TASK_ERROR) return { rerun: 'new-task' };
+        return { replay: { statusCode: 200, body: JSON.stringify({ task_id: task._id, status: 'submitted' }) } };
       },
     },
     // Image generation can take a minute upstream; nothing to recover, so a retry runs again.

@@ -42,6 +42,8 @@ const STALLED_AFTER_MS = 2_000;
 /** How long a submission that failed halfway keeps trying to close its task (the store may be
  * down); its backoff between attempts. */
 const ABANDON_FOR_MS = 10 * 60_000;
+/** The error code of a task closed unbilled because its submission failed halfway. */
+export const ABANDONED_TASK_ERROR = 'gateway_unavailable';
 const ABANDON_RETRY_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 
 function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise<T> {
@@ -184,7 +186,7 @@ export class VideoTaskService {
     await after?.catch(() => undefined);
     const { tasks, ledger } = this.options;
     const attempt = async () => {
-      await tasks.finish(input.taskId, { status: 'failed', error: { code: 'gateway_unavailable', message } });
+      await tasks.finish(input.taskId, { status: 'failed', error: { code: ABANDONED_TASK_ERROR, message } });
       if (await ledger.find(input.taskId, 'hold')) {
         await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
       }

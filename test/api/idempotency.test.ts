@@ -123,6 +123,32 @@ describe('Idempotency-Key', () => {
     assert.equal(rerun.json().task_id, young.json().task_id);
   });
 
+  it("submits anew under a new task id when the first attempt's task was closed unbilled", async () => {
+    const caller = await stack.newCaller('closed');
+    const first = await submit(caller.key, 'closed-first');
+    assert.equal(first.statusCode, 200, first.body);
+    const closedId = first.json().task_id as string;
+    // As after a 503 during a store outage: the submission's task was closed unbilled in the
+    // background, and the record could not be released, so it stayed in flight.
+    const tasks = stack.database.db.collection<{ _id: string }>('tasks');
+    await tasks.updateOne({ _id: closedId }, { $set: { status: 'failed', error: { code: 'gateway_unavailable', message: 'The task could not be scheduled.' } } });
+    const longAgo = new Date(Date.now() - 60_000);
+    await records.collection.updateOne({ task_id: closedId }, { $set: { state: 'in_flight', created_at: longAgo }, $unset: { body: '', status_code: '' } });
+
+    const retry = await submit(caller.key, 'closed-first');
+    assert.equal(retry.statusCode, 200, retry.body);
+    assert.equal(retry.headers['idempotent-replayed'], undefined, 'run again, not replayed');
+    const freshId = retry.json().task_id as string;
+    assert.notEqual(freshId, closedId);
+    assert.equal((await tasks.findOne({ _id: closedId }) as { status?: string } | null)?.status, 'failed', 'the closed task stays closed');
+    assert.ok(await tasks.findOne({ _id: freshId }), 'the new task is stored');
+    assert.equal(await taskCount(caller.accountId), 2);
+    // The record now leads further retries to the new task.
+    const again = await submit(caller.key, 'closed-first');
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json().task_id, freshId);
+  });
+
   it('answers a retried image generation with the same images, billed once', async () => {
     const caller = await stack.newCaller('images');
     const generate = () =>
