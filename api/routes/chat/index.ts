@@ -5,7 +5,7 @@ import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
 import type { ChatProxy } from '../../services/openai-proxy/chat-proxy.ts';
-import { abortOnDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
+import { ClientDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
 import { chatCompletionBodyFor, chatCompletionResponse, chatStreamEvent } from './schemas.ts';
 
@@ -39,7 +39,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
 
   app.post('/chat/completions', { schema, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
     const principal = principalOf(request);
-    const context = { signal: abortOnDisconnect(reply.raw), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
+    const context = { signal: new ClientDisconnect(reply.raw), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
     try {
       if (request.body.stream !== true) {
         const json = await options.chat.complete(principal, request.body, context);

@@ -4,7 +4,7 @@ import type { Catalog } from '../../../core/catalog.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
-import { abortOnDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
+import { ClientDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
 import type { ImageProxy } from '../../services/openai-proxy/image-proxy.ts';
 import { idempotencyHeaders } from '../idempotency-header.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
@@ -29,7 +29,7 @@ export const imageRoutes: FastifyPluginAsyncZod<ImageRouteOptions> = async (app,
   };
 
   app.post('/images/generations', { schema, preValidation: resolveModelFirst(options.catalog, 'image') }, async (request, reply) => {
-    const context = { signal: abortOnDisconnect(reply.raw), log: request.log };
+    const context = { signal: new ClientDisconnect(reply.raw), log: request.log };
     try {
       const json = await options.images.generate(principalOf(request), request.body, context);
       // The upstream's text as is: b64 images are large, and re-serializing them buys nothing.

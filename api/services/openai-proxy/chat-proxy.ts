@@ -9,6 +9,7 @@ import type { Reservation } from '../billing/spend-lease.ts';
 import { limitHeaders, type RateLimiter } from '../rate-limits/rate-limiter.ts';
 import { countChatCharge } from '../../../core/metrics.ts';
 import { ChatStream } from './chat-stream.ts';
+import type { ClientDisconnect } from './client-disconnect.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
 import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
 import { isObject, readUsage, type Json } from './wire.ts';
@@ -31,7 +32,7 @@ export interface ChatProxyOptions {
 
 export interface CallContext {
   /** Fires when the caller disconnects; cancels the upstream request. */
-  signal: AbortSignal;
+  signal: ClientDisconnect;
   log: FastifyBaseLogger;
   /** Adds headers to the answer (the token rate-limit headers). */
   setHeaders?: (headers: Record<string, string>) => void;

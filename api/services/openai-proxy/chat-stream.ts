@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
 import { countChatCharge, observeTimeToFirstToken } from '../../../core/metrics.ts';
 import type { StartedChatCall } from './chat-proxy.ts';
+import type { ClientDisconnect } from './client-disconnect.ts';
 import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
 
 // A streamed completion once the upstream has said yes: write the SSE head, relay the chunks,
@@ -19,7 +20,7 @@ import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
 
 export interface ChatStreamOptions {
   forwardUsage: boolean;
-  signal: AbortSignal;
+  signal: ClientDisconnect;
   log: FastifyBaseLogger;
   /** performance.now() when the request arrived, for the time-to-first-token metric. */
   receivedAt: number;

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { createParser } from 'eventsource-parser';
 import type { TokenCounts } from '../../../core/chat-pricing.ts';
-import { drained } from './client-disconnect.ts';
+import { drained, type ClientDisconnect } from './client-disconnect.ts';
 import { isObject, readUsage } from './wire.ts';
 
 // Relays an upstream chat.completion.chunk stream to the caller as it arrives. Every event is
@@ -32,7 +32,7 @@ export interface RelayOptions {
   upstream: AsyncIterable<Uint8Array>;
   response: ServerResponse;
   /** Fires when the caller disconnects; it also aborts the upstream body. */
-  signal: AbortSignal;
+  signal: ClientDisconnect;
   /** The caller asked for stream_options.include_usage itself. */
   forwardUsage: boolean;
   /** The model id the caller used; chunks naming another model are rewritten. */

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool, type Dispatcher } from 'undici';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
+import type { ClientDisconnect } from './client-disconnect.ts';
 
 // One keep-alive connection pool per OpenAI-compatible upstream, shared by every request, so a
 // call reuses a warm socket instead of paying a TCP (and TLS) handshake each time.
@@ -68,7 +69,7 @@ export class OpenAiUpstreams {
   /** POSTs JSON to `path` under the upstream's base URL. Resolves with any HTTP answer; throws
    * a GatewayError (503) when the upstream cannot be reached, and the abort reason when `signal`
    * fires first. */
-  async postJson(upstreamName: string, path: string, body: unknown, options: { signal: AbortSignal; accept: string }): Promise<UpstreamResponse> {
+  async postJson(upstreamName: string, path: string, body: unknown, options: { signal: ClientDisconnect; accept: string }): Promise<UpstreamResponse> {
     const connection = this.connection(upstreamName);
     const payload = JSON.stringify(body);
     const headers = {
