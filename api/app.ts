@@ -19,6 +19,7 @@ import { answerFrameworkError, errorHandler } from './plugins/error-handler.ts';
 import { jsonBody } from './plugins/json-body.ts';
 import { metrics } from './plugins/metrics.ts';
 import { requestLog } from './plugins/request-log.ts';
+import { batchedStdout } from './log-destination.ts';
 import { consolePlugin } from './console/plugin.ts';
 import { adminRoutes } from './routes/admin/index.ts';
 import { chatRoutes } from './routes/chat/index.ts';
@@ -59,7 +60,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     logger: dependencies.logger ?? {
       level: config.LOG_LEVEL,
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
-      ...(dependencies.logStream ? { stream: dependencies.logStream } : {}),
+      stream: dependencies.logStream ?? batchedStdout(),
     },
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
