@@ -33,9 +33,14 @@ const LAST_USED_REFRESH_MS = 60_000;
 // would be most of the gateway's own latency. Revoking through this store drops the entry at
 // once, so the process that revokes refuses the key on the very next request; other API
 // processes refuse it within KEY_CACHE_MS.
+//
+// A key in use is read again in the background once its entry is KEY_REFRESH_AFTER_MS old, so
+// its callers never wait for that read: waiting, one call per key per second paid a store round
+// trip, and with many busy keys those reads were the proxy's slowest percentile.
 export const KEY_CACHE_MS = 1_000;
+export const KEY_REFRESH_AFTER_MS = 500;
 const KEY_CACHE_ENTRIES = 10_000;
-const sharedCaches = new WeakMap<Db, { cache: Map<string, { key: ApiKeyDocument; readAt: number }>; revokedHere: Set<string> }>();
+const sharedCaches = new WeakMap<Db, { cache: Map<string, { key: ApiKeyDocument; readAt: number }>; revokedHere: Set<string>; refreshing: Set<string> }>();
 
 export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
@@ -43,6 +48,8 @@ export class ApiKeyStore {
   private readonly cache: Map<string, { key: ApiKeyDocument; readAt: number }>;
   /** Keys revoked by this process: refused even if a read from before the revocation lands in the cache. */
   private readonly revokedHere: Set<string>;
+  /** Keys being read again in the background. */
+  private readonly refreshing: Set<string>;
 
   constructor(db: Db) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
@@ -50,11 +57,12 @@ export class ApiKeyStore {
     // any of them (admin API, console) reaches authentication at once.
     let shared = sharedCaches.get(db);
     if (!shared) {
-      shared = { cache: new Map(), revokedHere: new Set() };
+      shared = { cache: new Map(), revokedHere: new Set(), refreshing: new Set() };
       sharedCaches.set(db, shared);
     }
     this.cache = shared.cache;
     this.revokedHere = shared.revokedHere;
+    this.refreshing = shared.refreshing;
   }
 
   async create(input: { accountId: string; name: string; models: string[] | null }): Promise<{ key: ApiKeyDocument; plaintext: string }> {
@@ -81,12 +89,31 @@ export class ApiKeyStore {
     const id = keyIdForHash(hash);
     if (this.revokedHere.has(id)) return null;
     const cached = this.cache.get(id);
-    let key = cached && now - cached.readAt < KEY_CACHE_MS ? cached.key : null;
-    if (!key) {
-      key = await this.collection.findOne({ _id: id });
-      if (key) this.remember(key, now);
+    let key: ApiKeyDocument | null;
+    if (cached && now - cached.readAt < KEY_CACHE_MS) {
+      key = cached.key;
+      if (now - cached.readAt >= KEY_REFRESH_AFTER_MS) this.refreshInBackground(id, now);
+    } else {
+      key = await this.read(id, now);
     }
     return key && key.hash === hash && key.revoked_at === null ? key : null;
+  }
+
+  private refreshInBackground(id: string, now: number): void {
+    if (this.refreshing.has(id)) return;
+    this.refreshing.add(id);
+    // A failed refresh leaves the entry to age out: the next read then happens in line.
+    this.read(id, now)
+      .catch(() => null)
+      .finally(() => this.refreshing.delete(id));
+  }
+
+  /** Reads a key and caches what came back as of `now`, the time the read was asked for. */
+  private async read(id: string, now: number): Promise<ApiKeyDocument | null> {
+    const key = await this.collection.findOne({ _id: id });
+    if (key) this.remember(key, now);
+    else this.cache.delete(id);
+    return key;
   }
 
   private remember(key: ApiKeyDocument, now: number): void {
