@@ -86,7 +86,13 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const apiKeys = new ApiKeyStore(database.db);
   const tasks = new TaskStore(database.db);
   const ledger = new Ledger(database.db);
-  const budgets = new AccountBudgets({ ledger, leases: new BudgetLeaseStore(database.db), usage: new UsageStore(database.db), log: app.log });
+  const budgets = new AccountBudgets({
+    ledger,
+    leases: new BudgetLeaseStore(database.db),
+    usage: new UsageStore(database.db),
+    log: app.log,
+    timing: { idleMs: config.SPEND_LEASE_IDLE_MS },
+  });
   // After the server stopped taking requests: settles every spend lease before the store closes.
   app.addHook('onClose', async () => budgets.close());
   const videoTasks = new VideoTaskService({

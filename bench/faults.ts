@@ -4,6 +4,7 @@ import path from 'node:path';
 import { request } from 'undici';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '../scripts/lib/engines.ts';
 import { freePort, startProcess, waitForOutput, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
+import { loadConfig } from '../core/config.ts';
 import { connectDatabase } from '../store/database.ts';
 import { auditTasksAndLedger, type AuditEntry, type AuditTask } from './lib/fault-audit.ts';
 import { CallRecorder, every, phaseTable, totals, unavailableReasons } from './lib/fault-load.ts';
@@ -228,8 +229,8 @@ try {
     }
     await pause(2_000);
   }
-  // Spend leases settle a moment after their last call; give them that moment.
-  await pause(3_000);
+  // Spend leases go back SPEND_LEASE_IDLE_MS after their account's last call; give them that.
+  await pause(loadConfig(environment).SPEND_LEASE_IDLE_MS + 3_000);
   const entries = await database.db.collection<AuditEntry & { account_id: string }>('ledger').find({ account_id: account.id }).toArray();
   await database.close();
   const audit = auditTasksAndLedger({ acceptedIds, tasks, entries });

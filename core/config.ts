@@ -24,6 +24,9 @@ export const environmentSchema = z.object({
   // Per key, per UTC minute; operators override them per account or per key (admin API).
   RATE_LIMIT_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(3_000),
   RATE_LIMIT_TOKENS_PER_MINUTE: z.coerce.number().int().positive().default(2_000_000),
+  // An account's spend lease is given back after this long without chat or image calls; until
+  // then its calls reserve in memory (api/services/billing/account-budgets.ts).
+  SPEND_LEASE_IDLE_MS: z.coerce.number().int().positive().default(5_000),
   // The worker's Prometheus listener (GET /metrics); off when the port is unset.
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WORKER_METRICS_HOST: z.string().default('127.0.0.1'),

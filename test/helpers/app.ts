@@ -27,6 +27,8 @@ export async function startTestApp(
     TEMPORAL_ADDRESS: testTemporalAddress(),
     MONGODB_DB: database.db.databaseName,
     LOG_LEVEL: 'silent',
+    // Tests read settled balances: leases go back a moment after the last call.
+    SPEND_LEASE_IDLE_MS: '250',
     ...overrides,
   });
   const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });

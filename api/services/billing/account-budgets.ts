@@ -13,8 +13,8 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // store only when its account has no lease that covers it (its first call, or a lease spent
 // down faster than the background renewal).
 //
-// A lease is retired when its account goes idle or when it is old (a fresh one is opened ahead
-// of time so callers do not wait), and settles once its last call has finished: usage records
+// A lease is retired when its account goes idle (SPEND_LEASE_IDLE_MS) or when it is old (a fresh
+// one is opened ahead of time so callers do not wait), and settles once its last call has finished: usage records
 // first (idempotent ids), then the capture of what its calls cost (the rest of the hold returns
 // to the balance in the same entry), then its lease document is deleted. If this process dies
 // first, the worker's sweeper releases the hold once the lease document expires: a crash can
@@ -39,7 +39,10 @@ export interface LeaseTiming {
 }
 
 export const DEFAULT_LEASE_TIMING: LeaseTiming = {
-  idleMs: 250,
+  // Long enough to span the pauses of an agent's tool loop or a person typing: opening a lease
+  // is a dozen store round trips in line (about 35 ms on FerretDB), which a call after a pause
+  // paid every time when leases went back 0.25 s after the last call.
+  idleMs: 5_000,
   maxAgeMs: 5_000,
   expiryMs: 10 * 60_000,
   tickMs: 100,

@@ -170,6 +170,23 @@ describe('spend leases (account budgets)', () => {
     assert.equal(records.reduce((sum, record) => sum + record.spend_micros, 0), charged);
   });
 
+  it("keeps an account's lease through pauses shorter than the idle time, and gives it back after", async () => {
+    const account = await accounts.create({ name: 'pausing', balanceMicros: 1_000_000 });
+    const holds = () => ledger.entries.countDocuments({ account_id: account._id, operation: 'hold' });
+    const budget = budgets({ idleMs: 1_500 });
+    for (let call = 0; call < 3; call++) {
+      if (call > 0) await new Promise((resolve) => setTimeout(resolve, 300));
+      (await budget.reserve(account._id, 10_000, chatCall, 'hint')).charge(2_000, { outputTokens: 1 }, { allowOverage: false });
+    }
+    assert.equal(await holds(), 1, 'three calls 0.3 s apart, one lease: none of them waited for a hold');
+
+    const after = await settled(account._id);
+    assert.equal(after.spent_micros, 6_000);
+    assert.equal(after.balance_micros, 1_000_000 - 6_000);
+    assert.equal(await leases.collection.countDocuments({ account_id: account._id }), 0);
+    await budget.close();
+  });
+
   it('gives unspent leased money back when asked, so a direct hold can use it', async () => {
     const account = await accounts.create({ name: 'video', balanceMicros: 1_000_000 });
     const budget = budgets({ idleMs: 60_000 });
