@@ -20,7 +20,8 @@ import { chatTarget, complete, runTimedLoad, streamCapacity, timeStream, type Ch
 //            loopback upstream;
 //   LiteLLM  the LiteLLM proxy (pinned, installed by scripts/provision-bench.sh into
 //            .tools/bench-venv), no database, model openai/gpt-4o-mini at the same upstream.
-// 1. added latency p50/p99 at concurrency 1, zero-delay upstream, non-stream;
+// 1. added latency p50/p99 at concurrency 1, zero-delay upstream, non-stream; then the same
+//    for calls that each follow a pause (BENCH_PAUSE_MS), as an agent's or a person's do;
 // 2. throughput at 50 concurrent connections, upstream answering after 20 ms;
 // 3. streaming (64 chunks 20 ms apart): added time-to-first-token p50/p99 and inter-chunk gap;
 // 4. the most concurrent streams held with no lost chunk (levels from BENCH_CAPACITY_LEVELS).
@@ -37,6 +38,8 @@ const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 2000);
 const THROUGHPUT_REQUESTS = Number(process.env.BENCH_THROUGHPUT_REQUESTS ?? 40_000);
 const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 15);
 const THROUGHPUT_CONCURRENCY = 50;
+const PAUSED_CALLS = Number(process.env.BENCH_PAUSED_CALLS ?? 20);
+const PAUSE_MS = Number(process.env.BENCH_PAUSE_MS ?? 1_000);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 16);
 const STREAM_CONCURRENCY = 4;
 // Streams of 64 chunks 20 ms apart last about 1.3 s: starting the 4 a quarter of that apart
@@ -227,6 +230,17 @@ try {
     latency.set(target.name, await runTimedLoad(1, LATENCY_REQUESTS, 60, () => complete(target, 'ping')));
   }
 
+  // 1b. Calls after a pause: a round calls each target once, rounds PAUSE_MS apart, so every
+  // call meets a process that has been idle that long (caches aged, leases possibly given back).
+  const paused = new Map<string, number[]>(targets.map((target) => [target.name, []]));
+  for (let round = 0; round < PAUSED_CALLS; round++) {
+    await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+    for (const target of targets) {
+      const started = performance.now();
+      if (await complete(target, 'ping')) paused.get(target.name)!.push(performance.now() - started);
+    }
+  }
+
   // 2. Throughput at 50 concurrent connections, 20 ms upstream delay; Framegate once more with
   // the calls spread over 50 accounts.
   const throughput = new Map<string, TimedLoad>();
@@ -258,6 +272,7 @@ try {
   printChatReport({
     names: targets.map((target) => target.name),
     latency,
+    paused: { calls: paused, pauseMs: PAUSE_MS },
     throughput,
     spread: { name: spread[0]!.name, load: spreadLoad },
     streams,

@@ -7,6 +7,8 @@ import { fmt, HELD_GAP_P99_MS, HELD_TTFT_P99_MS, p, type StreamCapacity, type St
 export interface ChatMeasurements {
   names: string[];
   latency: Map<string, TimedLoad>;
+  /** Latencies of calls that each followed a pause of `pauseMs`. */
+  paused: { calls: Map<string, number[]>; pauseMs: number };
   throughput: Map<string, TimedLoad>;
   /** Framegate's throughput run repeated over many accounts. */
   spread: { name: string; load: TimedLoad };
@@ -45,6 +47,18 @@ export function printChatReport(m: ChatMeasurements): void {
     const cells = [name, String(load.completed), fmt(p50), fmt(p99), isBase ? '-' : fmt(p50 - p(base.latenciesMs, 0.5)), isBase ? '-' : fmt(p99 - p(base.latenciesMs, 0.99)), ratio(p50, p(base.latenciesMs, 0.5)), String(load.errors)];
     console.log(row(cells, w1));
     firstError(load);
+  }
+
+  const pausedBase = m.paused.calls.get('direct')!;
+  console.log(`\n1b. Calls after a ${m.paused.pauseMs} ms pause, concurrency 1, zero-delay upstream (${pausedBase.length} calls each)`);
+  const w1b = [10, 8, 10, 10, 14, 14];
+  console.log(row(['', 'count', 'p50 ms', 'max ms', 'added p50 ms', 'added max ms'], w1b));
+  for (const name of names) {
+    const calls = m.paused.calls.get(name)!;
+    const isBase = name === 'direct';
+    const max = calls.length ? Math.max(...calls) : Number.NaN;
+    const baseMax = pausedBase.length ? Math.max(...pausedBase) : Number.NaN;
+    console.log(row([name, String(calls.length), fmt(p(calls, 0.5)), fmt(max), isBase ? '-' : fmt(p(calls, 0.5) - p(pausedBase, 0.5)), isBase ? '-' : fmt(max - baseMax)], w1b));
   }
 
   const ideal = (sizes.concurrency * 1000) / 20;
@@ -105,6 +119,8 @@ export function printChatReport(m: ChatMeasurements): void {
   console.log('\nSummary');
   for (const name of names.filter((name) => name !== 'direct')) console.log(`  ${name.padEnd(10)} ${line(name)}`);
   console.log(`  Framegate over ${sizes.concurrency} accounts: ${fmt(m.spread.load.perSecond, 0)} req/s`);
+  const pausedAdded = (name: string) => p(m.paused.calls.get(name)!, 0.5) - p(pausedBase, 0.5);
+  console.log(`  After a ${m.paused.pauseMs} ms pause, added p50: ${names.filter((name) => name !== 'direct').map((name) => `${name} +${fmt(pausedAdded(name))} ms`).join(', ')}`);
   console.log(`  Concurrent streams held: ${names.map((name) => `${name} ${m.capacity.get(name)!.held}`).join(', ')}`);
   if (names.includes('floor')) {
     console.log(`  Framegate above the floor: +${fmt(added('Framegate') - added('floor'))} ms p50 latency, +${fmt(addedTtft('Framegate') - addedTtft('floor'))} ms TTFT p50, throughput ${ratio(perSecond('Framegate'), perSecond('floor'))} of the floor's`);
