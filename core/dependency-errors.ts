@@ -29,10 +29,24 @@ const UNAVAILABLE_GRPC_CODES = new Set([
 
 export type Dependency = 'store' | 'temporal';
 
+/** Socket failures of a connection the other side has dropped. */
+const DROPPED_CONNECTION_CODES = new Set(['EPIPE', 'ECONNRESET']);
+
+// The driver (7.9) lets one socket failure through unwrapped: a command written just after the
+// server closed the connection fails with Node's own "This socket has been ended by the other
+// party" (EPIPE), not a MongoNetworkError. bench:faults met it while killing the store. Only
+// errors raised inside the driver's connection code count, so a dropped socket elsewhere is not
+// blamed on the store.
+function droppedStoreConnection(error: Error): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && DROPPED_CONNECTION_CODES.has(code) && /[\\/]mongodb[\\/](?:src|lib)[\\/]cmap[\\/]/.test(error.stack ?? '');
+}
+
 // A client this process closed itself (MongoTopologyClosedError, MongoNotConnectedError) is not
 // an outage of the store but a bug or a shutdown: it stays a 500.
-function storeUnavailable(error: unknown): boolean {
+function storeUnavailable(error: Error): boolean {
   return (
+    droppedStoreConnection(error) ||
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     error instanceof MongoOperationTimeoutError ||

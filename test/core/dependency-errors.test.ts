@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { MongoNetworkError } from 'mongodb';
+import { unavailableDependency } from '../../core/dependency-errors.ts';
+
+// Which failures are a dependency's outage (503) rather than a bug (500). The unwrapped socket
+// error is the one bench:faults met when the store was killed under load: its message, code and
+// the top of its stack are copied from that run's api log.
+
+function droppedSocketError(stack: string): Error {
+  const error = Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' });
+  error.stack = `Error: This socket has been ended by the other party\n${stack}`;
+  return error;
+}
+
+test("the driver's unwrapped EPIPE on a connection the store closed is the store's outage", () => {
+  const fromDriver = droppedSocketError(
+    [
+      '    at genericNodeError (node:internal/errors:984:15)',
+      '    at wrappedFn (node:internal/errors:538:14)',
+      '    at Socket.writeAfterFIN [as write] (node:net:566:14)',
+      '    at Connection.writeCommand (/srv/framegate/node_modules/mongodb/src/cmap/connection.ts:722:23)',
+      '    at async Connection.sendWire (/srv/framegate/node_modules/mongodb/src/cmap/connection.ts:468:7)',
+    ].join('\n'),
+  );
+  assert.equal(unavailableDependency(fromDriver), 'store');
+  assert.equal(unavailableDependency(new Error('a query failed', { cause: fromDriver })), 'store', 'also as a cause');
+});
+
+test('the same socket error raised outside the driver is not blamed on the store', () => {
+  const elsewhere = droppedSocketError('    at Socket.writeAfterFIN [as write] (node:net:566:14)\n    at streamClip (/srv/framegate/api/routes/video/clip.ts:40:10)');
+  assert.equal(unavailableDependency(elsewhere), null);
+  assert.equal(unavailableDependency(Object.assign(new Error('boom'), { code: 'EINVAL' })), null);
+});
+
+test('driver network errors stay the store outage they were', () => {
+  assert.equal(unavailableDependency(new MongoNetworkError('connection reset')), 'store');
+});
