@@ -40,16 +40,20 @@ const LAST_USED_REFRESH_MS = 60_000;
 export const KEY_CACHE_MS = 1_000;
 export const KEY_REFRESH_AFTER_MS = 500;
 const KEY_CACHE_ENTRIES = 10_000;
-const sharedCaches = new WeakMap<Db, { cache: Map<string, { key: ApiKeyDocument; readAt: number }>; revokedHere: Set<string>; refreshing: Set<string> }>();
+/** A cached read; `refreshing` while a background read of the same key is under way. */
+interface CachedKey {
+  key: ApiKeyDocument;
+  readAt: number;
+  refreshing?: boolean;
+}
+const sharedCaches = new WeakMap<Db, { cache: Map<string, CachedKey>; revokedHere: Set<string> }>();
 
 export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
   private readonly lastUsedWrites = new Map<string, number>();
-  private readonly cache: Map<string, { key: ApiKeyDocument; readAt: number }>;
+  private readonly cache: Map<string, CachedKey>;
   /** Keys revoked by this process: refused even if a read from before the revocation lands in the cache. */
   private readonly revokedHere: Set<string>;
-  /** Keys being read again in the background. */
-  private readonly refreshing: Set<string>;
 
   constructor(db: Db) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
@@ -57,12 +61,11 @@ export class ApiKeyStore {
     // any of them (admin API, console) reaches authentication at once.
     let shared = sharedCaches.get(db);
     if (!shared) {
-      shared = { cache: new Map(), revokedHere: new Set(), refreshing: new Set() };
+      shared = { cache: new Map(), revokedHere: new Set() };
       sharedCaches.set(db, shared);
     }
     this.cache = shared.cache;
     this.revokedHere = shared.revokedHere;
-    this.refreshing = shared.refreshing;
   }
 
   async create(input: { accountId: string; name: string; models: string[] | null }): Promise<{ key: ApiKeyDocument; plaintext: string }> {
@@ -92,20 +95,21 @@ export class ApiKeyStore {
     let key: ApiKeyDocument | null;
     if (cached && now - cached.readAt < KEY_CACHE_MS) {
       key = cached.key;
-      if (now - cached.readAt >= KEY_REFRESH_AFTER_MS) this.refreshInBackground(id, now);
+      if (now - cached.readAt >= KEY_REFRESH_AFTER_MS) this.refreshInBackground(id, cached, now);
     } else {
       key = await this.read(id, now);
     }
     return key && key.hash === hash && key.revoked_at === null ? key : null;
   }
 
-  private refreshInBackground(id: string, now: number): void {
-    if (this.refreshing.has(id)) return;
-    this.refreshing.add(id);
-    // A failed refresh leaves the entry to age out: the next read then happens in line.
-    this.read(id, now)
-      .catch(() => null)
-      .finally(() => this.refreshing.delete(id));
+  private refreshInBackground(id: string, cached: CachedKey, now: number): void {
+    if (cached.refreshing) return;
+    cached.refreshing = true;
+    // A successful read replaces the entry. A failed one leaves it to age out, and the next
+    // read then happens in line.
+    this.read(id, now).catch(() => {
+      cached.refreshing = false;
+    });
   }
 
   /** Reads a key and caches what came back as of `now`, the time the read was asked for. */

@@ -50,15 +50,16 @@ export function printChatReport(m: ChatMeasurements): void {
   }
 
   const pausedBase = m.paused.calls.get('direct')!;
+  const maxOf = (samples: number[]) => (samples.length ? Math.max(...samples) : Number.NaN);
+  const pausedBaseMax = maxOf(pausedBase);
   console.log(`\n1b. Calls after a ${m.paused.pauseMs} ms pause, concurrency 1, zero-delay upstream (${pausedBase.length} calls each)`);
   const w1b = [10, 8, 10, 10, 14, 14];
   console.log(row(['', 'count', 'p50 ms', 'max ms', 'added p50 ms', 'added max ms'], w1b));
   for (const name of names) {
     const calls = m.paused.calls.get(name)!;
     const isBase = name === 'direct';
-    const max = calls.length ? Math.max(...calls) : Number.NaN;
-    const baseMax = pausedBase.length ? Math.max(...pausedBase) : Number.NaN;
-    console.log(row([name, String(calls.length), fmt(p(calls, 0.5)), fmt(max), isBase ? '-' : fmt(p(calls, 0.5) - p(pausedBase, 0.5)), isBase ? '-' : fmt(max - baseMax)], w1b));
+    const max = maxOf(calls);
+    console.log(row([name, String(calls.length), fmt(p(calls, 0.5)), fmt(max), isBase ? '-' : fmt(p(calls, 0.5) - p(pausedBase, 0.5)), isBase ? '-' : fmt(max - pausedBaseMax)], w1b));
   }
 
   const ideal = (sizes.concurrency * 1000) / 20;

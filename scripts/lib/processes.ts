@@ -95,7 +95,8 @@ export function startProcess(name: string, command: string, args: string[], opti
       await exited;
       clearTimeout(timer);
     },
-    recentOutput: () => (options.logFile ? fileTail(options.logFile) + recent.join('') : recent.join('')),
+    // With a log file there are no pipes, so nothing reaches `recent`.
+    recentOutput: () => (options.logFile ? fileTail(options.logFile) : recent.join('')),
   };
 }
 

@@ -14,9 +14,9 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // down faster than the background renewal).
 //
 // A lease is retired when its account goes idle (SPEND_LEASE_IDLE_MS) or when it is old (a fresh
-// one is opened ahead of time so callers do not wait), and settles once its last call has finished: usage records
-// first (idempotent ids), then the capture of what its calls cost (the rest of the hold returns
-// to the balance in the same entry), then its lease document is deleted. If this process dies
+// one is opened ahead of time so callers do not wait), and settles once its last call has
+// finished: usage records first (idempotent ids), then the capture of what its calls cost (the
+// rest of the hold returns to the balance in the same entry), then its lease document is deleted. If this process dies
 // first, the worker's sweeper releases the hold once the lease document expires: a crash can
 // lose what the calls of the last seconds cost, never charge for anything twice.
 //
