@@ -21,7 +21,8 @@ export class ForbiddenDestinationError extends Error {
     const prefix = address.includes(':') ? 128 : 32;
     super(
       `refused to connect to ${hostname} at ${address} (${range} address); ` +
-        `to allow it, add ${address}/${prefix} (or "loopback") to OUTBOUND_ALLOWLIST`,
+        // The "loopback" keyword allows loopback addresses only: naming it for others misleads.
+        `to allow it, add ${address}/${prefix}${range === 'loopback' ? ' (or "loopback")' : ''} to OUTBOUND_ALLOWLIST`,
     );
     this.name = 'ForbiddenDestinationError';
   }

@@ -172,6 +172,13 @@ describe('guarded dispatcher over real loopback sockets', () => {
     assert.equal(error.hostname, 'localhost');
     assert.match(error.message, /localhost at (127\.0\.0\.1|::1) \(loopback address\)/);
     assert.match(error.message, /to OUTBOUND_ALLOWLIST/);
+    assert.match(error.message, /\(or "loopback"\)/);
+  });
+
+  it('suggests the "loopback" keyword only for loopback addresses', () => {
+    const metadata = new ForbiddenDestinationError('169.254.169.254', '169.254.169.254', 'linkLocal');
+    assert.match(metadata.message, /add 169\.254\.169\.254\/32 to OUTBOUND_ALLOWLIST/);
+    assert.doesNotMatch(metadata.message, /loopback/);
   });
 
   it('lets loopback through when the allowlist says loopback', async () => {
