@@ -29,6 +29,7 @@ export async function startTestApp(
     LOG_LEVEL: 'silent',
     // Tests read settled balances: leases go back a moment after the last call.
     SPEND_LEASE_IDLE_MS: '250',
+    SPEND_LEASE_SMALL_IDLE_MS: '250',
     ...overrides,
   });
   const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });

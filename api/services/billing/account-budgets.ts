@@ -13,7 +13,7 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // store only when its account has no lease that covers it (its first call, or a lease spent
 // down faster than the background renewal).
 //
-// A lease is retired when its account goes idle (SPEND_LEASE_IDLE_MS) or when it is old (a fresh
+// A lease is retired when its account goes idle or when it is old and has served calls (a fresh
 // one is opened ahead of time so callers do not wait), and settles once its last call has
 // finished: usage records first (idempotent ids), then the capture of what its calls cost (the
 // rest of the hold returns to the balance in the same entry), then its lease document is deleted. If this process dies
@@ -27,6 +27,10 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 export interface LeaseTiming {
   /** An account without calls for this long gives its lease back. */
   idleMs: number;
+  /** The idle time of a small lease: one that held at most a quarter of the account's balance
+   * when it opened. Keeping it costs the account's other uses little, and spares a caller who
+   * calls every few seconds or minutes the dozen store round trips of opening one in line. */
+  smallLeaseIdleMs: number;
   /** A lease older than this is replaced, so the ledger and the usage records stay current. */
   maxAgeMs: number;
   /** How long the sweeper leaves a lease alone; pushed forward while the lease is in use. */
@@ -43,6 +47,7 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = {
   // is a dozen store round trips in line (about 35 ms on FerretDB), which a call after a pause
   // paid every time when leases went back 0.25 s after the last call.
   idleMs: 5_000,
+  smallLeaseIdleMs: 5 * 60_000,
   maxAgeMs: 5_000,
   expiryMs: 10 * 60_000,
   tickMs: 100,
@@ -160,7 +165,8 @@ export class AccountBudgets {
         continue;
       }
       const previous = this.active.get(accountId);
-      this.active.set(accountId, new SpendLease(reference, accountId, amountMicros, now, expiresAt));
+      const idleMs = amountMicros * 4 <= availableMicros ? this.timing.smallLeaseIdleMs : this.timing.idleMs;
+      this.active.set(accountId, new SpendLease(reference, accountId, amountMicros, now, expiresAt, idleMs));
       if (previous) this.retire(previous);
       return { opened: true };
     }
@@ -234,8 +240,9 @@ export class AccountBudgets {
 
   private tick(now: number): void {
     for (const lease of this.active.values()) {
-      if (lease.callsInFlight === 0 && now - lease.lastActivityAt >= this.timing.idleMs) this.retire(lease);
-      else if (now - lease.openedAt >= this.timing.maxAgeMs) this.renewInBackground(lease);
+      if (lease.callsInFlight === 0 && now - lease.lastActivityAt >= lease.idleMs) this.retire(lease);
+      // A lease no call used has nothing for the ledger or the usage records yet: it stays.
+      else if (now - lease.openedAt >= this.timing.maxAgeMs && lease.hasServedCalls) this.renewInBackground(lease);
     }
     for (const lease of [...this.active.values(), ...this.retired]) {
       if (lease.isDrained) this.settle(lease);

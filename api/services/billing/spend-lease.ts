@@ -52,6 +52,8 @@ export class SpendLease {
     readonly amountMicros: number,
     readonly openedAt: number,
     expiresAt: number,
+    /** Given back after this long without calls. */
+    readonly idleMs: number,
   ) {
     this.lastActivityAt = openedAt;
     this.expiresAt = expiresAt;
@@ -69,6 +71,11 @@ export class SpendLease {
   /** Closed and no call still running against it: ready to settle with the ledger. */
   get isDrained(): boolean {
     return this.closed && this.inFlight === 0;
+  }
+
+  /** Some call reserved from it since it opened. */
+  get hasServedCalls(): boolean {
+    return this.largestReservationMicros > 0;
   }
 
   get callsInFlight(): number {

@@ -34,7 +34,7 @@ describe('spend leases (account budgets)', () => {
   after(() => database.drop());
 
   function budgets(timing: Partial<LeaseTiming> = {}): AccountBudgets {
-    return new AccountBudgets({ ledger, leases, usage, log: silent, timing: { idleMs: 50, tickMs: 20, ...timing } });
+    return new AccountBudgets({ ledger, leases, usage, log: silent, timing: { idleMs: 50, smallLeaseIdleMs: 50, tickMs: 20, ...timing } });
   }
 
   async function settled(accountId: string) {
@@ -187,6 +187,35 @@ describe('spend leases (account budgets)', () => {
     // The ledger is settled before the lease document goes: close() waits for that last step.
     await budget.close();
     assert.equal(await leases.collection.countDocuments({ account_id: account._id }), 0);
+  });
+
+  it('keeps a lease that is a small share of the balance through long pauses, renewing it only after calls', async () => {
+    // $1 leases of a $10 balance: small ones. A $2 balance: its $1 lease is half of it.
+    const rich = await accounts.create({ name: 'rich', balanceMicros: 10_000_000 });
+    const poor = await accounts.create({ name: 'poor', balanceMicros: 2_000_000 });
+    const holds = (accountId: string) => ledger.entries.countDocuments({ account_id: accountId, operation: 'hold' });
+    const budget = budgets({ idleMs: 200, smallLeaseIdleMs: 60_000, maxAgeMs: 300 });
+    (await budget.reserve(rich._id, 10_000, chatCall, 'hint')).charge(2_000, { outputTokens: 1 }, { allowOverage: false });
+    (await budget.reserve(poor._id, 10_000, chatCall, 'hint')).charge(2_000, { outputTokens: 1 }, { allowOverage: false });
+
+    // Past the idle time and the maximum age: the poor account's lease went back; the rich
+    // one's was renewed once (its call must reach the ledger), and the new lease, unused, stays.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    assert.equal((await accounts.find(poor._id))!.held_micros, 0);
+    assert.equal((await accounts.find(poor._id))!.spent_micros, 2_000);
+    const richNow = (await accounts.find(rich._id))!;
+    assert.equal(richNow.spent_micros, 2_000, 'the call is on the ledger within a lease age');
+    assert.equal(richNow.held_micros, 1_000_000, 'one small lease still held');
+    assert.equal(await holds(rich._id), 2);
+
+    // A call after the long pause reserves at once from the kept lease: no new hold in line.
+    (await budget.reserve(rich._id, 10_000, chatCall, 'hint')).charge(3_000, { outputTokens: 1 }, { allowOverage: false });
+    assert.equal(await holds(rich._id), 2);
+
+    await budget.close();
+    const after = await settled(rich._id);
+    assert.equal(after.spent_micros, 5_000);
+    assert.equal(after.balance_micros, 10_000_000 - 5_000);
   });
 
   it('gives unspent leased money back when asked, so a direct hold can use it', async () => {
