@@ -95,6 +95,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
   // After the server stopped taking requests: settles every spend lease before the store closes.
   app.addHook('onClose', async () => budgets.close());
+  app.addHook('onClose', async () => apiKeys.stopWatching());
   const videoTasks = new VideoTaskService({
     catalog,
     tasks,

@@ -1,5 +1,6 @@
 import type { Collection, Db } from 'mongodb';
 import { generateApiKey, hashApiKey } from '../core/api-keys.ts';
+import { KeyChangeFeed } from './api-key-changes.ts';
 
 export interface ApiKeyDocument {
   _id: string;
@@ -29,15 +30,18 @@ export function keyIdForHash(hash: string): string {
 // double the database load of the hot path, so it is refreshed at most once a minute per key.
 const LAST_USED_REFRESH_MS = 60_000;
 
-// Authentication reads a key at most once a second per process: a store round trip per request
-// would be most of the gateway's own latency. Revoking through this store drops the entry at
-// once, so the process that revokes refuses the key on the very next request; other API
-// processes refuse it within KEY_CACHE_MS.
+// Authentication keeps the keys it read in memory: a store round trip per request would be
+// most of the gateway's own latency. Revoking through this store drops the entry at once, so
+// the process that revokes refuses the key on the very next request. Other API processes learn
+// of it from the change feed (api-key-changes.ts), polled every quarter second: while that feed
+// is live, a cached read stays good for KEY_CACHE_MAX_MS, so a key used every few seconds is
+// not read again each time. When the feed is not live (the store unreachable), a read is good
+// for KEY_CACHE_MS only. Either way, another process refuses a revoked key within KEY_CACHE_MS.
 //
 // A key in use is read again in the background once its entry is KEY_REFRESH_AFTER_MS old, so
-// its callers never wait for that read: waiting, one call per key per second paid a store round
-// trip, and with many busy keys those reads were the proxy's slowest percentile.
+// its callers never wait for that read; that also picks up changes made to the store directly.
 export const KEY_CACHE_MS = 1_000;
+export const KEY_CACHE_MAX_MS = 10 * 60_000;
 export const KEY_REFRESH_AFTER_MS = 500;
 const KEY_CACHE_ENTRIES = 10_000;
 /** A cached read; `refreshing` while a background read of the same key is under way. */
@@ -46,26 +50,53 @@ interface CachedKey {
   readAt: number;
   refreshing?: boolean;
 }
-const sharedCaches = new WeakMap<Db, { cache: Map<string, CachedKey>; revokedHere: Set<string> }>();
+/** What every store over one database shares in a process: one API instance's view. */
+interface SharedKeyState {
+  cache: Map<string, CachedKey>;
+  /** Keys revoked by this process: refused even if a read from before the revocation lands in the cache. */
+  revokedHere: Set<string>;
+  /** When the feed last reported each recently changed key: a read started before that is not cached. */
+  changedAt: Map<string, number>;
+  feed: KeyChangeFeed;
+}
+const sharedStates = new WeakMap<Db, SharedKeyState>();
+const CHANGED_AT_KEEP_MS = 30_000;
+
+function sharedStateOf(db: Db): SharedKeyState {
+  let shared = sharedStates.get(db);
+  if (!shared) {
+    const cache = new Map<string, CachedKey>();
+    const changedAt = new Map<string, number>();
+    const feed = new KeyChangeFeed(db, {
+      changed(keyId) {
+        const now = Date.now();
+        for (const [id, at] of changedAt) if (now - at > CHANGED_AT_KEEP_MS) changedAt.delete(id);
+        changedAt.set(keyId, now);
+        cache.delete(keyId);
+      },
+      lost: () => cache.clear(),
+    });
+    shared = { cache, revokedHere: new Set(), changedAt, feed };
+    sharedStates.set(db, shared);
+  }
+  return shared;
+}
 
 export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
   private readonly lastUsedWrites = new Map<string, number>();
-  private readonly cache: Map<string, CachedKey>;
-  /** Keys revoked by this process: refused even if a read from before the revocation lands in the cache. */
-  private readonly revokedHere: Set<string>;
+  private readonly shared: SharedKeyState;
 
   constructor(db: Db) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
     // Shared by every store over the same database in this process, so a revocation through
     // any of them (admin API, console) reaches authentication at once.
-    let shared = sharedCaches.get(db);
-    if (!shared) {
-      shared = { cache: new Map(), revokedHere: new Set() };
-      sharedCaches.set(db, shared);
-    }
-    this.cache = shared.cache;
-    this.revokedHere = shared.revokedHere;
+    this.shared = sharedStateOf(db);
+  }
+
+  /** Stops polling the change feed (when the process closes its store connection). */
+  stopWatching(): void {
+    this.shared.feed.stop();
   }
 
   async create(input: { accountId: string; name: string; models: string[] | null }): Promise<{ key: ApiKeyDocument; plaintext: string }> {
@@ -88,14 +119,17 @@ export class ApiKeyStore {
 
   /** The live (unrevoked) key with this plaintext, or null. */
   async findActiveByPlaintext(plaintext: string, now = Date.now()): Promise<ApiKeyDocument | null> {
+    const { cache, revokedHere, feed } = this.shared;
+    feed.start();
     const hash = hashApiKey(plaintext);
     const id = keyIdForHash(hash);
-    if (this.revokedHere.has(id)) return null;
-    const cached = this.cache.get(id);
+    if (revokedHere.has(id)) return null;
+    const cached = cache.get(id);
     let key: ApiKeyDocument | null;
-    if (cached && now - cached.readAt < KEY_CACHE_MS) {
+    const age = cached ? now - cached.readAt : Infinity;
+    if (cached && (age < KEY_CACHE_MS || (age < KEY_CACHE_MAX_MS && now - feed.coveredUntil < KEY_CACHE_MS))) {
       key = cached.key;
-      if (now - cached.readAt >= KEY_REFRESH_AFTER_MS) this.refreshInBackground(id, cached, now);
+      if (age >= KEY_REFRESH_AFTER_MS) this.refreshInBackground(id, cached, now);
     } else {
       key = await this.read(id, now);
     }
@@ -114,16 +148,21 @@ export class ApiKeyStore {
 
   /** Reads a key and caches what came back as of `now`, the time the read was asked for. */
   private async read(id: string, now: number): Promise<ApiKeyDocument | null> {
+    const startedAt = Date.now();
     const key = await this.collection.findOne({ _id: id });
-    if (key) this.remember(key, now);
-    else this.cache.delete(id);
+    const { cache, changedAt } = this.shared;
+    // Changed while the read ran: what came back may predate the change.
+    if ((changedAt.get(id) ?? -Infinity) >= startedAt) cache.delete(id);
+    else if (key) this.remember(key, now);
+    else cache.delete(id);
     return key;
   }
 
   private remember(key: ApiKeyDocument, now: number): void {
-    this.cache.delete(key._id);
-    if (this.cache.size >= KEY_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(key._id, { key, readAt: now });
+    const { cache } = this.shared;
+    cache.delete(key._id);
+    if (cache.size >= KEY_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+    cache.set(key._id, { key, readAt: now });
   }
 
   listForAccount(accountId: string): Promise<ApiKeyDocument[]> {
@@ -133,19 +172,23 @@ export class ApiKeyStore {
   /** Sets the key's own per-minute limits (null fields fall back to the account's). */
   async setRateLimits(keyId: string, limits: NonNullable<ApiKeyDocument['rate_limits']>): Promise<ApiKeyDocument | null> {
     const updated = await this.collection.findOneAndUpdate({ _id: keyId }, { $set: { rate_limits: limits } }, { returnDocument: 'after' });
-    this.cache.delete(keyId);
+    this.shared.cache.delete(keyId);
+    if (updated) await this.shared.feed.record(keyId);
     return updated;
   }
 
   async revoke(keyId: string): Promise<ApiKeyDocument | null> {
-    this.revokedHere.add(keyId);
-    this.cache.delete(keyId);
+    this.shared.revokedHere.add(keyId);
+    this.shared.cache.delete(keyId);
     const revoked = await this.collection.findOneAndUpdate(
       { _id: keyId, revoked_at: null },
       { $set: { revoked_at: new Date() } },
       { returnDocument: 'after' },
     );
-    return revoked ?? (await this.collection.findOne({ _id: keyId }));
+    const key = revoked ?? (await this.collection.findOne({ _id: keyId }));
+    // Also when it was revoked already: a revocation whose record failed is recorded on retry.
+    if (key) await this.shared.feed.record(keyId);
+    return key;
   }
 
   noteUsed(keyId: string, now = Date.now()): void {

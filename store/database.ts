@@ -1,4 +1,5 @@
 import { MongoClient, type Db } from 'mongodb';
+import { KeyChangeFeed } from './api-key-changes.ts';
 import { Ledger } from './ledger.ts';
 
 // One MongoClient per process. Indexes are created at start-up by whoever connects first;
@@ -31,6 +32,7 @@ async function ensureIndexes(db: Db): Promise<void> {
   await db.collection('tasks').createIndex({ account_id: 1, created_at: -1 }, { name: 'by_account' });
   await db.collection('tasks').createIndex({ workflow_started: 1, created_at: 1 }, { name: 'by_start_state' });
   await Ledger.ensureIndexes(db);
+  await KeyChangeFeed.ensureIndexes(db);
   await db.collection('usage').createIndex({ account_id: 1, day: 1 }, { name: 'by_account_day' });
   await db.collection('usage').createIndex({ key_id: 1, day: 1 }, { name: 'by_key_day' });
   // FerretDB scans regardless; on MongoDB these serve the operator pages and the expiry sweep.
