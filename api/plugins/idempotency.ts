@@ -63,6 +63,10 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+function asList<T>(hooks: T | T[] | undefined): T[] {
+  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
+}
+
 function replay(reply: FastifyReply, answer: { statusCode: number; contentType?: string; body: string }): FastifyReply {
   return reply
     .status(answer.statusCode)
@@ -75,10 +79,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   const { store, routes } = options;
   app.decorateRequest('idempotency', null);
 
-  app.addHook('preHandler', async (request, reply) => {
-    const route = request.method === 'POST' ? routes[request.routeOptions.url ?? ''] : undefined;
+  const claimKey = async (route: IdempotentRoute, request: FastifyRequest, reply: FastifyReply) => {
     const header = request.headers[HEADER];
-    if (!route || header === undefined) return;
+    if (header === undefined) return;
     if (typeof header !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(header)) {
       throw new GatewayError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.', 'Idempotency-Key');
     }
@@ -111,9 +114,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       throw new GatewayError('conflict', 'A retry with this Idempotency-Key is already in progress.', 'Idempotency-Key');
     }
     request.idempotency = { recordId: id, taskId, finished: false };
-  });
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const keepAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const idempotent = request.idempotency;
     if (!idempotent || idempotent.finished) return payload;
     idempotent.finished = true;
@@ -124,16 +127,26 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       await store.release(idempotent.recordId);
     }
     return payload;
-  });
+  };
 
   // A reply that ended without onSend (the caller left and the route gave the socket up): no
   // answer exists to keep. Not on the abort itself: a video submission goes on after its caller
   // leaves, and its record must then still lead a retry to the task it creates.
-  app.addHook('onResponse', async (request) => {
+  const releaseUnanswered = async (request: FastifyRequest) => {
     const idempotent = request.idempotency;
     if (!idempotent || idempotent.finished) return;
     idempotent.finished = true;
     await store.release(idempotent.recordId);
+  };
+
+  // The hooks go on the idempotent routes only: every other route (chat above all) would pay
+  // for three hooks that do nothing.
+  app.addHook('onRoute', (options) => {
+    const route = routes[options.url ?? options.path];
+    if (!route || options.method !== 'POST') return;
+    options.preHandler = [...asList(options.preHandler), (request, reply) => claimKey(route, request, reply)];
+    options.onSend = [...asList(options.onSend), keepAnswer];
+    options.onResponse = [...asList(options.onResponse), releaseUnanswered];
   });
 }
 

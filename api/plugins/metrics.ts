@@ -25,11 +25,12 @@ const metricsSchema = {
 async function metricsPlugin(app: FastifyInstance): Promise<void> {
   enableProcessMetrics();
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     httpRequestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     );
+    done();
   });
 
   app.get('/metrics', { schema: metricsSchema }, async (_request, reply) => {

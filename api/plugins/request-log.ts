@@ -8,7 +8,7 @@ import fp from 'fastify-plugin';
 // status, the time taken and the key that called.
 
 async function requestLogPlugin(app: FastifyInstance): Promise<void> {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       {
         method: request.method,
@@ -20,6 +20,7 @@ async function requestLogPlugin(app: FastifyInstance): Promise<void> {
       },
       'request completed',
     );
+    done();
   });
 }
 

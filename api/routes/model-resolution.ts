@@ -22,10 +22,15 @@ export function modelIdField(catalog: Catalog, kind: CatalogModel['kind']) {
 /** preValidation hook: 404 for an unknown model, 403 for one the key may not use, 400 for a
  * model of another kind; a missing or non-string model is left to the schema. */
 export function resolveModelFirst(catalog: Catalog, kind: CatalogModel['kind']) {
-  return async (request: FastifyRequest): Promise<void> => {
+  return (request: FastifyRequest, _reply: unknown, done: (error?: Error) => void): void => {
     const body = request.body;
-    if (typeof body !== 'object' || body === null || !('model' in body)) return;
+    if (typeof body !== 'object' || body === null || !('model' in body)) return done();
     const modelId = (body as { model: unknown }).model;
-    if (typeof modelId === 'string') resolveModel(catalog, principalOf(request), modelId, kind);
+    try {
+      if (typeof modelId === 'string') resolveModel(catalog, principalOf(request), modelId, kind);
+    } catch (error) {
+      return done(error as Error);
+    }
+    done();
   };
 }
