@@ -27,7 +27,7 @@ export const environmentSchema = z.object({
   // An account's spend lease is given back after this long without chat or image calls; until
   // then its calls reserve in memory (api/services/billing/account-budgets.ts).
   SPEND_LEASE_IDLE_MS: z.coerce.number().int().positive().default(5_000),
-  // ... unless the lease held at most a quarter of the account's balance: then it is kept this
+  // ... unless the lease held at most a tenth of the account's free balance: then it is kept this
   // long, so a caller who calls every few seconds or minutes does not wait for a new one.
   SPEND_LEASE_SMALL_IDLE_MS: z.coerce.number().int().positive().default(300_000),
   // The worker's Prometheus listener (GET /metrics); off when the port is unset.

@@ -24,12 +24,16 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // and the only excess (an upstream reporting more tokens than the worst-case estimate) is
 // debited with the ledger's own balance check.
 
+/** At most this share of the free balance makes a lease a small one (see smallLeaseIdleMs). */
+const SMALL_LEASE_SHARE = 1 / 10;
+
 export interface LeaseTiming {
   /** An account without calls for this long gives its lease back. */
   idleMs: number;
-  /** The idle time of a small lease: one that held at most a quarter of the account's balance
-   * when it opened. Keeping it costs the account's other uses little, and spares a caller who
-   * calls every few seconds or minutes the dozen store round trips of opening one in line. */
+  /** The idle time of a small lease: one that held at most SMALL_LEASE_SHARE of the account's
+   * free balance when it opened. Keeping it costs the account's other uses little (even with a
+   * few api processes each keeping one), and spares a caller who calls every few seconds or
+   * minutes the dozen store round trips of opening one in line. */
   smallLeaseIdleMs: number;
   /** A lease older than this is replaced, so the ledger and the usage records stay current. */
   maxAgeMs: number;
@@ -165,7 +169,7 @@ export class AccountBudgets {
         continue;
       }
       const previous = this.active.get(accountId);
-      const idleMs = amountMicros * 4 <= availableMicros ? this.timing.smallLeaseIdleMs : this.timing.idleMs;
+      const idleMs = amountMicros <= availableMicros * SMALL_LEASE_SHARE ? this.timing.smallLeaseIdleMs : this.timing.idleMs;
       this.active.set(accountId, new SpendLease(reference, accountId, amountMicros, now, expiresAt, idleMs));
       if (previous) this.retire(previous);
       return { opened: true };

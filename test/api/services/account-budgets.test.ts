@@ -190,8 +190,8 @@ describe('spend leases (account budgets)', () => {
   });
 
   it('keeps a lease that is a small share of the balance through long pauses, renewing it only after calls', async () => {
-    // $1 leases of a $10 balance: small ones. A $2 balance: its $1 lease is half of it.
-    const rich = await accounts.create({ name: 'rich', balanceMicros: 10_000_000 });
+    // $1 leases of a $20 balance: small ones (a tenth or less). A $2 balance: its $1 lease is half.
+    const rich = await accounts.create({ name: 'rich', balanceMicros: 20_000_000 });
     const poor = await accounts.create({ name: 'poor', balanceMicros: 2_000_000 });
     const holds = (accountId: string) => ledger.entries.countDocuments({ account_id: accountId, operation: 'hold' });
     const budget = budgets({ idleMs: 200, smallLeaseIdleMs: 60_000, maxAgeMs: 300 });
@@ -215,7 +215,7 @@ describe('spend leases (account budgets)', () => {
     await budget.close();
     const after = await settled(rich._id);
     assert.equal(after.spent_micros, 5_000);
-    assert.equal(after.balance_micros, 10_000_000 - 5_000);
+    assert.equal(after.balance_micros, 20_000_000 - 5_000);
   });
 
   it('gives unspent leased money back when asked, so a direct hold can use it', async () => {
