@@ -1,22 +1,27 @@
-import type { Collection, Db } from 'mongodb';
+import { ObjectId, type Collection, type Db } from 'mongodb';
 
 // Tells every API process which keys changed (revoked, limits edited), so each can keep the keys
 // it read in memory for minutes instead of reading them again after a second: a caller who
 // calls every few seconds then never waits for a key read. FerretDB has no change streams, so
 // the feed is a small collection that every process polls.
 //
-// A change is recorded after the key's own update, so a process that drops its cached read on
-// seeing the record reads the updated key. A record is looked for until MARGIN_MS after its
-// `at` (written by the changing process's clock): clock skew and a slow insert up to that long
-// cannot hide it. Records older than RETAIN_MS are deleted by whichever process polls; a
-// process whose polls failed for longer than that may have missed some, and forgets every key.
+// A record's `at` is the store's own clock ($currentDate), and each poll asks for what came
+// after the newest record it has seen, less MARGIN_MS for inserts that became visible out of
+// order: the processes' clocks play no part, so skew between them cannot hide a record. Each
+// record reaches the listener once. Records RETAIN_MS older than the newest are deleted by
+// whichever process polls; a process whose polls failed for longer than RETAIN_MS - MARGIN_MS
+// may have missed some, and forgets every key.
 
 export const KEY_CHANGE_POLL_MS = 250;
 const MARGIN_MS = 5_000;
 const RETAIN_MS = 60_000;
 const PRUNE_EVERY_MS = 30_000;
+// A process whose polls fail that long forgets every key anyway (lost()).
+const RECORD_RETRIES = 50;
+const RECORD_RETRY_MS = 1_000;
 
 interface KeyChange {
+  _id: ObjectId;
   key_id: string;
   at: Date;
 }
@@ -25,15 +30,18 @@ export class KeyChangeFeed {
   private readonly collection: Collection<KeyChange>;
   /** Local time the last successful poll started: every change visible then has been seen. */
   private seenUntil = 0;
+  /** Store time of the newest record seen. */
+  private newestAt: number | undefined;
+  /** Records already reported that a poll can still return (hex id → store time). */
+  private readonly reported = new Map<string, number>();
   private lastPrune = 0;
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
-  private stopped = false;
 
   constructor(
     db: Db,
     private readonly listener: {
-      /** A key changed; called again for each poll within MARGIN_MS of the change. */
+      /** A key changed; called once per recorded change. */
       changed(keyId: string): void;
       /** Changes may have been missed: forget everything read so far. */
       lost(): void;
@@ -52,20 +60,39 @@ export class KeyChangeFeed {
   }
 
   async record(keyId: string): Promise<void> {
-    await this.collection.insertOne({ key_id: keyId, at: new Date() });
+    await this.collection.updateOne({ _id: new ObjectId() }, { $currentDate: { at: true }, $setOnInsert: { key_id: keyId } }, { upsert: true });
+  }
+
+  /**
+   * Runs a change to a key between two records of it. The first comes before the change, so a
+   * store that cannot take it fails the caller before anything changed; the second after it, for
+   * processes that read the key between the two writes. The second is retried in the background
+   * if it fails: the change itself went through, and the first record already told the others.
+   */
+  async recordAround<T>(keyId: string, change: () => Promise<T>): Promise<T> {
+    await this.record(keyId);
+    const result = await change();
+    await this.record(keyId).catch(() => this.recordLater(keyId, 1));
+    return result;
+  }
+
+  private recordLater(keyId: string, attempt: number): void {
+    if (attempt > RECORD_RETRIES) return;
+    setTimeout(() => {
+      this.record(keyId).catch(() => this.recordLater(keyId, attempt + 1));
+    }, RECORD_RETRY_MS).unref();
   }
 
   /** Polls every KEY_CHANGE_POLL_MS until stop(); the timer does not keep the process alive. */
   start(): void {
-    if (this.timer || this.stopped) return;
+    if (this.timer) return;
     this.timer = setInterval(() => void this.poll(), KEY_CHANGE_POLL_MS);
     this.timer.unref();
     void this.poll();
   }
 
-  /** For good: a stopped feed is never started again. */
+  /** Until start() again; a restart after a long stop forgets every key (lost()). */
   stop(): void {
-    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
@@ -75,14 +102,23 @@ export class KeyChangeFeed {
     if (this.polling) return;
     this.polling = true;
     try {
-      const since = new Date((this.seenUntil || now) - MARGIN_MS);
-      const changes = await this.collection.find({ at: { $gt: since } }, { projection: { key_id: 1 } }).toArray();
+      const filter = this.newestAt === undefined ? {} : { at: { $gt: new Date(this.newestAt - MARGIN_MS) } };
+      const changes = await this.collection.find(filter, { projection: { key_id: 1, at: 1 } }).toArray();
       if (this.seenUntil !== 0 && now - this.seenUntil > RETAIN_MS - MARGIN_MS) this.listener.lost();
-      for (const change of changes) this.listener.changed(change.key_id);
+      for (const change of changes) {
+        const id = change._id.toHexString();
+        const at = change.at.getTime();
+        if (this.newestAt === undefined || at > this.newestAt) this.newestAt = at;
+        if (this.reported.has(id)) continue;
+        this.reported.set(id, at);
+        this.listener.changed(change.key_id);
+      }
       this.seenUntil = now;
-      if (now - this.lastPrune >= PRUNE_EVERY_MS) {
+      // What the next poll cannot return need not be remembered.
+      for (const [id, at] of this.reported) if (at <= this.newestAt! - MARGIN_MS) this.reported.delete(id);
+      if (this.newestAt !== undefined && now - this.lastPrune >= PRUNE_EVERY_MS) {
         this.lastPrune = now;
-        await this.collection.deleteMany({ at: { $lt: new Date(now - RETAIN_MS) } });
+        await this.collection.deleteMany({ at: { $lt: new Date(this.newestAt - RETAIN_MS) } });
       }
     } catch {
       // The store is unreachable: nothing is vouched for beyond the last poll.

@@ -36,7 +36,9 @@ const LAST_USED_REFRESH_MS = 60_000;
 // of it from the change feed (api-key-changes.ts), polled every quarter second: while that feed
 // is live, a cached read stays good for KEY_CACHE_MAX_MS, so a key used every few seconds is
 // not read again each time. When the feed is not live (the store unreachable), a read is good
-// for KEY_CACHE_MS only. Either way, another process refuses a revoked key within KEY_CACHE_MS.
+// for KEY_CACHE_MS only. Either way, another process refuses a revoked key within KEY_CACHE_MS
+// of the change's record: the feed records before and after the change (see recordAround), and
+// a revocation the store could not record fails before anything changed.
 //
 // A key in use is read again in the background once its entry is KEY_REFRESH_AFTER_MS old, so
 // its callers never wait for that read; that also picks up changes made to the store directly.
@@ -53,11 +55,13 @@ interface CachedKey {
 /** What every store over one database shares in a process: one API instance's view. */
 interface SharedKeyState {
   cache: Map<string, CachedKey>;
-  /** Keys revoked by this process: refused even if a read from before the revocation lands in the cache. */
-  revokedHere: Set<string>;
+  /** Keys revoked by this process (and when): refused even if a read from before the revocation lands in the cache. */
+  revokedHere: Map<string, number>;
   /** When the feed last reported each recently changed key: a read started before that is not cached. */
   changedAt: Map<string, number>;
   feed: KeyChangeFeed;
+  /** Stores that look keys up and have not stopped watching: the feed polls while there are any. */
+  watchers: number;
 }
 const sharedStates = new WeakMap<Db, SharedKeyState>();
 const CHANGED_AT_KEEP_MS = 30_000;
@@ -67,16 +71,20 @@ function sharedStateOf(db: Db): SharedKeyState {
   if (!shared) {
     const cache = new Map<string, CachedKey>();
     const changedAt = new Map<string, number>();
+    let prunedAt = 0;
     const feed = new KeyChangeFeed(db, {
       changed(keyId) {
         const now = Date.now();
-        for (const [id, at] of changedAt) if (now - at > CHANGED_AT_KEEP_MS) changedAt.delete(id);
+        if (now - prunedAt > CHANGED_AT_KEEP_MS) {
+          prunedAt = now;
+          for (const [id, at] of changedAt) if (now - at > CHANGED_AT_KEEP_MS) changedAt.delete(id);
+        }
         changedAt.set(keyId, now);
         cache.delete(keyId);
       },
       lost: () => cache.clear(),
     });
-    shared = { cache, revokedHere: new Set(), changedAt, feed };
+    shared = { cache, revokedHere: new Map(), changedAt, feed, watchers: 0 };
     sharedStates.set(db, shared);
   }
   return shared;
@@ -86,6 +94,7 @@ export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
   private readonly lastUsedWrites = new Map<string, number>();
   private readonly shared: SharedKeyState;
+  private watching: 'not yet' | 'yes' | 'stopped' = 'not yet';
 
   constructor(db: Db) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
@@ -94,9 +103,16 @@ export class ApiKeyStore {
     this.shared = sharedStateOf(db);
   }
 
-  /** Stops polling the change feed (when the process closes its store connection). */
+  /** This store no longer needs the change feed (its app is closing); the feed stops polling
+   * once no store over the same database needs it. Lookups after this rely on KEY_CACHE_MS. */
   stopWatching(): void {
-    this.shared.feed.stop();
+    if (this.watching === 'yes' && --this.shared.watchers === 0) this.shared.feed.stop();
+    this.watching = 'stopped';
+  }
+
+  private watch(): void {
+    this.watching = 'yes';
+    if (this.shared.watchers++ === 0) this.shared.feed.start();
   }
 
   async create(input: { accountId: string; name: string; models: string[] | null }): Promise<{ key: ApiKeyDocument; plaintext: string }> {
@@ -120,7 +136,7 @@ export class ApiKeyStore {
   /** The live (unrevoked) key with this plaintext, or null. */
   async findActiveByPlaintext(plaintext: string, now = Date.now()): Promise<ApiKeyDocument | null> {
     const { cache, revokedHere, feed } = this.shared;
-    feed.start();
+    if (this.watching === 'not yet') this.watch();
     const hash = hashApiKey(plaintext);
     const id = keyIdForHash(hash);
     if (revokedHere.has(id)) return null;
@@ -171,24 +187,29 @@ export class ApiKeyStore {
 
   /** Sets the key's own per-minute limits (null fields fall back to the account's). */
   async setRateLimits(keyId: string, limits: NonNullable<ApiKeyDocument['rate_limits']>): Promise<ApiKeyDocument | null> {
-    const updated = await this.collection.findOneAndUpdate({ _id: keyId }, { $set: { rate_limits: limits } }, { returnDocument: 'after' });
+    const updated = await this.shared.feed.recordAround(keyId, () =>
+      this.collection.findOneAndUpdate({ _id: keyId }, { $set: { rate_limits: limits } }, { returnDocument: 'after' }),
+    );
     this.shared.cache.delete(keyId);
-    if (updated) await this.shared.feed.record(keyId);
     return updated;
   }
 
   async revoke(keyId: string): Promise<ApiKeyDocument | null> {
-    this.shared.revokedHere.add(keyId);
-    this.shared.cache.delete(keyId);
-    const revoked = await this.collection.findOneAndUpdate(
-      { _id: keyId, revoked_at: null },
-      { $set: { revoked_at: new Date() } },
-      { returnDocument: 'after' },
-    );
-    const key = revoked ?? (await this.collection.findOne({ _id: keyId }));
-    // Also when it was revoked already: a revocation whose record failed is recorded on retry.
-    if (key) await this.shared.feed.record(keyId);
-    return key;
+    const { revokedHere, cache, feed } = this.shared;
+    const now = Date.now();
+    // No read can still be under way from that long before: the store answers for those keys.
+    for (const [id, at] of revokedHere) if (now - at > KEY_CACHE_MAX_MS) revokedHere.delete(id);
+    // Recorded also when it was revoked already, so retrying a revocation is never a no-op.
+    return feed.recordAround(keyId, async () => {
+      revokedHere.set(keyId, now);
+      cache.delete(keyId);
+      const revoked = await this.collection.findOneAndUpdate(
+        { _id: keyId, revoked_at: null },
+        { $set: { revoked_at: new Date() } },
+        { returnDocument: 'after' },
+      );
+      return revoked ?? (await this.collection.findOne({ _id: keyId }));
+    });
   }
 
   noteUsed(keyId: string, now = Date.now()): void {

@@ -68,6 +68,40 @@ describe('API key lookups', () => {
     live.stopWatching();
   });
 
+  it('reports each change once: after reading the changed key again, another instance keeps it in memory', async () => {
+    const admin = new ApiKeyStore(database.db);
+    const other = otherInstance();
+    const { key, plaintext } = await admin.create({ accountId: 'acct_o', name: 'k', models: null });
+    assert.ok(await other.findActiveByPlaintext(plaintext));
+    await admin.setRateLimits(key._id, { requests_per_minute: 7 });
+    const deadline = Date.now() + 5_000;
+    while ((await other.findActiveByPlaintext(plaintext))?.rate_limits?.requests_per_minute !== 7) {
+      assert.ok(Date.now() < deadline, 'the new limits never reached the other instance');
+      await pause(10);
+    }
+    // Gone behind the feed's back: only a read in line would notice. Several polls later, still
+    // within the 5 s the change's record stays visible, the change must not drop the read again.
+    await admin.collection.deleteOne({ _id: key._id });
+    await pause(KEY_REFRESH_AFTER_MS + 300);
+    assert.equal((await other.findActiveByPlaintext(plaintext))?._id, key._id, 'answered from memory');
+    other.stopWatching();
+  });
+
+  it('keeps the change feed polling while another store over the same database still watches it', async () => {
+    const admin = new ApiKeyStore(database.db);
+    const db = database.client.db(database.db.databaseName);
+    const closing = new ApiKeyStore(db);
+    const staying = new ApiKeyStore(db);
+    const { key, plaintext } = await admin.create({ accountId: 'acct_w', name: 'k', models: null });
+    assert.ok(await closing.findActiveByPlaintext(plaintext));
+    assert.ok(await staying.findActiveByPlaintext(plaintext));
+    closing.stopWatching();
+    await pause(KEY_CACHE_MS + 200);
+    await admin.collection.deleteOne({ _id: key._id });
+    assert.equal((await staying.findActiveByPlaintext(plaintext))?._id, key._id, 'the feed still vouched for the cached key');
+    staying.stopWatching();
+  });
+
   it('reads a key in use again in the background, answering from the cache meanwhile', async () => {
     const admin = new ApiKeyStore(database.db);
     const other = otherInstance();
