@@ -71,14 +71,11 @@ function sharedStateOf(db: Db): SharedKeyState {
   if (!shared) {
     const cache = new Map<string, CachedKey>();
     const changedAt = new Map<string, number>();
-    let prunedAt = 0;
     const feed = new KeyChangeFeed(db, {
+      // Once per recorded change: the map holds the last half minute's changes, a handful.
       changed(keyId) {
         const now = Date.now();
-        if (now - prunedAt > CHANGED_AT_KEEP_MS) {
-          prunedAt = now;
-          for (const [id, at] of changedAt) if (now - at > CHANGED_AT_KEEP_MS) changedAt.delete(id);
-        }
+        for (const [id, at] of changedAt) if (now - at > CHANGED_AT_KEEP_MS) changedAt.delete(id);
         changedAt.set(keyId, now);
         cache.delete(keyId);
       },

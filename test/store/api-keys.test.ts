@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as pause } from 'node:timers/promises';
 import { ApiKeyStore, KEY_CACHE_MS, KEY_REFRESH_AFTER_MS } from '../../store/api-keys.ts';
 import { testDatabase } from '../helpers/engines.ts';
 
@@ -7,8 +8,6 @@ import { testDatabase } from '../helpers/engines.ts';
 // at once, through any store over the same database, and every other process within
 // KEY_CACHE_MS (here: a store over a second Db handle, as another API instance has its own),
 // through the change feed while it is live, or because reads age out when it is not.
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('API key lookups', () => {
   let database: Awaited<ReturnType<typeof testDatabase>>;
@@ -21,14 +20,32 @@ describe('API key lookups', () => {
     return new ApiKeyStore(database.client.db(database.db.databaseName));
   }
 
-  /** Milliseconds until `store` refuses the key (fails after 5 s). */
-  async function refusedAfter(store: ApiKeyStore, plaintext: string): Promise<number> {
+  /** Milliseconds until `holds` is true, checked every 10 ms (fails with `message` after 5 s). */
+  async function until(holds: () => Promise<boolean>, message: string): Promise<number> {
     const started = Date.now();
-    while (await store.findActiveByPlaintext(plaintext)) {
-      assert.ok(Date.now() - started < 5_000, 'still accepted after 5 s');
+    while (!(await holds())) {
+      assert.ok(Date.now() - started < 5_000, message);
       await pause(10);
     }
     return Date.now() - started;
+  }
+
+  /** Milliseconds until `store` refuses the key. */
+  function refusedAfter(store: ApiKeyStore, plaintext: string): Promise<number> {
+    return until(async () => (await store.findActiveByPlaintext(plaintext)) === null, 'still accepted after 5 s');
+  }
+
+  /** A new key that each of `stores` has read (and so holds in memory). */
+  async function keyReadBy(accountId: string, ...stores: ApiKeyStore[]) {
+    const created = await new ApiKeyStore(database.db).create({ accountId, name: 'k', models: null });
+    for (const store of stores) assert.ok(await store.findActiveByPlaintext(created.plaintext));
+    return created;
+  }
+
+  /** Past KEY_CACHE_MS, deletes the key behind every feed's back: only a read in line notices. */
+  async function deleteOnceIdle(keyId: string): Promise<void> {
+    await pause(KEY_CACHE_MS + 200);
+    await new ApiKeyStore(database.db).collection.deleteOne({ _id: keyId });
   }
 
   it('refuses a revoked key at once in this process, and within the cache time elsewhere', async () => {
@@ -51,16 +68,11 @@ describe('API key lookups', () => {
   });
 
   it('answers an idle key from memory while the change feed is live, and reads it again when the feed is not', async () => {
-    const admin = new ApiKeyStore(database.db);
     const live = otherInstance();
     const stalled = otherInstance();
-    const { key, plaintext } = await admin.create({ accountId: 'acct_i', name: 'k', models: null });
-    assert.ok(await live.findActiveByPlaintext(plaintext));
-    assert.ok(await stalled.findActiveByPlaintext(plaintext));
+    const { key, plaintext } = await keyReadBy('acct_i', live, stalled);
     stalled.stopWatching();
-    await pause(KEY_CACHE_MS + 200);
-    // Changed behind every feed's back: whoever reads the store sees the key gone.
-    await admin.collection.deleteOne({ _id: key._id });
+    await deleteOnceIdle(key._id);
     assert.equal((await live.findActiveByPlaintext(plaintext))?._id, key._id, 'no read in line: the feed vouched for the cached key');
     assert.equal(await stalled.findActiveByPlaintext(plaintext), null, 'without a live feed the read aged out after KEY_CACHE_MS');
     // The call the cache answered started a background read, which the next calls see.
@@ -71,14 +83,9 @@ describe('API key lookups', () => {
   it('reports each change once: after reading the changed key again, another instance keeps it in memory', async () => {
     const admin = new ApiKeyStore(database.db);
     const other = otherInstance();
-    const { key, plaintext } = await admin.create({ accountId: 'acct_o', name: 'k', models: null });
-    assert.ok(await other.findActiveByPlaintext(plaintext));
+    const { key, plaintext } = await keyReadBy('acct_o', other);
     await admin.setRateLimits(key._id, { requests_per_minute: 7 });
-    const deadline = Date.now() + 5_000;
-    while ((await other.findActiveByPlaintext(plaintext))?.rate_limits?.requests_per_minute !== 7) {
-      assert.ok(Date.now() < deadline, 'the new limits never reached the other instance');
-      await pause(10);
-    }
+    await until(async () => (await other.findActiveByPlaintext(plaintext))?.rate_limits?.requests_per_minute === 7, 'the new limits never reached the other instance');
     // Gone behind the feed's back: only a read in line would notice. Several polls later, still
     // within the 5 s the change's record stays visible, the change must not drop the read again.
     await admin.collection.deleteOne({ _id: key._id });
@@ -88,16 +95,12 @@ describe('API key lookups', () => {
   });
 
   it('keeps the change feed polling while another store over the same database still watches it', async () => {
-    const admin = new ApiKeyStore(database.db);
     const db = database.client.db(database.db.databaseName);
     const closing = new ApiKeyStore(db);
     const staying = new ApiKeyStore(db);
-    const { key, plaintext } = await admin.create({ accountId: 'acct_w', name: 'k', models: null });
-    assert.ok(await closing.findActiveByPlaintext(plaintext));
-    assert.ok(await staying.findActiveByPlaintext(plaintext));
+    const { key, plaintext } = await keyReadBy('acct_w', closing, staying);
     closing.stopWatching();
-    await pause(KEY_CACHE_MS + 200);
-    await admin.collection.deleteOne({ _id: key._id });
+    await deleteOnceIdle(key._id);
     assert.equal((await staying.findActiveByPlaintext(plaintext))?._id, key._id, 'the feed still vouched for the cached key');
     staying.stopWatching();
   });
@@ -116,13 +119,7 @@ describe('API key lookups', () => {
     // read starts behind it; once that read is back, the revocation shows before KEY_CACHE_MS.
     const refreshAt = cachedAt + KEY_REFRESH_AFTER_MS;
     assert.ok(await other.findActiveByPlaintext(plaintext, refreshAt), 'answered from the cache');
-    const deadline = Date.now() + 5_000;
-    let found = await other.findActiveByPlaintext(plaintext, refreshAt + 1);
-    while (found && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      found = await other.findActiveByPlaintext(plaintext, refreshAt + 1);
-    }
-    assert.equal(found, null, 'the background read saw the revocation');
+    await until(async () => (await other.findActiveByPlaintext(plaintext, refreshAt + 1)) === null, 'the background read saw the revocation');
     assert.ok(refreshAt + 1 < cachedAt + KEY_CACHE_MS);
   });
 
