@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as pause } from 'node:timers/promises';
+import { KEY_CHANGE_POLL_MS } from '../../store/api-key-changes.ts';
 import { ApiKeyStore, KEY_CACHE_MS, KEY_REFRESH_AFTER_MS } from '../../store/api-keys.ts';
 import { testDatabase } from '../helpers/engines.ts';
 
@@ -86,6 +87,14 @@ describe('API key lookups', () => {
     const { key, plaintext } = await keyReadBy('acct_o', other);
     await admin.setRateLimits(key._id, { requests_per_minute: 7 });
     await until(async () => (await other.findActiveByPlaintext(plaintext))?.rate_limits?.requests_per_minute === 7, 'the new limits never reached the other instance');
+    // The change is recorded twice (before and after the update): the new limits can show
+    // before the second record's poll, which drops the read once more. Let both be seen, and
+    // read the key again if that dropped it.
+    await pause(KEY_CHANGE_POLL_MS * 3);
+    assert.equal((await other.findActiveByPlaintext(plaintext))?.rate_limits?.requests_per_minute, 7);
+    // That call may have started a background read; a read landing after the deletion below
+    // would drop the entry for its own reason.
+    await pause(300);
     // Gone behind the feed's back: only a read in line would notice. Several polls later, still
     // within the 5 s the change's record stays visible, the change must not drop the read again.
     await admin.collection.deleteOne({ _id: key._id });
