@@ -1,14 +1,25 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { limitHeaders, type RateLimiter } from '../services/rate-limits/rate-limiter.ts';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { limitHeaders, type LimitStatus, type RateLimiter } from '../services/rate-limits/rate-limiter.ts';
 import { principalOf } from './api-key-auth.ts';
 
 // The onRequest hook that counts every /v1 request against its key's per-minute limit (after
 // authentication, so the key is known). The x-ratelimit-*-requests headers go on every answer,
 // successful or not, the way OpenAI clients read them; over the limit it is a 429 with
-// Retry-After (the limiter builds that error).
+// Retry-After (the limiter builds that error). A callback hook: the limiter usually answers
+// synchronously, and then no promise is made at all.
 export function limitRequests(limiter: RateLimiter) {
-  return async function requestLimitHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const status = await limiter.admitRequest(principalOf(request));
-    reply.headers(limitHeaders('requests', status));
+  return function requestLimitHook(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    const admitted = (status: LimitStatus) => {
+      reply.headers(limitHeaders('requests', status));
+      done();
+    };
+    let status: LimitStatus | Promise<LimitStatus>;
+    try {
+      status = limiter.admitRequest(principalOf(request));
+    } catch (error) {
+      return done(error as Error);
+    }
+    if (status instanceof Promise) status.then(admitted, done);
+    else admitted(status);
   };
 }

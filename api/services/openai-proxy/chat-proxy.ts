@@ -128,7 +128,7 @@ export class ChatProxy {
     const { limiter } = this.options;
     const admittedAt = Date.now();
     if (limiter) context.setHeaders?.(limitHeaders('tokens', await limiter.admitTokens(principal, admittedAt)));
-    const spendTokens = (tokens: TokenCounts) => void limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens, admittedAt);
+    const spendTokens = (tokens: TokenCounts) => limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens, admittedAt);
     const reservation = await this.options.budgets.reserve(
       principal.accountId,
       chatPriceMicros(model, holdTokens),

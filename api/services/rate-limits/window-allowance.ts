@@ -32,6 +32,20 @@ export class WindowAllowance {
     return Math.max(0, Math.min(this.limit, unclaimed + this.available));
   }
 
+  /** Spends `amount` units if they are at hand now; false (nothing spent) when a block would
+   * have to be claimed first. */
+  takeAtHand(amount: number): boolean {
+    if (this.available < amount) return false;
+    this.available -= amount;
+    this.claimAheadIfLow();
+    return true;
+  }
+
+  /** True when `amount` units are at hand now. */
+  hasAtHand(amount: number): boolean {
+    return this.available >= amount;
+  }
+
   /** Waits until `amount` units are at hand (claiming blocks), then spends them; false when
    * the minute's blocks are all gone. */
   async take(amount: number): Promise<boolean> {
@@ -40,9 +54,7 @@ export class WindowAllowance {
     while (this.available < amount) {
       if (!(await this.claimNext())) return false;
     }
-    this.available -= amount;
-    this.claimAheadIfLow();
-    return true;
+    return this.takeAtHand(amount);
   }
 
   /** Waits until at least `amount` units are at hand, without spending them. */
