@@ -131,22 +131,21 @@ export class ApiKeyStore {
   }
 
   /** The live (unrevoked) key with this plaintext, or null. */
-  async findActiveByPlaintext(plaintext: string, now = Date.now()): Promise<ApiKeyDocument | null> {
+  findActiveByPlaintext(plaintext: string, now = Date.now()): ApiKeyDocument | null | Promise<ApiKeyDocument | null> {
     const { cache, revokedHere, feed } = this.shared;
     if (this.watching === 'not yet') this.watch();
     const hash = hashApiKey(plaintext);
     const id = keyIdForHash(hash);
     if (revokedHere.has(id)) return null;
     const cached = cache.get(id);
-    let key: ApiKeyDocument | null;
     const age = cached ? now - cached.readAt : Infinity;
+    const live = (key: ApiKeyDocument | null) => (key && key.hash === hash && key.revoked_at === null ? key : null);
+    // A cached key answers synchronously (every call but the first in a while): no promise.
     if (cached && (age < KEY_CACHE_MS || (age < KEY_CACHE_MAX_MS && now - feed.coveredUntil < KEY_CACHE_MS))) {
-      key = cached.key;
       if (age >= KEY_REFRESH_AFTER_MS) this.refreshInBackground(id, cached, now);
-    } else {
-      key = await this.read(id, now);
+      return live(cached.key);
     }
-    return key && key.hash === hash && key.revoked_at === null ? key : null;
+    return this.read(id, now).then(live);
   }
 
   private refreshInBackground(id: string, cached: CachedKey, now: number): void {

@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { isWellFormedApiKey } from '../../core/api-keys.ts';
 import { GatewayError } from '../../core/errors.ts';
-import type { ApiKeyStore } from '../../store/api-keys.ts';
+import type { ApiKeyDocument, ApiKeyStore } from '../../store/api-keys.ts';
 import type { RateLimitOverrides } from '../services/rate-limits/rate-limiter.ts';
 
 export interface Principal {
@@ -20,7 +20,7 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** onRequest hook for routes that need an API key (every /v1 route). */
-    requireApiKey(request: FastifyRequest): Promise<void>;
+    requireApiKey(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void;
   }
 }
 
@@ -33,17 +33,29 @@ function missingKeyError(message: string): GatewayError {
 async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKeyStore }): Promise<void> {
   app.decorateRequest('principal', null);
 
-  app.decorate('requireApiKey', async (request: FastifyRequest) => {
+  // A callback hook: a cached key (nearly every call) is found synchronously, and then the
+  // request goes on without a promise being made.
+  app.decorate('requireApiKey', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const header = request.headers.authorization;
-    if (!header) throw missingKeyError('Missing API key: send it as "Authorization: Bearer <key>".');
+    if (!header) return done(missingKeyError('Missing API key: send it as "Authorization: Bearer <key>".'));
     const token = BEARER.exec(header)?.[1];
-    if (!token) throw missingKeyError('Malformed Authorization header: expected "Bearer <key>".');
+    if (!token) return done(missingKeyError('Malformed Authorization header: expected "Bearer <key>".'));
     // The checksum lets typos and foreign tokens be refused without touching the database.
-    if (!isWellFormedApiKey(token)) throw missingKeyError('Invalid API key.');
-    const key = await options.apiKeys.findActiveByPlaintext(token);
-    if (!key) throw missingKeyError('Invalid or revoked API key.');
-    options.apiKeys.noteUsed(key._id);
-    request.principal = { accountId: key.account_id, keyId: key._id, models: key.models, rateLimits: key.rate_limits ?? null };
+    if (!isWellFormedApiKey(token)) return done(missingKeyError('Invalid API key.'));
+    const admit = (key: ApiKeyDocument | null) => {
+      if (!key) return done(missingKeyError('Invalid or revoked API key.'));
+      options.apiKeys.noteUsed(key._id);
+      request.principal = { accountId: key.account_id, keyId: key._id, models: key.models, rateLimits: key.rate_limits ?? null };
+      done();
+    };
+    let found: ReturnType<ApiKeyStore['findActiveByPlaintext']>;
+    try {
+      found = options.apiKeys.findActiveByPlaintext(token);
+    } catch (error) {
+      return done(error as Error);
+    }
+    if (found instanceof Promise) found.then(admit, done);
+    else admit(found);
   });
 }
 

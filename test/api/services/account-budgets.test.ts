@@ -75,7 +75,7 @@ describe('spend leases (account budgets)', () => {
   it('refuses a call the balance cannot cover, holding nothing, and serves a smaller one', async () => {
     const account = await accounts.create({ name: 'poor', balanceMicros: 5_000 });
     const budget = budgets();
-    await assert.rejects(budget.reserve(account._id, 9_800, chatCall, 'or lower max_tokens'), (error: unknown) => {
+    await assert.rejects(async () => budget.reserve(account._id, 9_800, chatCall, 'or lower max_tokens'), (error: unknown) => {
       assert.ok(error instanceof GatewayError);
       assert.equal(error.code, 'insufficient_balance');
       assert.match(error.message, /up to \$0\.009800 .* \$0\.005000 available\. Add credits, or lower max_tokens, and retry\./);
