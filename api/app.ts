@@ -20,6 +20,7 @@ import { jsonBody } from './plugins/json-body.ts';
 import { metrics } from './plugins/metrics.ts';
 import { requestLog } from './plugins/request-log.ts';
 import { batchedStdout } from './log-destination.ts';
+import { lazyChildLogger } from './lazy-request-logger.ts';
 import { consolePlugin } from './console/plugin.ts';
 import { adminRoutes } from './routes/admin/index.ts';
 import { chatRoutes } from './routes/chat/index.ts';
@@ -72,6 +73,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     frameworkErrors: answerFrameworkError,
     // api/plugins/request-log.ts writes one line per request instead.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLogger,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -5,12 +5,15 @@ import fp from 'fastify-plugin';
 // completion): at the chat proxy's request rates the second line cost about as much as the
 // rest of the gateway's own work. The line carries what following a request needs: its id
 // (also sent back as x-request-id and put in a video task's workflow memo), the route, the
-// status, the time taken and the key that called.
+// status, the time taken and the key that called. It is written through the root logger with
+// the id as a field, as the request's own logger would write it: that logger is then never
+// made for a request that logs nothing else (api/lazy-request-logger.ts).
 
 async function requestLogPlugin(app: FastifyInstance): Promise<void> {
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
+    app.log.info(
       {
+        reqId: request.id,
         method: request.method,
         url: request.url,
         route: request.routeOptions.url,
