@@ -37,6 +37,10 @@ const chunk = (delta: object, finish: string | null = null) => ({
   usage: null,
 });
 
+/** Released by the test once the caller of a 'think first' stream has the response head. */
+const thinking: { release: () => void; promise: Promise<void> } = { release: () => {}, promise: Promise.resolve() };
+thinking.promise = new Promise((resolve) => (thinking.release = resolve));
+
 /** Scripted behaviour, chosen by the last user message. */
 const timesSaid = new Map<string, number>();
 
@@ -62,6 +66,15 @@ async function answer(recorded: RecordedRequest, response: ServerResponse): Prom
   }
   if (said === 'flood') {
     await flood(response);
+    return;
+  }
+  if (said === 'think first') {
+    // The head at once, the first chunk only when the test has seen the head reach its caller.
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.flushHeaders();
+    await thinking.promise;
+    response.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content: 'Done thinking' }, 'stop'))}\n\n`);
+    response.end('data: [DONE]\n\n');
     return;
   }
   if (recorded.body.stream !== true) {
@@ -254,6 +267,28 @@ describe('chat against a scripted upstream', () => {
     assert.ok(floodState.finished);
     assert.equal(text.match(/"content":"x+"/g)?.length, FLOOD_CHUNKS);
     assert.ok(text.endsWith('data: [DONE]\n\n'));
+  });
+
+  it('sends the stream head at once while the upstream has not sent its first chunk', async () => {
+    // The head normally leaves with the first chunk (one write); an upstream still thinking
+    // must not keep the caller from learning that the call was accepted.
+    const started = request(`${stack.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${client.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'think first' }], stream: true }),
+    });
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response head within 2 s')), 2_000).unref());
+    try {
+      const response = await Promise.race([started, timeout]);
+      assert.equal(response.statusCode, 200);
+      assert.match(String(response.headers['content-type']), /^text\/event-stream/);
+      thinking.release();
+      const text = await response.body.text();
+      assert.match(text, /"content":"Done thinking"/);
+      assert.ok(text.endsWith('data: [DONE]\n\n'));
+    } finally {
+      thinking.release();
+    }
   });
 
   it('retries a connection the upstream dropped before answering', async () => {
