@@ -87,6 +87,11 @@ function sharedStateOf(db: Db): SharedKeyState {
   return shared;
 }
 
+/** The key if it is the one hashed and not revoked. */
+function liveKey(key: ApiKeyDocument | null, hash: string): ApiKeyDocument | null {
+  return key && key.hash === hash && key.revoked_at === null ? key : null;
+}
+
 export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
   private readonly lastUsedWrites = new Map<string, number>();
@@ -139,13 +144,12 @@ export class ApiKeyStore {
     if (revokedHere.has(id)) return null;
     const cached = cache.get(id);
     const age = cached ? now - cached.readAt : Infinity;
-    const live = (key: ApiKeyDocument | null) => (key && key.hash === hash && key.revoked_at === null ? key : null);
     // A cached key answers synchronously (every call but the first in a while): no promise.
     if (cached && (age < KEY_CACHE_MS || (age < KEY_CACHE_MAX_MS && now - feed.coveredUntil < KEY_CACHE_MS))) {
       if (age >= KEY_REFRESH_AFTER_MS) this.refreshInBackground(id, cached, now);
-      return live(cached.key);
+      return liveKey(cached.key, hash);
     }
-    return this.read(id, now).then(live);
+    return this.read(id, now).then((key) => liveKey(key, hash));
   }
 
   private refreshInBackground(id: string, cached: CachedKey, now: number): void {

@@ -30,6 +30,14 @@ function missingKeyError(message: string): GatewayError {
   return new GatewayError('invalid_api_key', message, undefined, { 'www-authenticate': 'Bearer' });
 }
 
+/** Sets the request's principal from its key; the error to answer with when there is none. */
+function authenticate(request: FastifyRequest, key: ApiKeyDocument | null, apiKeys: ApiKeyStore): GatewayError | undefined {
+  if (!key) return missingKeyError('Invalid or revoked API key.');
+  apiKeys.noteUsed(key._id);
+  request.principal = { accountId: key.account_id, keyId: key._id, models: key.models, rateLimits: key.rate_limits ?? null };
+  return undefined;
+}
+
 async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKeyStore }): Promise<void> {
   app.decorateRequest('principal', null);
 
@@ -42,20 +50,14 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
     if (!token) return done(missingKeyError('Malformed Authorization header: expected "Bearer <key>".'));
     // The checksum lets typos and foreign tokens be refused without touching the database.
     if (!isWellFormedApiKey(token)) return done(missingKeyError('Invalid API key.'));
-    const admit = (key: ApiKeyDocument | null) => {
-      if (!key) return done(missingKeyError('Invalid or revoked API key.'));
-      options.apiKeys.noteUsed(key._id);
-      request.principal = { accountId: key.account_id, keyId: key._id, models: key.models, rateLimits: key.rate_limits ?? null };
-      done();
-    };
     let found: ReturnType<ApiKeyStore['findActiveByPlaintext']>;
     try {
       found = options.apiKeys.findActiveByPlaintext(token);
     } catch (error) {
       return done(error as Error);
     }
-    if (found instanceof Promise) found.then(admit, done);
-    else admit(found);
+    if (found instanceof Promise) found.then((key) => done(authenticate(request, key, options.apiKeys)), done);
+    else done(authenticate(request, found, options.apiKeys));
   });
 }
 

@@ -9,17 +9,19 @@ import { principalOf } from './api-key-auth.ts';
 // synchronously, and then no promise is made at all.
 export function limitRequests(limiter: RateLimiter) {
   return function requestLimitHook(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-    const admitted = (status: LimitStatus) => {
-      reply.headers(limitHeaders('requests', status));
-      done();
-    };
     let status: LimitStatus | Promise<LimitStatus>;
     try {
       status = limiter.admitRequest(principalOf(request));
     } catch (error) {
       return done(error as Error);
     }
-    if (status instanceof Promise) status.then(admitted, done);
-    else admitted(status);
+    if (!(status instanceof Promise)) {
+      reply.headers(limitHeaders('requests', status));
+      return done();
+    }
+    status.then((admitted) => {
+      reply.headers(limitHeaders('requests', admitted));
+      done();
+    }, done);
   };
 }

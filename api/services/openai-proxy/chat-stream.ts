@@ -59,7 +59,8 @@ export class ChatStream {
         signal: this.options.signal,
         forwardUsage: this.options.forwardUsage,
         modelId: model.id,
-        onFirstText: () => observeTimeToFirstToken(model.id, this.options.receivedAt),
+        // A bound method, not a closure: see headerSetter in routes/chat/index.ts.
+        onFirstText: this.observeFirstText.bind(this),
       });
     } catch (error) {
       outcome = { end: 'upstream_failed', delivered: { pieces: 0, characters: 0 }, failure: error instanceof Error ? error.message : String(error) };
@@ -80,6 +81,10 @@ export class ChatStream {
         response.destroy();
     }
     this.settle(outcome);
+  }
+
+  private observeFirstText(): void {
+    observeTimeToFirstToken(this.call.model.id, this.options.receivedAt);
   }
 
   private settle(outcome: RelayOutcome): void {

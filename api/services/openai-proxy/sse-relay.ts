@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import { createParser } from 'eventsource-parser';
+import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import type { TokenCounts } from '../../../core/chat-pricing.ts';
 import { drained, type ClientDisconnect } from './client-disconnect.ts';
 import { isObject, readUsage } from './wire.ts';
@@ -112,84 +112,106 @@ function translate(data: string, state: RelayState, options: RelayOptions): stri
   return sseData(data);
 }
 
-export function relayChatStream(options: RelayOptions): Promise<RelayOutcome> {
-  const { response, signal, upstream } = options;
-  const state: RelayState = { delivered: { pieces: 0, characters: 0 }, sawDone: false, sawFinish: false };
-  let pending = '';
-  const parser = createParser({
-    onEvent: (event) => {
-      if (state.sawDone || state.failure !== undefined) return;
-      pending += translate(event.data, state, options);
-    },
-    // Keep-alive comments keep idle proxies between the caller and us from timing out.
-    onComment: (comment) => {
-      pending += `:${comment}\n\n`;
-    },
-  });
-  const outcome = (end: RelayEnd, failure?: string): RelayOutcome => ({
-    end,
-    delivered: state.delivered,
-    ...(state.usage ? { usage: state.usage } : {}),
-    ...(failure !== undefined ? { failure } : {}),
-  });
-  const ended = (): RelayOutcome => {
-    if (signal.aborted) return outcome('client_gone');
-    if (state.failure !== undefined) return outcome('upstream_failed', state.failure);
-    if (!state.sawDone && !state.sawFinish) return outcome('upstream_failed', 'the stream from the model provider ended early');
-    return outcome('completed');
-  };
+/** Relays one stream; a class so that its per-stream callbacks are methods, not closures
+ * (tsx compiles with esbuild's keepNames, which names each closure as it is made). */
+class ChatStreamRelay {
+  private readonly state: RelayState = { delivered: { pieces: 0, characters: 0 }, sawDone: false, sawFinish: false };
+  private readonly parser: EventSourceParser;
+  private readonly decoder = new TextDecoder();
+  private pending = '';
+  private firstTextSent = false;
+  private finished = false;
+  readonly outcome: Promise<RelayOutcome>;
+  private resolve!: (outcome: RelayOutcome) => void;
 
-  // Stream events rather than `for await`: the async iterator's setup and its promise per
-  // chunk stood between the upstream's first chunk and the caller, about 0.1 ms of a stream's
-  // time to first token on a cold process.
-  const decoder = new TextDecoder();
-  let firstTextSent = false;
-  return new Promise((resolve) => {
-    // The listeners stay until the stream is gone: an error the upstream body emits after the
-    // relay ended (undici destroying it on a disconnect) must still find a listener.
-    let finished = false;
-    const finish = (result: RelayOutcome) => {
-      if (finished) return;
-      finished = true;
-      resolve(result);
-    };
-    const onData = (bytes: Buffer) => {
-      if (finished) return;
-      try {
-        relay(bytes);
-      } catch (error) {
-        // A throw in a stream listener would take the process down: end this stream instead.
-        return finish(outcome('upstream_failed', `the stream could not be relayed (${error instanceof Error ? error.message : String(error)})`));
+  constructor(private readonly options: RelayOptions) {
+    this.parser = createParser({ onEvent: this.onEvent.bind(this), onComment: this.onComment.bind(this) });
+    this.outcome = new Promise((resolve) => (this.resolve = resolve));
+    // Stream events rather than `for await`: the async iterator's setup and its promise per
+    // chunk stood between the upstream's first chunk and the caller, about 0.1 ms of a
+    // stream's time to first token on a cold process. The listeners stay until the stream is
+    // gone: an error the body emits after the relay ended (undici destroying it on a
+    // disconnect) must still find a listener.
+    options.upstream
+      .on('data', (bytes: Buffer) => this.onData(bytes))
+      .on('end', () => this.finish(this.ended()))
+      .on('error', (error: unknown) => this.onError(error))
+      // Destroyed without an error or an end: the stream stopped before it was complete.
+      .on('close', () => this.finish(this.options.signal.aborted ? this.result('client_gone') : this.result('upstream_failed', 'the stream from the model provider ended early')));
+  }
+
+  private onEvent(event: EventSourceMessage): void {
+    if (this.state.sawDone || this.state.failure !== undefined) return;
+    this.pending += translate(event.data, this.state, this.options);
+  }
+
+  // Keep-alive comments keep idle proxies between the caller and us from timing out.
+  private onComment(comment: string): void {
+    this.pending += `:${comment}\n\n`;
+  }
+
+  private onData(bytes: Buffer): void {
+    if (this.finished) return;
+    try {
+      this.relay(bytes);
+    } catch (error) {
+      // A throw in a stream listener would take the process down: end this stream instead.
+      return this.finish(this.result('upstream_failed', `the stream could not be relayed (${error instanceof Error ? error.message : String(error)})`));
+    }
+    if (this.state.failure !== undefined || this.options.signal.aborted) this.finish(this.ended());
+  }
+
+  private relay(bytes: Buffer): void {
+    const { response, upstream, signal } = this.options;
+    this.parser.feed(this.decoder.decode(bytes, { stream: true }));
+    if (this.pending !== '') {
+      const text = this.pending;
+      this.pending = '';
+      // Backpressure: stop reading the upstream (its socket fills and it slows down) until
+      // the caller has taken what was written.
+      if (!response.write(text)) {
+        upstream.pause();
+        void drained(response, signal).then(() => this.finished || upstream.resume());
       }
-      if (state.failure !== undefined || signal.aborted) finish(ended());
-    };
-    const relay = (bytes: Buffer) => {
-      parser.feed(decoder.decode(bytes, { stream: true }));
-      if (pending !== '') {
-        const text = pending;
-        pending = '';
-        // Backpressure: stop reading the upstream (its socket fills and it slows down) until
-        // the caller has taken what was written.
-        if (!response.write(text)) {
-          upstream.pause();
-          void drained(response, signal).then(() => finished || upstream.resume());
-        }
-        if (!firstTextSent && state.delivered.pieces > 0) {
-          firstTextSent = true;
-          options.onFirstText?.();
-        }
+      if (!this.firstTextSent && this.state.delivered.pieces > 0) {
+        this.firstTextSent = true;
+        this.options.onFirstText?.();
       }
-      // The head waits for the first write (chat-stream.ts); bytes that made no event yet
-      // must not keep it from the caller.
-      if (!response.headersSent) response.flushHeaders();
+    }
+    // The head waits for the first write (chat-stream.ts); bytes that made no event yet
+    // must not keep it from the caller.
+    if (!response.headersSent) response.flushHeaders();
+  }
+
+  private onError(error: unknown): void {
+    if (this.options.signal.aborted) return this.finish(this.result('client_gone'));
+    this.finish(this.result('upstream_failed', `the stream from the model provider broke off (${error instanceof Error ? error.message : String(error)})`));
+  }
+
+  private ended(): RelayOutcome {
+    const { state } = this;
+    if (this.options.signal.aborted) return this.result('client_gone');
+    if (state.failure !== undefined) return this.result('upstream_failed', state.failure);
+    if (!state.sawDone && !state.sawFinish) return this.result('upstream_failed', 'the stream from the model provider ended early');
+    return this.result('completed');
+  }
+
+  private result(end: RelayEnd, failure?: string): RelayOutcome {
+    return {
+      end,
+      delivered: this.state.delivered,
+      ...(this.state.usage ? { usage: this.state.usage } : {}),
+      ...(failure !== undefined ? { failure } : {}),
     };
-    const onEnd = () => finish(ended());
-    const onError = (error: unknown) => {
-      if (signal.aborted) return finish(outcome('client_gone'));
-      finish(outcome('upstream_failed', `the stream from the model provider broke off (${error instanceof Error ? error.message : String(error)})`));
-    };
-    // Destroyed without an error or an end: the stream stopped before it was complete.
-    const onClose = () => finish(signal.aborted ? outcome('client_gone') : outcome('upstream_failed', 'the stream from the model provider ended early'));
-    upstream.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
-  });
+  }
+
+  private finish(outcome: RelayOutcome): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.resolve(outcome);
+  }
+}
+
+export function relayChatStream(options: RelayOptions): Promise<RelayOutcome> {
+  return new ChatStreamRelay(options).outcome;
 }
