@@ -7,7 +7,7 @@ import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '.
 import { freePort, startProcess, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { connectDatabase } from '../store/database.ts';
 import { printChatReport } from './lib/chat-report.ts';
-import { chatTarget, complete, runTimedLoad, streamCapacity, timeStream, type ChatTarget, type StreamCapacity, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
+import { chatTarget, complete, mergeLoads, runTimedLoad, streamCapacity, timeStream, type ChatTarget, type StreamCapacity, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
 
 // `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:
 //   direct   the loopback upstream itself (bench/lib/loopback-upstream.ts, its own process);
@@ -42,13 +42,24 @@ const PAUSED_CALLS = Number(process.env.BENCH_PAUSED_CALLS ?? 15);
 // Longer than an idle spend lease of a large share of the balance is kept (SPEND_LEASE_IDLE_MS)
 // and than a key read is good for without the change feed (KEY_CACHE_MS).
 const PAUSE_MS = Number(process.env.BENCH_PAUSE_MS ?? 6_000);
-const STREAMS = Number(process.env.BENCH_STREAMS ?? 16);
+// A p99 needs 100 samples to be more than the slowest one: with 16 streams the TTFT "p99" was
+// simply the slowest stream. 100 streams, 4 at a time, take about 33 s per target.
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 100);
 const STREAM_CONCURRENCY = 4;
 // Streams of 64 chunks 20 ms apart last about 1.3 s: starting the 4 a quarter of that apart
 // keeps their first chunks from queueing behind each other, so TTFT measures one stream's path.
 const STREAM_STAGGER_MS = 330;
 const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS ?? '50,100,200,400,800').split(',').map(Number);
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
+
+// Sections 1 and 2 run each target in this many turns (see 1).
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+
+/** The targets in turn order for one round: each round starts one later. */
+function rotate<T>(items: T[], round: number): T[] {
+  const start = round % items.length;
+  return [...items.slice(start), ...items.slice(0, start)];
+}
 
 const processes: ManagedProcess[] = [];
 const dataDir = path.join(projectRoot, `.data/bench-chat-${process.pid}`);
@@ -225,12 +236,19 @@ try {
   console.log(`  Framegate api/server.ts in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info'}, funded account + key (calls paid from spend leases)`);
   console.log(typeof litellm === 'string' ? `  LiteLLM: unavailable (${litellm})` : `  LiteLLM   proxy ${litellm.origin}, default settings, no database, model openai/gpt-4o-mini at the same upstream`);
 
-  // 1. Added latency at concurrency 1.
-  const latency = new Map<string, TimedLoad>();
-  for (const target of targets) {
-    await runTimedLoad(1, 50, 30, () => complete(target, 'warm up')); // warm-up
-    latency.set(target.name, await runTimedLoad(1, LATENCY_REQUESTS, 60, () => complete(target, 'ping')));
+  // 1. Added latency at concurrency 1, in rounds: each target's calls are split into ROUNDS
+  // blocks and the targets take turns (the order rotating), so a disturbance of a few seconds
+  // on this shared machine falls on every target alike instead of on whichever ran then.
+  // Each block starts with a few unmeasured calls: the target has sat idle while the others ran.
+  const latencyBlocks = new Map<string, TimedLoad[]>(targets.map((target) => [target.name, []]));
+  for (const target of targets) await runTimedLoad(1, 50, 30, () => complete(target, 'warm up'));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const target of rotate(targets, round)) {
+      await runTimedLoad(1, 20, 30, () => complete(target, 'warm up'));
+      latencyBlocks.get(target.name)!.push(await runTimedLoad(1, Math.ceil(LATENCY_REQUESTS / ROUNDS), 60 / ROUNDS, () => complete(target, 'ping')));
+    }
   }
+  const latency = new Map([...latencyBlocks].map(([name, blocks]) => [name, mergeLoads(blocks)]));
 
   // 1b. Calls after a pause: a round calls each target once, rounds PAUSE_MS apart, so every
   // call meets a process that has been idle that long (caches aged, leases possibly given back).
@@ -238,19 +256,23 @@ try {
   const paused = new Map<string, number[]>(targets.map((target) => [target.name, []]));
   for (let round = 0; round < PAUSED_CALLS; round++) {
     await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
-    for (const target of [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]) {
+    for (const target of rotate(targets, round)) {
       const started = performance.now();
       if (await complete(target, 'ping')) paused.get(target.name)!.push(performance.now() - started);
     }
   }
 
-  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay; Framegate once more with
-  // the calls spread over 50 accounts.
-  const throughput = new Map<string, TimedLoad>();
-  for (const target of targets) {
-    await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]')); // warm-up
-    throughput.set(target.name, await runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, () => complete(target, 'ping [up:delay=20]')));
+  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay, in rounds as in 1;
+  // Framegate once more with the calls spread over 50 accounts.
+  const throughputBlocks = new Map<string, TimedLoad[]>(targets.map((target) => [target.name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const target of rotate(targets, round)) {
+      await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]')); // warm-up
+      const block = await runTimedLoad(THROUGHPUT_CONCURRENCY, Math.ceil(THROUGHPUT_REQUESTS / ROUNDS), THROUGHPUT_SECONDS / ROUNDS, () => complete(target, 'ping [up:delay=20]'));
+      throughputBlocks.get(target.name)!.push(block);
+    }
   }
+  const throughput = new Map([...throughputBlocks].map(([name, blocks]) => [name, mergeLoads(blocks)]));
   const spread = await framegateAccounts(framegate, THROUGHPUT_CONCURRENCY);
   await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, (index) => complete(spread[index % spread.length]!, 'warm up [up:delay=20]'));
   const spreadLoad = await runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, (index) => complete(spread[index % spread.length]!, 'ping [up:delay=20]'));
@@ -283,6 +305,7 @@ try {
     capacityLevels: CAPACITY_LEVELS,
     ...(typeof litellm === 'string' ? { litellmUnavailable: litellm } : {}),
     sizes: {
+      rounds: ROUNDS,
       latencyRequests: LATENCY_REQUESTS,
       throughputRequests: THROUGHPUT_REQUESTS,
       throughputSeconds: THROUGHPUT_SECONDS,

@@ -16,7 +16,7 @@ export interface ChatMeasurements {
   capacity: Map<string, StreamCapacity>;
   capacityLevels: number[];
   litellmUnavailable?: string;
-  sizes: { latencyRequests: number; throughputRequests: number; throughputSeconds: number; concurrency: number; streams: number; streamConcurrency: number };
+  sizes: { rounds: number; latencyRequests: number; throughputRequests: number; throughputSeconds: number; concurrency: number; streams: number; streamConcurrency: number };
 }
 
 function row(cells: string[], widths: number[]): string {
@@ -36,7 +36,7 @@ function firstError(load: TimedLoad): void {
 export function printChatReport(m: ChatMeasurements): void {
   const { names, sizes } = m;
   const base = m.latency.get('direct')!;
-  console.log(`\n1. Non-stream latency, concurrency 1, zero-delay upstream (${sizes.latencyRequests} requests each, after 50 warm-up)`);
+  console.log(`\n1. Non-stream latency, concurrency 1, zero-delay upstream (${sizes.latencyRequests} requests each in ${sizes.rounds} turns, after 50 warm-up and 20 more per turn)`);
   const w1 = [10, 8, 10, 10, 14, 14, 10, 8];
   console.log(row(['', 'count', 'p50 ms', 'p99 ms', 'added p50 ms', 'added p99 ms', 'p50 ratio', 'errors'], w1));
   for (const name of names) {
@@ -63,7 +63,7 @@ export function printChatReport(m: ChatMeasurements): void {
   }
 
   const ideal = (sizes.concurrency * 1000) / 20;
-  console.log(`\n2. Throughput, ${sizes.concurrency} concurrent connections, upstream answers after 20 ms (up to ${sizes.throughputRequests} requests or ${sizes.throughputSeconds} s each; ceiling ${ideal} req/s)`);
+  console.log(`\n2. Throughput, ${sizes.concurrency} concurrent connections, upstream answers after 20 ms (up to ${sizes.throughputRequests} requests or ${sizes.throughputSeconds} s each, in ${sizes.rounds} turns; ceiling ${ideal} req/s)`);
   const w2 = [22, 8, 8, 10, 10, 10, 12, 8];
   console.log(row(['', 'count', 'seconds', 'req/s', 'p50 ms', 'p99 ms', 'vs direct', 'errors'], w2));
   const baseThroughput = m.throughput.get('direct')!;

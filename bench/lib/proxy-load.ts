@@ -71,6 +71,20 @@ export async function runTimedLoad(
   return { completed, errors, seconds, perSecond: completed / seconds, latenciesMs, firstError };
 }
 
+/** Loads run in turns (rounds) as one: counts and time added up, latencies pooled. */
+export function mergeLoads(loads: TimedLoad[]): TimedLoad {
+  const completed = loads.reduce((sum, load) => sum + load.completed, 0);
+  const seconds = loads.reduce((sum, load) => sum + load.seconds, 0);
+  return {
+    completed,
+    errors: loads.reduce((sum, load) => sum + load.errors, 0),
+    seconds,
+    perSecond: completed / seconds,
+    latenciesMs: loads.flatMap((load) => load.latenciesMs),
+    firstError: loads.find((load) => load.firstError !== undefined)?.firstError,
+  };
+}
+
 export interface StreamTiming {
   /** Request sent → first content delta arrived. */
   ttftMs: number;
