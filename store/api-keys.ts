@@ -156,9 +156,13 @@ export class ApiKeyStore {
     if (cached.refreshing) return;
     cached.refreshing = true;
     // A successful read replaces the entry. A failed one leaves it to age out, and the next
-    // read then happens in line.
-    this.read(id, now).catch(() => {
-      cached.refreshing = false;
+    // read then happens in line. Started once the calling request has gone on its way:
+    // issuing a query costs the driver 0.5 to 1.5 ms of CPU on a process that was idle, and
+    // begun here that work ran before the request's own body was even parsed.
+    setImmediate(() => {
+      this.read(id, now).catch(() => {
+        cached.refreshing = false;
+      });
     });
   }
 
