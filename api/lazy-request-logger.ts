@@ -6,7 +6,7 @@ import type { Bindings, ChildLoggerOptions } from 'pino';
 // most requests never log through it: their one line is written by plugins/request-log.ts
 // through the root logger. This stands in for the child and makes it on first use.
 
-type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
 class LazyRequestLogger {
   private made: FastifyBaseLogger | undefined;
@@ -55,7 +55,7 @@ class LazyRequestLogger {
   }
   silent(): void {}
 
-  private write(method: Exclude<Method, 'silent'>, args: unknown[]): void {
+  private write(method: Method, args: unknown[]): void {
     (this.logger[method] as (...values: unknown[]) => void)(...args);
   }
 }

@@ -47,10 +47,6 @@ export class ChatStream {
       // Tells nginx-style proxies in front of the gateway not to buffer the stream.
       'x-accel-buffering': 'no',
     });
-    // When the first chunk came with the upstream's headers (the usual case), the head leaves
-    // with it in one write, and the caller is woken once instead of twice. Otherwise it goes
-    // now, so the caller sees the call accepted while the model is still thinking.
-    if (upstream.body.readableLength === 0) response.flushHeaders();
     let outcome: RelayOutcome;
     try {
       outcome = await relayChatStream({

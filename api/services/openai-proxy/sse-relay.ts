@@ -126,6 +126,11 @@ class ChatStreamRelay {
 
   constructor(private readonly options: RelayOptions) {
     this.parser = createParser({ onEvent: this.onEvent.bind(this), onComment: this.onComment.bind(this) });
+    // The head (written, not yet sent) leaves with the first chunk when that chunk came with
+    // the upstream's headers, the usual case: one write, and the caller is woken once instead
+    // of twice. Otherwise it goes now, so the caller sees the call accepted while the model is
+    // still thinking.
+    if (options.upstream.readableLength === 0) options.response.flushHeaders();
     this.outcome = new Promise((resolve) => (this.resolve = resolve));
     // Stream events rather than `for await`: the async iterator's setup and its promise per
     // chunk stood between the upstream's first chunk and the caller, about 0.1 ms of a
@@ -178,8 +183,7 @@ class ChatStreamRelay {
         this.options.onFirstText?.();
       }
     }
-    // The head waits for the first write (chat-stream.ts); bytes that made no event yet
-    // must not keep it from the caller.
+    // Bytes that made no event yet must not keep the head from the caller.
     if (!response.headersSent) response.flushHeaders();
   }
 

@@ -83,18 +83,19 @@ export class RateLimiter {
   admitRequest(caller: LimitedCaller, now = Date.now()): LimitStatus | Promise<LimitStatus> {
     const allowance = this.allowanceInMemory(caller, 'requests', now);
     if (allowance?.takeAtHand(1)) return this.status(allowance, now);
-    return this.admit(caller, 'requests', now, (claimed) => claimed.take(1));
+    return this.admit(allowance ?? this.allowance(caller, 'requests', now), 'requests', now, (claimed) => claimed.take(1));
   }
 
   /** Admits a chat call while its key's minute has tokens left. */
   admitTokens(caller: LimitedCaller, now = Date.now()): LimitStatus | Promise<LimitStatus> {
     const allowance = this.allowanceInMemory(caller, 'tokens', now);
     if (allowance?.hasAtHand(1)) return this.status(allowance, now);
-    return this.admit(caller, 'tokens', now, (claimed) => claimed.ensure(1));
+    return this.admit(allowance ?? this.allowance(caller, 'tokens', now), 'tokens', now, (claimed) => claimed.ensure(1));
   }
 
-  private async admit(caller: LimitedCaller, kind: LimitKind, now: number, claim: (allowance: WindowAllowance) => Promise<boolean>): Promise<LimitStatus> {
-    const allowance = await this.allowance(caller, kind, now);
+  /** The slow path: the allowance found in memory (no units at hand) or being read. */
+  private async admit(found: WindowAllowance | Promise<WindowAllowance>, kind: LimitKind, now: number, claim: (allowance: WindowAllowance) => Promise<boolean>): Promise<LimitStatus> {
+    const allowance = await found;
     let admitted = true;
     try {
       admitted = await claim(allowance);
