@@ -14,6 +14,9 @@ COPY store ./store
 COPY vendors ./vendors
 COPY workflows ./workflows
 COPY worker ./worker
+COPY scripts ./scripts
+# The api runs from its build (scripts/lib/build-api.ts says why); the worker and simulator under tsx.
+RUN node --import tsx scripts/build.ts
 USER node
 EXPOSE 8080
-CMD ["node", "--import", "tsx", "api/server.ts"]
+CMD ["node", "--enable-source-maps", "dist/api/server.mjs"]

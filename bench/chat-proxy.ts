@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
+import { buildApi, builtApiArgs } from '../scripts/lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '../scripts/lib/engines.ts';
 import { freePort, startProcess, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { connectDatabase } from '../store/database.ts';
@@ -15,7 +16,7 @@ import { chatTarget, complete, mergeLoads, runTimedLoad, streamCapacity, timeStr
 //            loopback hop costs in Node at all;
 //   floor    bench/lib/bare-proxy.ts: bare Fastify + undici forwarding the body, nothing else:
 //            what Node and the stack cost before Framegate adds anything;
-//   Framegate api/server.ts (buildApp + listen, its own process) on FerretDB and Temporal,
+//   Framegate api/server.ts built (npm run build), in its own process, on FerretDB and Temporal,
 //            with a funded account and key, its catalog's OpenAI upstream pointed at the same
 //            loopback upstream;
 //   LiteLLM  the LiteLLM proxy (pinned, installed by scripts/provision-bench.sh into
@@ -115,7 +116,9 @@ async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalA
   // BENCH_PROFILE_DIR=dir writes a V8 CPU profile of the api process there when it exits
   // (Node refuses --cpu-prof in NODE_OPTIONS, so it has to be passed here).
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const api = startProcess('framegate', process.execPath, [...profile, '--import', 'tsx', 'api/server.ts'], {
+  // As production runs it: from its build, not under tsx (scripts/lib/build-api.ts says why).
+  await buildApi();
+  const api = startProcess('framegate', process.execPath, [...profile, ...builtApiArgs], {
     cwd: projectRoot,
     env: loopbackEnv({
       HOST: '127.0.0.1',
@@ -233,7 +236,7 @@ try {
   console.log(`  node floor bench/lib/bare-node-proxy.ts: node:http + undici, no framework (${nodeFloor.origin})`);
   console.log(`  floor     bench/lib/bare-proxy.ts: Fastify + undici forwarding the body, nothing else (${floor.origin})`);
   console.log(`  every process under test logs to a file in ${scratch}, not to a pipe this process reads`);
-  console.log(`  Framegate api/server.ts in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info'}, funded account + key (calls paid from spend leases)`);
+  console.log(`  Framegate api/server.ts built (dist/api/server.mjs) in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info'}, funded account + key (calls paid from spend leases)`);
   console.log(typeof litellm === 'string' ? `  LiteLLM: unavailable (${litellm})` : `  LiteLLM   proxy ${litellm.origin}, default settings, no database, model openai/gpt-4o-mini at the same upstream`);
 
   // 1. Added latency at concurrency 1, in rounds: each target's calls are split into ROUNDS

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, rmSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import { request } from 'undici';
+import { buildApi, builtApiArgs } from '../scripts/lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '../scripts/lib/engines.ts';
 import { freePort, startProcess, waitForOutput, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { loadConfig } from '../core/config.ts';
@@ -138,7 +139,9 @@ try {
   const simulator = watchForCrash(node('simulator', 'simulator/server.ts'));
   await waitForPort('127.0.0.1', ports.simulator, simulator);
   let worker = watchForCrash(await startWorker());
-  const api = watchForCrash(node('api', 'api/server.ts'));
+  // The api as production runs it: from its build (scripts/lib/build-api.ts).
+  await buildApi();
+  const api = watchForCrash(supervise(startProcess('api', process.execPath, builtApiArgs, { cwd: projectRoot, env: environment })));
   await waitForPort('127.0.0.1', ports.api, api);
 
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };

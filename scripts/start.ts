@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { buildApi, builtApiArgs } from './lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from './lib/engines.ts';
 import { startProcess, waitForOutput, waitForPort, type ManagedProcess } from './lib/processes.ts';
 
 // `npm start`: the whole local stack in one command. Engines first (store, Temporal with its
 // Web UI), then the simulator, the worker and the api as separate processes, each with its
 // output prefixed by its name. Data lives under .data/ and survives restarts. Ctrl-C stops all.
+// The api runs from its build (scripts/lib/build-api.ts), made afresh here; the rest under tsx.
 
 const started = Date.now();
 const dataDir = path.join(projectRoot, '.data');
@@ -79,7 +81,8 @@ try {
   const simulator = node('simulator', 'simulator/server.ts');
   await waitForPort('127.0.0.1', ports.simulator, simulator);
   const worker = node('worker', 'worker/main.ts');
-  const api = node('api', 'api/server.ts');
+  await buildApi();
+  const api = watch(startProcess('api', process.execPath, builtApiArgs, { env: environment, output: 'inherit-prefixed' }));
   await waitForPort('127.0.0.1', ports.api, api);
   // The worker bundles the workflow code first (a few seconds); tasks submitted before it polls
   // would simply wait in Temporal, but "up" should mean up.

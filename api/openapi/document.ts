@@ -1,9 +1,10 @@
-import { createRequire } from 'node:module';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { createJsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+// Imported, not read at run time, so the built api (scripts/lib/build-api.ts) carries it along.
+import packageJson from '../../package.json' with { type: 'json' };
 import { withResponseLinks } from './links.ts';
 import { securitySchemes } from './security.ts';
 
@@ -17,7 +18,7 @@ import { securitySchemes } from './security.ts';
 
 const PUBLIC_ROUTE = /^\/(?:v1|admin)\/|^\/(?:healthz|readyz|metrics)$/;
 
-const version = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+const { version } = packageJson;
 
 export interface OpenApiOptions {
   /** Where callers reach the API; the document's only server. */

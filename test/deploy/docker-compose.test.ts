@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { environmentSchema } from '../../core/config.ts';
+import { builtApiEntry } from '../../scripts/lib/build-api.ts';
 
 // No Docker engine runs here, so docker-compose.yml is checked against the code instead: it
 // parses, every variable it gives the api and worker is one the code reads, the variables
-// production must set are set, and every command names a file that exists.
+// production must set are set, and every command names a file that exists or that the image builds.
 
 const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as {
   services: Record<string, { command?: string[]; environment?: Record<string, unknown>; build?: string; image?: string }>;
@@ -44,9 +46,15 @@ describe('docker-compose.yml', () => {
     const dockerfile = readFileSync('Dockerfile', 'utf8');
     for (const [name, service] of Object.entries(compose.services)) {
       if (!service.command || service.build !== '.') continue;
-      const entry = service.command.find((part) => part.endsWith('.ts'))!;
-      assert.ok(existsSync(entry), `${name} runs ${entry}, which does not exist`);
-      assert.match(dockerfile, new RegExp(`COPY ${entry.split('/')[0]} `), `the Dockerfile does not copy ${entry.split('/')[0]}/`);
+      const entry = service.command.find((part) => /\.m?[jt]s$/.test(part))!;
+      if (entry.startsWith('dist/')) {
+        // A built entry: the one scripts/lib/build-api.ts writes, built by the Dockerfile.
+        assert.equal(path.resolve(entry), builtApiEntry, `${name} runs ${entry}, which no build writes`);
+        assert.match(dockerfile, /^RUN node --import tsx scripts\/build\.ts$/m, 'the Dockerfile does not build the api');
+      } else {
+        assert.ok(existsSync(entry), `${name} runs ${entry}, which does not exist`);
+        assert.match(dockerfile, new RegExp(`COPY ${entry.split('/')[0]} `), `the Dockerfile does not copy ${entry.split('/')[0]}/`);
+      }
       for (const variable of Object.keys(service.environment ?? {})) {
         assert.ok(knownVariables.has(variable) || simulatorVariables.has(variable), `${name} sets unknown ${variable}`);
       }
