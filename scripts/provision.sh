@@ -33,7 +33,9 @@ provision_temporal() {
 
 provision_ferretdb() {
   local binary="$tools/bin/ferretdb"
-  if [ -x "$binary" ] && "$binary" --version 2>/dev/null | grep -qx "version: $FERRETDB_VERSION"; then
+  # Read the whole answer before matching: with pipefail, `--version | grep -q` failed whenever
+  # grep quit at its match before ferretdb finished writing (SIGPIPE), and the cache was rebuilt.
+  if [ -x "$binary" ] && grep -qx "version: $FERRETDB_VERSION" <<<"$("$binary" --version 2>/dev/null || true)"; then
     return
   fi
   need go "to build FerretDB" "apt-get install golang, or a Go toolchain from go.dev"
