@@ -36,7 +36,7 @@ function firstError(load: TimedLoad): void {
 export function printChatReport(m: ChatMeasurements): void {
   const { names, sizes } = m;
   const base = m.latency.get('direct')!;
-  console.log(`\n1. Non-stream latency, concurrency 1, zero-delay upstream (${sizes.latencyRequests} requests each in ${sizes.rounds} turns, after 50 warm-up and 200 more per turn)`);
+  console.log(`\n1. Non-stream latency, concurrency 1, zero-delay upstream (${sizes.latencyRequests} requests each in ${sizes.rounds} turns, after the warm-up and 200 more calls per turn)`);
   const w1 = [10, 8, 10, 10, 14, 14, 10, 8];
   console.log(row(['', 'count', 'p50 ms', 'p99 ms', 'added p50 ms', 'added p99 ms', 'p50 ratio', 'errors'], w1));
   for (const name of names) {
