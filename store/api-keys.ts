@@ -40,21 +40,29 @@ const LAST_USED_REFRESH_MS = 60_000;
 // of the change's record: the feed records before and after the change (see recordAround), and
 // a revocation the store could not record fails before anything changed.
 //
-// A key in use is read again in the background once its entry is KEY_REFRESH_AFTER_MS old, so
-// its callers never wait for that read; that also picks up changes made to the store directly.
+// Keys in use are read again in the background, so their callers never wait for that read; that
+// also picks up changes made to the store directly. Every KEY_REFRESH_AFTER_MS, one query reads
+// the keys looked up since the last round whose entry is at least that old. The rounds keep
+// their own time: a read each request started (setImmediate) cost the driver 0.5 to 1 ms of CPU
+// on the main thread, which then ran before that request's call to the model provider was
+// written and before its answer was read, on every other stream when streams came 3 a second.
 export const KEY_CACHE_MS = 1_000;
 export const KEY_CACHE_MAX_MS = 10 * 60_000;
 export const KEY_REFRESH_AFTER_MS = 500;
 const KEY_CACHE_ENTRIES = 10_000;
-/** A cached read; `refreshing` while a background read of the same key is under way. */
+/** A cached read. */
 interface CachedKey {
   key: ApiKeyDocument;
   readAt: number;
-  refreshing?: boolean;
 }
 /** What every store over one database shares in a process: one API instance's view. */
 interface SharedKeyState {
+  collection: Collection<ApiKeyDocument>;
   cache: Map<string, CachedKey>;
+  /** Keys looked up since the last refresh round with an entry due for a read. */
+  due: Set<string>;
+  refreshTimer?: NodeJS.Timeout;
+  refreshing: boolean;
   /** Keys revoked by this process (and when): refused even if a read from before the revocation lands in the cache. */
   revokedHere: Map<string, number>;
   /** When the feed last reported each recently changed key: a read started before that is not cached. */
@@ -81,10 +89,42 @@ function sharedStateOf(db: Db): SharedKeyState {
       },
       lost: () => cache.clear(),
     });
-    shared = { cache, revokedHere: new Map(), changedAt, feed, watchers: 0 };
+    shared = { collection: db.collection<ApiKeyDocument>('api_keys'), cache, due: new Set(), refreshing: false, revokedHere: new Map(), changedAt, feed, watchers: 0 };
     sharedStates.set(db, shared);
   }
   return shared;
+}
+
+/** Caches a key as read at `readAt` (when the read was asked for), evicting the oldest entry when full. */
+function remember(shared: SharedKeyState, key: ApiKeyDocument, readAt: number): void {
+  const { cache } = shared;
+  cache.delete(key._id);
+  if (cache.size >= KEY_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+  cache.set(key._id, { key, readAt });
+}
+
+/** What a read started at `startedAt` found for `id`: cached, or dropped when the key is gone or
+ * changed while the read ran (what came back may predate the change). */
+function settleRead(shared: SharedKeyState, id: string, key: ApiKeyDocument | null, startedAt: number, readAt: number): void {
+  if (key && (shared.changedAt.get(id) ?? -Infinity) < startedAt) remember(shared, key, readAt);
+  else shared.cache.delete(id);
+}
+
+/** One refresh round: the due keys in one query. A failed round leaves their entries to age out. */
+async function refreshDueKeys(shared: SharedKeyState): Promise<void> {
+  if (shared.refreshing || shared.due.size === 0) return;
+  const ids = [...shared.due];
+  shared.due.clear();
+  shared.refreshing = true;
+  const startedAt = Date.now();
+  try {
+    const found = new Map((await shared.collection.find({ _id: { $in: ids } }).toArray()).map((key) => [key._id, key]));
+    for (const id of ids) settleRead(shared, id, found.get(id) ?? null, startedAt, startedAt);
+  } catch {
+    // The store is unreachable: the entries age out, and lookups past that read in line.
+  } finally {
+    shared.refreshing = false;
+  }
 }
 
 /** The key if it is the one hashed and not revoked. */
@@ -108,13 +148,21 @@ export class ApiKeyStore {
   /** This store no longer needs the change feed (its app is closing); the feed stops polling
    * once no store over the same database needs it. Lookups after this rely on KEY_CACHE_MS. */
   stopWatching(): void {
-    if (this.watching === 'yes' && --this.shared.watchers === 0) this.shared.feed.stop();
+    if (this.watching === 'yes' && --this.shared.watchers === 0) {
+      this.shared.feed.stop();
+      clearInterval(this.shared.refreshTimer);
+      this.shared.refreshTimer = undefined;
+    }
     this.watching = 'stopped';
   }
 
   private watch(): void {
     this.watching = 'yes';
-    if (this.shared.watchers++ === 0) this.shared.feed.start();
+    if (this.shared.watchers++ === 0) {
+      this.shared.feed.start();
+      const shared = this.shared;
+      shared.refreshTimer = setInterval(() => void refreshDueKeys(shared), KEY_REFRESH_AFTER_MS).unref();
+    }
   }
 
   async create(input: { accountId: string; name: string; models: string[] | null }): Promise<{ key: ApiKeyDocument; plaintext: string }> {
@@ -137,7 +185,7 @@ export class ApiKeyStore {
 
   /** The live (unrevoked) key with this plaintext, or null. */
   findActiveByPlaintext(plaintext: string, now = Date.now()): ApiKeyDocument | null | Promise<ApiKeyDocument | null> {
-    const { cache, revokedHere, feed } = this.shared;
+    const { cache, revokedHere, feed, due } = this.shared;
     if (this.watching === 'not yet') this.watch();
     const hash = hashApiKey(plaintext);
     const id = keyIdForHash(hash);
@@ -146,43 +194,18 @@ export class ApiKeyStore {
     const age = cached ? now - cached.readAt : Infinity;
     // A cached key answers synchronously (every call but the first in a while): no promise.
     if (cached && (age < KEY_CACHE_MS || (age < KEY_CACHE_MAX_MS && now - feed.coveredUntil < KEY_CACHE_MS))) {
-      if (age >= KEY_REFRESH_AFTER_MS) this.refreshInBackground(id, cached, now);
+      if (age >= KEY_REFRESH_AFTER_MS) due.add(id);
       return liveKey(cached.key, hash);
     }
     return this.read(id, now).then((key) => liveKey(key, hash));
-  }
-
-  private refreshInBackground(id: string, cached: CachedKey, now: number): void {
-    if (cached.refreshing) return;
-    cached.refreshing = true;
-    // A successful read replaces the entry. A failed one leaves it to age out, and the next
-    // read then happens in line. Started once the calling request has gone on its way:
-    // issuing a query costs the driver 0.5 to 1.5 ms of CPU on a process that was idle, and
-    // begun here that work ran before the request's own body was even parsed.
-    setImmediate(() => {
-      this.read(id, now).catch(() => {
-        cached.refreshing = false;
-      });
-    });
   }
 
   /** Reads a key and caches what came back as of `now`, the time the read was asked for. */
   private async read(id: string, now: number): Promise<ApiKeyDocument | null> {
     const startedAt = Date.now();
     const key = await this.collection.findOne({ _id: id });
-    const { cache, changedAt } = this.shared;
-    // Changed while the read ran: what came back may predate the change.
-    if ((changedAt.get(id) ?? -Infinity) >= startedAt) cache.delete(id);
-    else if (key) this.remember(key, now);
-    else cache.delete(id);
+    settleRead(this.shared, id, key, startedAt, now);
     return key;
-  }
-
-  private remember(key: ApiKeyDocument, now: number): void {
-    const { cache } = this.shared;
-    cache.delete(key._id);
-    if (cache.size >= KEY_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-    cache.set(key._id, { key, readAt: now });
   }
 
   listForAccount(accountId: string): Promise<ApiKeyDocument[]> {
