@@ -120,6 +120,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     defaults: { requestsPerMinute: config.RATE_LIMIT_REQUESTS_PER_MINUTE, tokensPerMinute: config.RATE_LIMIT_TOKENS_PER_MINUTE },
     log: app.log,
   });
+  app.addHook('onClose', async () => limiter.close());
   const openAi = createOpenAiProxies({ catalog, budgets, limiter });
 
   await app.register(requestLog);
