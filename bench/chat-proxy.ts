@@ -56,8 +56,8 @@ const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 // Before anything is measured, every target serves WARM_CALLS calls and WARM_STREAMS short
 // streams (8 at a time, each bounded by WARM_SECONDS): what a gateway in service has long done.
 // Node compiles a hot path to fast code only after thousands of calls: fresh, Framegate's
-// median call took 1.4 ms, and 0.6 ms only after 5,000 calls; a stream (one chunk) 1.5 ms, and
-// 0.7 ms after 3,000. With 250 warm-up calls and one warm-up stream, the figures described how
+// median call took 1.4 ms, and about 0.6 ms from 3,500 calls on; a one-chunk stream 1.45 ms,
+// and 0.63 to 0.89 ms after 3,000. With 250 warm-up calls and one warm-up stream, the figures described how
 // fast each proxy compiles, not how fast it proxies (README, development).
 const WARM_CALLS = Number(process.env.BENCH_WARM_CALLS ?? 6000);
 const WARM_STREAMS = Number(process.env.BENCH_WARM_STREAMS ?? 3000);
