@@ -72,6 +72,14 @@ export interface AccountBudgetsOptions {
 
 type Opening = { opened: true } | { opened: false; availableMicros: number };
 
+/** Waits for `work`, or until `deadline` (epoch ms), whichever comes first. */
+async function untilDeadline(work: Promise<unknown>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
+  await Promise.race([work, timeUp]);
+  clearTimeout(timer);
+}
+
 export class AccountBudgets {
   private readonly timing: LeaseTiming;
   private readonly active = new Map<string, SpendLease>();
@@ -127,20 +135,23 @@ export class AccountBudgets {
     await Promise.all([...this.settlements.entries()].filter(([settling]) => settling.accountId === accountId).map(([, settlement]) => settlement));
   }
 
-  /** Retires every lease, waits (up to `timeoutMs`) for running calls, settles everything. */
+  /** Retires every lease, waits for running calls, settles everything: all within `timeoutMs`.
+   * A shutdown must not hang on an unreachable store (settling retries for seconds); a lease
+   * left open is released by the worker's sweeper when it expires. */
   async close(timeoutMs = 10_000): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    await Promise.allSettled(this.openings.values());
-    for (const lease of this.active.values()) this.retire(lease);
     const deadline = Date.now() + timeoutMs;
+    await untilDeadline(Promise.allSettled(this.openings.values()), deadline);
+    for (const lease of this.active.values()) this.retire(lease);
     while ([...this.retired].some((lease) => !lease.isDrained) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     for (const lease of this.retired) if (lease.isDrained) this.settle(lease);
-    await Promise.allSettled(this.settlements.values());
+    await untilDeadline(Promise.allSettled(this.settlements.values()), deadline);
     for (const lease of this.retired) {
-      this.options.log.error({ lease: lease.reference, callsInFlight: lease.callsInFlight }, 'closing with calls still running on a lease; the sweeper will release its hold');
+      const why = lease.isDrained ? 'its settlement did not finish in time' : `${lease.callsInFlight} calls still running on it`;
+      this.options.log.error({ lease: lease.reference, callsInFlight: lease.callsInFlight }, `closing with a lease unsettled (${why}); the sweeper will release its hold`);
     }
   }
 

@@ -8,6 +8,7 @@ import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore, type UsageRecord } from '../../../store/usage.ts';
 import { sweepExpiredLeases } from '../../../worker/lease-sweeper.ts';
+import { connectDatabase } from '../../../store/database.ts';
 import { testDatabase } from '../../helpers/engines.ts';
 
 // Spend leases against the real store: many calls, one hold; exact money whatever the
@@ -244,5 +245,30 @@ describe('spend leases (account budgets)', () => {
     assert.equal(after.balance_micros, 1_000_000);
     assert.equal(await leases.collection.countDocuments({ account_id: account._id }), 0);
     assert.equal(await sweepExpiredLeases({ ledger, leases }, new Date(Date.now() + 61_000)), 0);
+  });
+
+  it('closes within its time limit when the store has gone, leaving the hold to the sweeper', async () => {
+    const account = await accounts.create({ name: 'gone', balanceMicros: 5_000_000 });
+    // A connection of its own, closed under the budgets: every settling attempt then fails at
+    // once and is retried with backoff (about 6 s in all), which close() must not wait out.
+    const own = await connectDatabase(process.env.FRAMEGATE_TEST_MONGODB_URI!, database.db.databaseName);
+    const errors: string[] = [];
+    const budget = new AccountBudgets({
+      ledger: new Ledger(own.db),
+      leases: new BudgetLeaseStore(own.db),
+      usage: new UsageStore(own.db),
+      log: { warn() {}, error: (_details: unknown, message?: string) => void errors.push(String(message)) },
+      timing: { idleMs: 50, smallLeaseIdleMs: 50, tickMs: 20 },
+    });
+    const reservation = await budget.reserve(account._id, 2_000, chatCall, 'hint');
+    reservation.charge(1_500, { inputTokens: 10, outputTokens: 1 }, { allowOverage: false });
+    await own.close();
+
+    const started = Date.now();
+    await budget.close(500);
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed < 1_500, `close() took ${elapsed} ms`);
+    assert.ok(errors.some((message) => /lease unsettled/.test(message)), `logged: ${errors.join(' | ')}`);
+    assert.ok((await accounts.find(account._id))!.held_micros > 0, 'the hold stays for the sweeper');
   });
 });
