@@ -23,6 +23,12 @@ import { WindowAllowance } from './window-allowance.ts';
 // An account's overrides, once read, are read again every ACCOUNT_LIMITS_REFRESH_MS while the
 // account is in use: in rounds on the limiter's own timer, one query for every account due. A
 // read a request started ran its driver work (0.5 to 1 ms of CPU) inside that request.
+//
+// A new minute's allowance starts empty: its first call would wait for a block claim (a store
+// round trip, 2 to 5 ms on FerretDB), once a minute per key and kind. So NEXT_MINUTE_AHEAD_MS
+// before each minute ends, a timed round claims the next minute's first block for every
+// allowance used in the minute (a block left unused if the key goes quiet is only unspent
+// allowance, never more than the limit).
 
 export interface RateLimitOverrides {
   requests_per_minute?: number | null;
@@ -53,6 +59,7 @@ export type LimitKind = 'requests' | 'tokens';
 const WINDOW_MS = 60_000;
 const limitField = { requests: 'requests_per_minute', tokens: 'tokens_per_minute' } as const;
 const ACCOUNT_LIMITS_REFRESH_MS = 5_000;
+const NEXT_MINUTE_AHEAD_MS = 3_000;
 
 /** OpenAI's duration format for reset headers: "1s", "59s", "1m0s" never needed inside a minute. */
 export function resetHeaderValue(resetMs: number): string {
@@ -84,8 +91,10 @@ export class RateLimiter {
   /** Accounts looked up since the last round whose overrides are due for a read. */
   private readonly dueAccounts = new Set<string>();
   private refreshTimer: NodeJS.Timeout | undefined;
+  private nextMinuteTimer: NodeJS.Timeout | undefined;
   private refreshing = false;
   private currentWindow = -1;
+  private closed = false;
 
   private readonly accountLimitsRefreshMs: number;
 
@@ -97,6 +106,37 @@ export class RateLimiter {
   close(): void {
     clearInterval(this.refreshTimer);
     this.refreshTimer = undefined;
+    clearTimeout(this.nextMinuteTimer);
+    this.nextMinuteTimer = undefined;
+    this.closed = true;
+  }
+
+  /** Claims the next minute's first block for every allowance of the minute `now` is in. */
+  async claimNextMinute(now = Date.now()): Promise<void> {
+    const window = Math.floor(now / WINDOW_MS);
+    const claims: Promise<boolean>[] = [];
+    for (const allowance of [...this.windows.values()]) {
+      // Only allowances calls used: one claimed ahead and never used leads to no further claim.
+      if (allowance.endsAt !== (window + 1) * WINDOW_MS || !allowance.used) continue;
+      const next = this.windowAllowance(allowance.kind, allowance.keyId, window + 1, allowance.limit);
+      claims.push(next.claimFirstBlockAhead());
+    }
+    for (const claim of await Promise.allSettled(claims)) {
+      if (claim.status === 'rejected') this.options.log.warn({ err: claim.reason }, "rate limit store unreachable; the next minute's first calls will claim their blocks");
+    }
+  }
+
+  /** Runs claimNextMinute NEXT_MINUTE_AHEAD_MS before every minute ends, from the first
+   * allowance on (an allowance made later than that in its minute waits for the next one). */
+  private scheduleNextMinute(): void {
+    if (this.nextMinuteTimer || this.closed) return;
+    const now = Date.now();
+    let at = (Math.floor(now / WINDOW_MS) + 1) * WINDOW_MS - NEXT_MINUTE_AHEAD_MS;
+    if (at <= now) at += WINDOW_MS;
+    this.nextMinuteTimer = setTimeout(() => {
+      this.nextMinuteTimer = undefined;
+      void this.claimNextMinute().finally(() => this.scheduleNextMinute());
+    }, at - now).unref();
   }
 
   /** Counts one request; 429 with Retry-After and the request headers when over the limit. */
@@ -170,11 +210,18 @@ export class RateLimiter {
       for (const [id, allowance] of this.windows) if (allowance.endsAt <= window * WINDOW_MS) this.windows.delete(id);
       this.currentWindow = window;
     }
-    const id = `${kind}:${caller.keyId}:${window}:${limit}`;
+    const allowance = this.windowAllowance(kind, caller.keyId, window, limit);
+    allowance.used = true;
+    return allowance;
+  }
+
+  private windowAllowance(kind: LimitKind, keyId: string, window: number, limit: number): WindowAllowance {
+    const id = `${kind}:${keyId}:${window}:${limit}`;
     let allowance = this.windows.get(id);
     if (!allowance) {
-      allowance = new WindowAllowance(this.options.store, id, limit, (window + 1) * WINDOW_MS);
+      allowance = new WindowAllowance(this.options.store, id, limit, (window + 1) * WINDOW_MS, kind, keyId);
       this.windows.set(id, allowance);
+      this.scheduleNextMinute();
     }
     return allowance;
   }

@@ -1,4 +1,5 @@
 import type { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
+import type { LimitKind } from './rate-limiter.ts';
 
 // One key's allowance of one kind (requests or tokens) for one minute, as this process sees it.
 // The minute's limit is cut into blocks of `blockSize` units, numbered from 0; this process
@@ -18,13 +19,20 @@ export class WindowAllowance {
   private exhausted = false;
   private claiming: Promise<boolean> | null = null;
 
+  readonly blockSize: number;
+  /** A call admitted or spent through it (one claimed ahead is not used until then). */
+  used = false;
+
   constructor(
     private readonly store: RateLimitBlockStore,
     readonly id: string,
     readonly limit: number,
     readonly endsAt: number,
-    readonly blockSize: number = Math.max(1, Math.ceil(limit / 10)),
-  ) {}
+    readonly kind: LimitKind,
+    readonly keyId: string,
+  ) {
+    this.blockSize = Math.max(1, Math.ceil(limit / 10));
+  }
 
   /** Units left in this minute for everyone, as far as this process can tell. */
   get remaining(): number {
@@ -63,6 +71,12 @@ export class WindowAllowance {
       if (!(await this.claimNext())) return false;
     }
     return true;
+  }
+
+  /** Claims this minute's first block ahead of its start, so the minute's first calls find
+   * units at hand; errors are the caller's to report. */
+  claimFirstBlockAhead(): Promise<boolean> {
+    return this.available > 0 ? Promise.resolve(true) : this.claimNext();
   }
 
   /** Spends units after the fact (the tokens a call used); the debt is paid from blocks

@@ -5,14 +5,14 @@ import { RateLimiter, type AccountRateLimits, type LimitStatus } from '../../../
 import { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
 import { testDatabase } from '../../helpers/engines.ts';
 
-// An account's rate-limit overrides as another API process sees them: read once, answered from
-// memory, and read again in background rounds while the account is in use, so an operator's
-// change made through another process (or the store directly) arrives without any request
-// waiting for the store.
+// What the rate limiter does in rounds on its own timer rather than inside a request: reading an
+// account's overrides again while the account is in use (so an operator's change made through
+// another process, or the store directly, arrives without any request waiting for the store),
+// and claiming the next minute's first block for the keys in use before the minute changes.
 
 const REFRESH_MS = 150;
 
-describe('rate limiter: account overrides read again in rounds', () => {
+describe('rate limiter: rounds on its own timer', () => {
   let database: Awaited<ReturnType<typeof testDatabase>>;
   const limiters: RateLimiter[] = [];
   before(async () => {
@@ -71,5 +71,32 @@ describe('rate limiter: account overrides read again in rounds', () => {
     const status = limits.admitRequest(caller);
     assert.ok(!(status instanceof Promise));
     assert.equal(status.limit, 30);
+  });
+  it("claims the next minute's first block ahead for the keys in use, so its first call waits for nothing", async () => {
+    const limits = limiter();
+    const without = limiter();
+    // Key limits, so no account read is involved; a minute of their own, ahead of the clock.
+    const caller = (keyId: string) => ({ accountId: 'acct_next', keyId, rateLimits: { requests_per_minute: 100 } });
+    const minute = Math.floor(Date.now() / 60_000) + 10;
+    const at = (offsetMs: number) => minute * 60_000 + offsetMs;
+    assert.equal((await limits.admitRequest(caller('key_busy'), at(1_000))).remaining, 99);
+    assert.equal((await limits.admitRequest(caller('key_quiet'), at(2_000))).remaining, 99);
+    assert.equal((await without.admitRequest(caller('key_control'), at(1_000))).remaining, 99);
+
+    await limits.claimNextMinute(at(57_000));
+    const first = limits.admitRequest(caller('key_busy'), at(60_001));
+    assert.ok(!(first instanceof Promise), "the next minute's first call waited for a block claim");
+    assert.equal(first.remaining, 99);
+    // The control, with no round before the minute changed, claims its block in line.
+    const control = without.admitRequest(caller('key_control'), at(60_001));
+    assert.ok(control instanceof Promise);
+    assert.equal((await control).remaining, 99);
+
+    // A block claimed ahead for a key that then went quiet leads to no further claims.
+    await limits.claimNextMinute(at(117_000));
+    const blocks = new RateLimitBlockStore(database.db).collection;
+    assert.equal(await blocks.countDocuments({ _id: `requests:key_busy:${minute + 2}:100:0` }), 1);
+    assert.equal(await blocks.countDocuments({ _id: `requests:key_quiet:${minute + 1}:100:0` }), 1);
+    assert.equal(await blocks.countDocuments({ _id: `requests:key_quiet:${minute + 2}:100:0` }), 0);
   });
 });
