@@ -72,6 +72,16 @@ function rotate<T>(items: T[], round: number): T[] {
   return [...items.slice(start), ...items.slice(0, start)];
 }
 
+/** Runs `measure` for every target in ROUNDS turns, the order rotating, and pools each target's
+ * blocks into one load. */
+async function inTurns(targets: ChatTarget[], measure: (target: ChatTarget) => Promise<TimedLoad>): Promise<Map<string, TimedLoad>> {
+  const blocks = new Map<string, TimedLoad[]>(targets.map((target) => [target.name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const target of rotate(targets, round)) blocks.get(target.name)!.push(await measure(target));
+  }
+  return new Map([...blocks].map(([name, loads]) => [name, mergeLoads(loads)]));
+}
+
 const processes: ManagedProcess[] = [];
 const dataDir = path.join(projectRoot, `.data/bench-chat-${process.pid}`);
 const scratch = mkdtempSync(path.join(tmpdir(), 'framegate-bench-'));
@@ -249,24 +259,22 @@ try {
   console.log(`  Framegate api/server.ts built (dist/api/server.mjs) in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info'}, funded account + key (calls paid from spend leases)`);
   console.log(typeof litellm === 'string' ? `  LiteLLM: unavailable (${litellm})` : `  LiteLLM   proxy ${litellm.origin}, default settings, no database, model openai/gpt-4o-mini at the same upstream`);
 
-  // 1. Added latency at concurrency 1, in rounds: each target's calls are split into ROUNDS
-  // blocks and the targets take turns (the order rotating), so a disturbance of a few seconds
-  // on this shared machine falls on every target alike instead of on whichever ran then.
-  // Each block starts with 200 unmeasured calls: the target has sat idle while the others ran
-  // (with 20, the proxies' p50 read about 0.1 ms higher than run in one go; with 200, the same).
-  const latencyBlocks = new Map<string, TimedLoad[]>(targets.map((target) => [target.name, []]));
+  // 0. Warm-up (see WARM_CALLS).
   for (const target of targets) {
     const calls = await runTimedLoad(8, WARM_CALLS, WARM_SECONDS, () => complete(target, 'warm up'));
     const streamed = await runTimedLoad(8, WARM_STREAMS, WARM_SECONDS, async () => (await timeStream(target, 'warm up [up:chunks=1]')).contentChunks === 1);
     console.log(`  warm-up   ${target.name}: ${calls.completed} calls, ${streamed.completed} one-chunk streams (${calls.errors + streamed.errors} errors)`);
   }
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const target of rotate(targets, round)) {
-      await runTimedLoad(1, 200, 30, () => complete(target, 'warm up'));
-      latencyBlocks.get(target.name)!.push(await runTimedLoad(1, Math.ceil(LATENCY_REQUESTS / ROUNDS), 60 / ROUNDS, () => complete(target, 'ping')));
-    }
-  }
-  const latency = new Map([...latencyBlocks].map(([name, blocks]) => [name, mergeLoads(blocks)]));
+
+  // 1. Added latency at concurrency 1, in rounds: each target's calls are split into ROUNDS
+  // blocks and the targets take turns (the order rotating), so a disturbance of a few seconds
+  // on this shared machine falls on every target alike instead of on whichever ran then.
+  // Each block starts with 200 unmeasured calls: the target has sat idle while the others ran
+  // (with 20, the proxies' p50 read about 0.1 ms higher than run in one go; with 200, the same).
+  const latency = await inTurns(targets, async (target) => {
+    await runTimedLoad(1, 200, 30, () => complete(target, 'warm up'));
+    return runTimedLoad(1, Math.ceil(LATENCY_REQUESTS / ROUNDS), 60 / ROUNDS, () => complete(target, 'ping'));
+  });
 
   // 1b. Calls after a pause: a round calls each target once, rounds PAUSE_MS apart, so every
   // call meets a process that has been idle that long (caches aged, leases possibly given back).
@@ -282,15 +290,10 @@ try {
 
   // 2. Throughput at 50 concurrent connections, 20 ms upstream delay, in rounds as in 1;
   // Framegate once more with the calls spread over 50 accounts.
-  const throughputBlocks = new Map<string, TimedLoad[]>(targets.map((target) => [target.name, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const target of rotate(targets, round)) {
-      await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]')); // warm-up
-      const block = await runTimedLoad(THROUGHPUT_CONCURRENCY, Math.ceil(THROUGHPUT_REQUESTS / ROUNDS), THROUGHPUT_SECONDS / ROUNDS, () => complete(target, 'ping [up:delay=20]'));
-      throughputBlocks.get(target.name)!.push(block);
-    }
-  }
-  const throughput = new Map([...throughputBlocks].map(([name, blocks]) => [name, mergeLoads(blocks)]));
+  const throughput = await inTurns(targets, async (target) => {
+    await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]'));
+    return runTimedLoad(THROUGHPUT_CONCURRENCY, Math.ceil(THROUGHPUT_REQUESTS / ROUNDS), THROUGHPUT_SECONDS / ROUNDS, () => complete(target, 'ping [up:delay=20]'));
+  });
   const spread = await framegateAccounts(framegate, THROUGHPUT_CONCURRENCY);
   await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, (index) => complete(spread[index % spread.length]!, 'warm up [up:delay=20]'));
   const spreadLoad = await runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, (index) => complete(spread[index % spread.length]!, 'ping [up:delay=20]'));

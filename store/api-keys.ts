@@ -1,5 +1,6 @@
 import type { Collection, Db } from 'mongodb';
 import { generateApiKey, hashApiKey } from '../core/api-keys.ts';
+import { RefreshRounds } from '../core/refresh-rounds.ts';
 import { KeyChangeFeed } from './api-key-changes.ts';
 
 export interface ApiKeyDocument {
@@ -42,10 +43,8 @@ const LAST_USED_REFRESH_MS = 60_000;
 //
 // Keys in use are read again in the background, so their callers never wait for that read; that
 // also picks up changes made to the store directly. Every KEY_REFRESH_AFTER_MS, one query reads
-// the keys looked up since the last round whose entry is at least that old. The rounds keep
-// their own time: a read each request started (setImmediate) cost the driver 0.5 to 1 ms of CPU
-// on the main thread, which then ran before that request's call to the model provider was
-// written and before its answer was read, on every other stream when streams came 3 a second.
+// the keys looked up since the last round whose entry is at least that old
+// (core/refresh-rounds.ts: the rounds keep their own time, never a request's).
 export const KEY_CACHE_MS = 1_000;
 export const KEY_CACHE_MAX_MS = 10 * 60_000;
 export const KEY_REFRESH_AFTER_MS = 500;
@@ -57,12 +56,9 @@ interface CachedKey {
 }
 /** What every store over one database shares in a process: one API instance's view. */
 interface SharedKeyState {
-  collection: Collection<ApiKeyDocument>;
   cache: Map<string, CachedKey>;
-  /** Keys looked up since the last refresh round with an entry due for a read. */
-  due: Set<string>;
-  refreshTimer?: NodeJS.Timeout;
-  refreshing: boolean;
+  /** Reads again the keys in use whose entry is due; runs while the feed does. */
+  refresh: RefreshRounds<string>;
   /** Keys revoked by this process (and when): refused even if a read from before the revocation lands in the cache. */
   revokedHere: Map<string, number>;
   /** When the feed last reported each recently changed key: a read started before that is not cached. */
@@ -89,8 +85,10 @@ function sharedStateOf(db: Db): SharedKeyState {
       },
       lost: () => cache.clear(),
     });
-    shared = { collection: db.collection<ApiKeyDocument>('api_keys'), cache, due: new Set(), refreshing: false, revokedHere: new Map(), changedAt, feed, watchers: 0 };
-    sharedStates.set(db, shared);
+    const collection = db.collection<ApiKeyDocument>('api_keys');
+    const state: SharedKeyState = { cache, refresh: new RefreshRounds(KEY_REFRESH_AFTER_MS, (ids) => refreshKeys(state, collection, ids)), revokedHere: new Map(), changedAt, feed, watchers: 0 };
+    sharedStates.set(db, state);
+    shared = state;
   }
   return shared;
 }
@@ -111,19 +109,13 @@ function settleRead(shared: SharedKeyState, id: string, key: ApiKeyDocument | nu
 }
 
 /** One refresh round: the due keys in one query. A failed round leaves their entries to age out. */
-async function refreshDueKeys(shared: SharedKeyState): Promise<void> {
-  if (shared.refreshing || shared.due.size === 0) return;
-  const ids = [...shared.due];
-  shared.due.clear();
-  shared.refreshing = true;
+async function refreshKeys(shared: SharedKeyState, collection: Collection<ApiKeyDocument>, ids: string[]): Promise<void> {
   const startedAt = Date.now();
   try {
-    const found = new Map((await shared.collection.find({ _id: { $in: ids } }).toArray()).map((key) => [key._id, key]));
+    const found = new Map((await collection.find({ _id: { $in: ids } }).toArray()).map((key) => [key._id, key]));
     for (const id of ids) settleRead(shared, id, found.get(id) ?? null, startedAt, startedAt);
   } catch {
     // The store is unreachable: the entries age out, and lookups past that read in line.
-  } finally {
-    shared.refreshing = false;
   }
 }
 
@@ -150,8 +142,7 @@ export class ApiKeyStore {
   stopWatching(): void {
     if (this.watching === 'yes' && --this.shared.watchers === 0) {
       this.shared.feed.stop();
-      clearInterval(this.shared.refreshTimer);
-      this.shared.refreshTimer = undefined;
+      this.shared.refresh.stop();
     }
     this.watching = 'stopped';
   }
@@ -160,8 +151,7 @@ export class ApiKeyStore {
     this.watching = 'yes';
     if (this.shared.watchers++ === 0) {
       this.shared.feed.start();
-      const shared = this.shared;
-      shared.refreshTimer = setInterval(() => void refreshDueKeys(shared), KEY_REFRESH_AFTER_MS).unref();
+      this.shared.refresh.start();
     }
   }
 
@@ -185,7 +175,7 @@ export class ApiKeyStore {
 
   /** The live (unrevoked) key with this plaintext, or null. */
   findActiveByPlaintext(plaintext: string, now = Date.now()): ApiKeyDocument | null | Promise<ApiKeyDocument | null> {
-    const { cache, revokedHere, feed, due } = this.shared;
+    const { cache, revokedHere, feed, refresh } = this.shared;
     if (this.watching === 'not yet') this.watch();
     const hash = hashApiKey(plaintext);
     const id = keyIdForHash(hash);
@@ -194,7 +184,7 @@ export class ApiKeyStore {
     const age = cached ? now - cached.readAt : Infinity;
     // A cached key answers synchronously (every call but the first in a while): no promise.
     if (cached && (age < KEY_CACHE_MS || (age < KEY_CACHE_MAX_MS && now - feed.coveredUntil < KEY_CACHE_MS))) {
-      if (age >= KEY_REFRESH_AFTER_MS) due.add(id);
+      if (age >= KEY_REFRESH_AFTER_MS) refresh.markDue(id);
       return liveKey(cached.key, hash);
     }
     return this.read(id, now).then((key) => liveKey(key, hash));

@@ -77,12 +77,6 @@ function completionCharacters(completion: Json): number {
   return characters;
 }
 
-/** Counts a call's tokens against its key's minute. Returned unnamed: see headerSetter in
- * routes/chat/index.ts for what naming a closure made per call costs under tsx. */
-function tokenSpender(limiter: RateLimiter | undefined, principal: Principal, admittedAt: number): (tokens: TokenCounts) => void {
-  return (tokens) => limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens, admittedAt);
-}
-
 export class ChatProxy {
   constructor(private readonly options: ChatProxyOptions) {}
 
@@ -134,7 +128,7 @@ export class ChatProxy {
     const { limiter } = this.options;
     const admittedAt = Date.now();
     if (limiter) context.setHeaders?.(limitHeaders('tokens', await limiter.admitTokens(principal, admittedAt)));
-    const spendTokens = tokenSpender(limiter, principal, admittedAt);
+    const spendTokens = (tokens: TokenCounts) => limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens, admittedAt);
     const reservation = await this.options.budgets.reserve(
       principal.accountId,
       chatPriceMicros(model, holdTokens),

@@ -55,8 +55,7 @@ export class ChatStream {
         signal: this.options.signal,
         forwardUsage: this.options.forwardUsage,
         modelId: model.id,
-        // A bound method, not a closure: see headerSetter in routes/chat/index.ts.
-        onFirstText: this.observeFirstText.bind(this),
+        onFirstText: () => observeTimeToFirstToken(model.id, this.options.receivedAt),
       });
     } catch (error) {
       outcome = { end: 'upstream_failed', delivered: { pieces: 0, characters: 0 }, failure: error instanceof Error ? error.message : String(error) };
@@ -77,10 +76,6 @@ export class ChatStream {
         response.destroy();
     }
     this.settle(outcome);
-  }
-
-  private observeFirstText(): void {
-    observeTimeToFirstToken(this.call.model.id, this.options.receivedAt);
   }
 
   private settle(outcome: RelayOutcome): void {

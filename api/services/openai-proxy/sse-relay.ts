@@ -112,8 +112,7 @@ function translate(data: string, state: RelayState, options: RelayOptions): stri
   return sseData(data);
 }
 
-/** Relays one stream; a class so that its per-stream callbacks are methods, not closures
- * (tsx compiles with esbuild's keepNames, which names each closure as it is made). */
+/** Relays one stream: its parser, its state and the upstream's event handlers together. */
 class ChatStreamRelay {
   private readonly state: RelayState = { delivered: { pieces: 0, characters: 0 }, sawDone: false, sawFinish: false };
   private readonly parser: EventSourceParser;

@@ -2,7 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Collection } from 'mongodb';
 import { GatewayError } from '../../../core/errors.ts';
 import type { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
-import { WindowAllowance } from './window-allowance.ts';
+import { RefreshRounds } from '../../../core/refresh-rounds.ts';
+import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowance.ts';
 
 // Per-key rate limits: requests per minute on every /v1 endpoint, tokens per minute on chat.
 // Limits come from the key, else its account, else the configuration. Windows are fixed UTC
@@ -21,8 +22,8 @@ import { WindowAllowance } from './window-allowance.ts';
 // version cost about 6 KB of garbage and a few microseconds per call.
 //
 // An account's overrides, once read, are read again every ACCOUNT_LIMITS_REFRESH_MS while the
-// account is in use: in rounds on the limiter's own timer, one query for every account due. A
-// read a request started ran its driver work (0.5 to 1 ms of CPU) inside that request.
+// account is in use: in rounds on the limiter's own timer, one query for every account due
+// (core/refresh-rounds.ts).
 //
 // A new minute's allowance starts empty: its first call would wait for a block claim (a store
 // round trip, 2 to 5 ms on FerretDB), once a minute per key and kind. So NEXT_MINUTE_AHEAD_MS
@@ -56,7 +57,6 @@ export interface LimitStatus {
 
 export type LimitKind = 'requests' | 'tokens';
 
-const WINDOW_MS = 60_000;
 const limitField = { requests: 'requests_per_minute', tokens: 'tokens_per_minute' } as const;
 const ACCOUNT_LIMITS_REFRESH_MS = 5_000;
 const NEXT_MINUTE_AHEAD_MS = 3_000;
@@ -88,11 +88,9 @@ export interface RateLimiterOptions {
 export class RateLimiter {
   private readonly windows = new Map<string, WindowAllowance>();
   private readonly accountLimits = new Map<string, { limits: RateLimitOverrides | null; readAt: number }>();
-  /** Accounts looked up since the last round whose overrides are due for a read. */
-  private readonly dueAccounts = new Set<string>();
-  private refreshTimer: NodeJS.Timeout | undefined;
+  /** Reads again the overrides of accounts in use once they are due. */
+  private readonly accountRefresh: RefreshRounds<string>;
   private nextMinuteTimer: NodeJS.Timeout | undefined;
-  private refreshing = false;
   private currentWindow = -1;
   private closed = false;
 
@@ -100,12 +98,12 @@ export class RateLimiter {
 
   constructor(private readonly options: RateLimiterOptions) {
     this.accountLimitsRefreshMs = options.accountLimitsRefreshMs ?? ACCOUNT_LIMITS_REFRESH_MS;
+    this.accountRefresh = new RefreshRounds(this.accountLimitsRefreshMs, (ids) => this.refreshAccounts(ids));
   }
 
   /** Stops the refresh rounds (the app is closing). */
   close(): void {
-    clearInterval(this.refreshTimer);
-    this.refreshTimer = undefined;
+    this.accountRefresh.stop();
     clearTimeout(this.nextMinuteTimer);
     this.nextMinuteTimer = undefined;
     this.closed = true;
@@ -117,7 +115,7 @@ export class RateLimiter {
     const claims: Promise<boolean>[] = [];
     for (const allowance of [...this.windows.values()]) {
       // Only allowances calls used: one claimed ahead and never used leads to no further claim.
-      if (allowance.endsAt !== (window + 1) * WINDOW_MS || !allowance.used) continue;
+      if (allowance.window !== window || !allowance.used) continue;
       const next = this.windowAllowance(allowance.kind, allowance.keyId, window + 1, allowance.limit);
       claims.push(next.claimFirstBlockAhead());
     }
@@ -175,8 +173,7 @@ export class RateLimiter {
     this.allowance(caller, 'tokens', admittedAt).then((claimed) => claimed.spend(tokens, this.tokensNotCounted), this.tokensNotCounted);
   }
 
-  // Made once: tsx compiles with esbuild's keepNames, which names every closure as it is made
-  // (a defineProperty each), so a closure made per call costs more than it looks.
+  // Made once, not per call.
   private readonly tokensNotCounted = (error: unknown) => this.options.log.warn({ err: error }, 'rate limit store unreachable; tokens not counted');
 
   private status(allowance: WindowAllowance, now: number): LimitStatus {
@@ -207,7 +204,7 @@ export class RateLimiter {
     const window = Math.floor(now / WINDOW_MS);
     if (window > this.currentWindow) {
       // Allowances of past minutes are never asked again: drop them with the minute.
-      for (const [id, allowance] of this.windows) if (allowance.endsAt <= window * WINDOW_MS) this.windows.delete(id);
+      for (const [id, allowance] of this.windows) if (allowance.window < window) this.windows.delete(id);
       this.currentWindow = window;
     }
     const allowance = this.windowAllowance(kind, caller.keyId, window, limit);
@@ -216,10 +213,10 @@ export class RateLimiter {
   }
 
   private windowAllowance(kind: LimitKind, keyId: string, window: number, limit: number): WindowAllowance {
-    const id = `${kind}:${keyId}:${window}:${limit}`;
+    const id = windowAllowanceId(kind, keyId, window, limit);
     let allowance = this.windows.get(id);
     if (!allowance) {
-      allowance = new WindowAllowance(this.options.store, id, limit, (window + 1) * WINDOW_MS, kind, keyId);
+      allowance = new WindowAllowance(this.options.store, kind, keyId, window, limit);
       this.windows.set(id, allowance);
       this.scheduleNextMinute();
     }
@@ -231,8 +228,8 @@ export class RateLimiter {
     if (known !== undefined) return known;
     const limits = await this.readAccountLimits(caller.accountId);
     this.accountLimits.set(caller.accountId, { limits, readAt: now });
-    // Rounds start with the first account read; the timer does not keep the process alive.
-    this.refreshTimer ??= setInterval(() => void this.refreshDueAccounts(), this.accountLimitsRefreshMs).unref();
+    // Rounds start with the first account read.
+    this.accountRefresh.start();
     return this.accountOrDefaultLimit(kind, limits);
   }
 
@@ -256,17 +253,13 @@ export class RateLimiter {
   private cachedAccountOverrides(accountId: string, now: number): RateLimitOverrides | null | undefined {
     const cached = this.accountLimits.get(accountId);
     if (!cached) return undefined;
-    if (now - cached.readAt > this.accountLimitsRefreshMs) this.dueAccounts.add(accountId);
+    if (now - cached.readAt > this.accountLimitsRefreshMs) this.accountRefresh.markDue(accountId);
     return cached.limits;
   }
 
   /** One round: the due accounts' overrides in one query. A failed round keeps what was read,
    * and the accounts are due again at their next lookup. */
-  async refreshDueAccounts(): Promise<void> {
-    if (this.refreshing || this.dueAccounts.size === 0) return;
-    const ids = [...this.dueAccounts];
-    this.dueAccounts.clear();
-    this.refreshing = true;
+  private async refreshAccounts(ids: string[]): Promise<void> {
     const readAt = Date.now();
     try {
       const accounts = await this.options.accounts.find({ _id: { $in: ids } }, { projection: { rate_limits: 1 } }).toArray();
@@ -274,8 +267,6 @@ export class RateLimiter {
       for (const id of ids) this.accountLimits.set(id, { limits: found.get(id) ?? null, readAt });
     } catch (error) {
       this.options.log.warn({ err: error }, 'could not read account rate limits again; keeping those read before');
-    } finally {
-      this.refreshing = false;
     }
   }
 

@@ -11,6 +11,15 @@ import type { LimitKind } from './rate-limiter.ts';
 // unspent rest of a block each when the limit is hit, so up to (processes × (blockSize − 1))
 // units of a busy minute go unused; blocks are a tenth of the limit to keep that small.
 
+/** A rate-limit window: one UTC minute, numbered from the epoch. */
+export const WINDOW_MS = 60_000;
+
+/** Names a key's allowance of one kind, for one minute, under one limit (a changed limit is a
+ * new allowance); its blocks are named after it. */
+export function windowAllowanceId(kind: LimitKind, keyId: string, window: number, limit: number): string {
+  return `${kind}:${keyId}:${window}:${limit}`;
+}
+
 export class WindowAllowance {
   /** Units in claimed blocks not yet spent; negative while tokens already used are unpaid. */
   private available = 0;
@@ -19,18 +28,21 @@ export class WindowAllowance {
   private exhausted = false;
   private claiming: Promise<boolean> | null = null;
 
+  readonly id: string;
+  readonly endsAt: number;
   readonly blockSize: number;
   /** A call admitted or spent through it (one claimed ahead is not used until then). */
   used = false;
 
   constructor(
     private readonly store: RateLimitBlockStore,
-    readonly id: string,
-    readonly limit: number,
-    readonly endsAt: number,
     readonly kind: LimitKind,
     readonly keyId: string,
+    readonly window: number,
+    readonly limit: number,
   ) {
+    this.id = windowAllowanceId(kind, keyId, window, limit);
+    this.endsAt = (window + 1) * WINDOW_MS;
     this.blockSize = Math.max(1, Math.ceil(limit / 10));
   }
 
