@@ -8,6 +8,7 @@ import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '.
 import { freePort, startProcess, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { connectDatabase } from '../store/database.ts';
 import { printChatReport } from './lib/chat-report.ts';
+import { processTreeCpuMs } from './lib/process-cpu.ts';
 import { chatTarget, complete, mergeLoads, runTimedLoad, streamCapacity, timeStream, type ChatTarget, type StreamCapacity, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
 
 // `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:
@@ -82,6 +83,13 @@ async function inTurns(targets: ChatTarget[], measure: (target: ChatTarget) => P
   return new Map([...blocks].map(([name, loads]) => [name, mergeLoads(loads)]));
 }
 
+/** Runs `load` and adds the CPU time `target`'s process spent meanwhile. */
+async function withCpu(target: ChatTarget, load: () => Promise<TimedLoad>): Promise<TimedLoad> {
+  const before = processTreeCpuMs(target.pid);
+  const measured = await load();
+  return { ...measured, cpuMs: processTreeCpuMs(target.pid) - before };
+}
+
 const processes: ManagedProcess[] = [];
 const dataDir = path.join(projectRoot, `.data/bench-chat-${process.pid}`);
 const scratch = mkdtempSync(path.join(tmpdir(), 'framegate-bench-'));
@@ -105,7 +113,7 @@ function loopbackEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 
 const logFile = (name: string) => path.join(scratch, `${name.replace(/\W+/g, '-')}.log`);
 
-async function startUpstream(): Promise<string> {
+async function startUpstream(): Promise<ChatTarget> {
   const port = await freePort();
   const upstream = startProcess('upstream', process.execPath, ['--import', 'tsx', 'bench/lib/loopback-upstream.ts'], {
     cwd: projectRoot,
@@ -114,7 +122,7 @@ async function startUpstream(): Promise<string> {
   });
   processes.push(upstream);
   await waitForPort('127.0.0.1', port, upstream);
-  return `http://127.0.0.1:${port}`;
+  return chatTarget('direct', `http://127.0.0.1:${port}`, { pid: upstream.child.pid });
 }
 
 /** A bare proxy (bench/lib/bare-*.ts) in its own process: what the stack costs alone. */
@@ -127,7 +135,7 @@ async function startFloor(name: string, script: string, upstreamUrl: string): Pr
   });
   processes.push(floor);
   await waitForPort('127.0.0.1', port, floor);
-  return chatTarget(name, `http://127.0.0.1:${port}`);
+  return chatTarget(name, `http://127.0.0.1:${port}`, { pid: floor.child.pid });
 }
 
 async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalAddress: string, database: string): Promise<ChatTarget> {
@@ -167,7 +175,7 @@ async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalA
   const keyResponse = await request(`${origin}/admin/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench' }) });
   const { key } = (await keyResponse.body.json()) as { key: string };
   if (!key) throw new Error('Framegate: no key was created');
-  return chatTarget('Framegate', origin, key);
+  return chatTarget('Framegate', origin, { key, pid: api.child.pid });
 }
 
 /** `count` more funded accounts with a key each, sharing `framegate`'s connection pool: the
@@ -223,7 +231,7 @@ async function startLiteLlm(upstreamUrl: string): Promise<ChatTarget | string> {
   processes.push(litellm);
   try {
     await waitForPort('127.0.0.1', port, litellm, 180_000);
-    const target = chatTarget('LiteLLM', `http://127.0.0.1:${port}`);
+    const target = chatTarget('LiteLLM', `http://127.0.0.1:${port}`, { pid: litellm.child.pid });
     await complete(target, 'hello');
     return target;
   } catch (error) {
@@ -243,8 +251,8 @@ try {
   const temporalAddress = process.env.TEMPORAL_ADDRESS ?? `127.0.0.1:${temporalPort}`;
   const databaseName = `bench_chat_${process.pid}`;
 
-  const upstreamUrl = await startUpstream();
-  const direct = chatTarget('direct', upstreamUrl);
+  const direct = await startUpstream();
+  const upstreamUrl = direct.origin;
   const nodeFloor = await startFloor('node floor', 'bench/lib/bare-node-proxy.ts', upstreamUrl);
   const floor = await startFloor('floor', 'bench/lib/bare-proxy.ts', upstreamUrl);
   const framegate = await startFramegate(upstreamUrl, mongodbUri, temporalAddress, databaseName);
@@ -288,15 +296,18 @@ try {
     }
   }
 
-  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay, in rounds as in 1;
-  // Framegate once more with the calls spread over 50 accounts.
+  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay, in rounds as in 1, with
+  // the CPU time the target's own process spent (bench/lib/process-cpu.ts says why); Framegate
+  // once more with the calls spread over 50 accounts.
   const throughput = await inTurns(targets, async (target) => {
     await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]'));
-    return runTimedLoad(THROUGHPUT_CONCURRENCY, Math.ceil(THROUGHPUT_REQUESTS / ROUNDS), THROUGHPUT_SECONDS / ROUNDS, () => complete(target, 'ping [up:delay=20]'));
+    return withCpu(target, () => runTimedLoad(THROUGHPUT_CONCURRENCY, Math.ceil(THROUGHPUT_REQUESTS / ROUNDS), THROUGHPUT_SECONDS / ROUNDS, () => complete(target, 'ping [up:delay=20]')));
   });
   const spread = await framegateAccounts(framegate, THROUGHPUT_CONCURRENCY);
   await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, (index) => complete(spread[index % spread.length]!, 'warm up [up:delay=20]'));
-  const spreadLoad = await runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, (index) => complete(spread[index % spread.length]!, 'ping [up:delay=20]'));
+  const spreadLoad = await withCpu(framegate, () =>
+    runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, (index) => complete(spread[index % spread.length]!, 'ping [up:delay=20]')),
+  );
 
   // 3. Streaming: 64 chunks 20 ms apart.
   const streams = new Map<string, { timings: StreamTiming[]; load: TimedLoad }>();

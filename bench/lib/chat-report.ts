@@ -29,6 +29,16 @@ function ratio(value: number, base: number): string {
   return `${quotient >= 0.1 ? quotient.toFixed(2) : quotient.toPrecision(2)}×`;
 }
 
+/** A difference with its sign: +0.30, -0.38. */
+function signed(value: number): string {
+  return value >= 0 ? `+${fmt(value)}` : fmt(value);
+}
+
+/** CPU microseconds the target's own process spent per call completed. */
+function cpuPerCallUs(load: TimedLoad): number {
+  return ((load.cpuMs ?? Number.NaN) * 1000) / load.completed;
+}
+
 function firstError(load: TimedLoad): void {
   if (load.firstError) console.log(`    first error: ${load.firstError}`);
 }
@@ -64,15 +74,16 @@ export function printChatReport(m: ChatMeasurements): void {
 
   const ideal = (sizes.concurrency * 1000) / 20;
   console.log(`\n2. Throughput, ${sizes.concurrency} concurrent connections, upstream answers after 20 ms (up to ${sizes.throughputRequests} requests or ${sizes.throughputSeconds} s each, in ${sizes.rounds} turns; ceiling ${ideal} req/s)`);
-  const w2 = [22, 8, 8, 10, 10, 10, 12, 8];
-  console.log(row(['', 'count', 'seconds', 'req/s', 'p50 ms', 'p99 ms', 'vs direct', 'errors'], w2));
+  const w2 = [22, 8, 8, 10, 10, 10, 12, 13, 8];
+  console.log(row(['', 'count', 'seconds', 'req/s', 'p50 ms', 'p99 ms', 'vs direct', 'CPU µs/call', 'errors'], w2));
   const baseThroughput = m.throughput.get('direct')!;
   const rows: Array<[string, TimedLoad]> = names.map((name) => [name, m.throughput.get(name)!]);
   rows.splice(names.indexOf('Framegate') + 1, 0, [m.spread.name, m.spread.load]);
   for (const [name, load] of rows) {
-    console.log(row([name, String(load.completed), fmt(load.seconds, 1), fmt(load.perSecond, 0), fmt(p(load.latenciesMs, 0.5)), fmt(p(load.latenciesMs, 0.99)), ratio(load.perSecond, baseThroughput.perSecond), String(load.errors)], w2));
+    console.log(row([name, String(load.completed), fmt(load.seconds, 1), fmt(load.perSecond, 0), fmt(p(load.latenciesMs, 0.5)), fmt(p(load.latenciesMs, 0.99)), ratio(load.perSecond, baseThroughput.perSecond), fmt(cpuPerCallUs(load), 0), String(load.errors)], w2));
     firstError(load);
   }
+  console.log("   (CPU µs/call: user + system time of the target's own process per call; for direct, the upstream's; for a proxy, the proxy's alone)");
 
   console.log(`\n3. Streaming, 64 chunks 20 ms apart (${sizes.streams} streams each, ${sizes.streamConcurrency} at a time, started apart; TTFT = request sent → first content delta)`);
   const w3 = [10, 8, 10, 10, 12, 12, 9, 9, 9, 8, 8];
@@ -116,19 +127,21 @@ export function printChatReport(m: ChatMeasurements): void {
   const addedTtft = (name: string, fraction = 0.5) => p(ttftOf(name), fraction) - p(baseTtft, fraction);
   const perSecond = (name: string) => m.throughput.get(name)!.perSecond;
   const line = (name: string) =>
-    `+${fmt(added(name))} ms p50 / +${fmt(added(name, 0.99))} ms p99 latency, ${fmt(perSecond(name), 0)} req/s at ${sizes.concurrency} connections (${ratio(perSecond(name), baseThroughput.perSecond)} of direct), +${fmt(addedTtft(name))} ms TTFT p50 / +${fmt(addedTtft(name, 0.99))} ms p99`;
+    `${signed(added(name))} ms p50 / ${signed(added(name, 0.99))} ms p99 latency, ${fmt(perSecond(name), 0)} req/s at ${sizes.concurrency} connections (${ratio(perSecond(name), baseThroughput.perSecond)} of direct), ${signed(addedTtft(name))} ms TTFT p50 / ${signed(addedTtft(name, 0.99))} ms p99`;
   console.log('\nSummary');
   for (const name of names.filter((name) => name !== 'direct')) console.log(`  ${name.padEnd(10)} ${line(name)}`);
   console.log(`  Framegate over ${sizes.concurrency} accounts: ${fmt(m.spread.load.perSecond, 0)} req/s`);
+  const cpuOf = (name: string) => cpuPerCallUs(m.throughput.get(name)!);
+  console.log(`  CPU per call at ${sizes.concurrency} connections: ${names.map((name) => `${name} ${fmt(cpuOf(name), 0)} µs`).join(', ')} (direct: the upstream itself)`);
   const pausedAdded = (name: string) => p(m.paused.calls.get(name)!, 0.5) - p(pausedBase, 0.5);
-  console.log(`  After a ${m.paused.pauseMs} ms pause, added p50: ${names.filter((name) => name !== 'direct').map((name) => `${name} +${fmt(pausedAdded(name))} ms`).join(', ')}`);
+  console.log(`  After a ${m.paused.pauseMs} ms pause, added p50: ${names.filter((name) => name !== 'direct').map((name) => `${name} ${signed(pausedAdded(name))} ms`).join(', ')}`);
   console.log(`  Concurrent streams held: ${names.map((name) => `${name} ${m.capacity.get(name)!.held}`).join(', ')}`);
   if (names.includes('floor')) {
-    console.log(`  Framegate above the floor: +${fmt(added('Framegate') - added('floor'))} ms p50 latency, +${fmt(addedTtft('Framegate') - addedTtft('floor'))} ms TTFT p50, throughput ${ratio(perSecond('Framegate'), perSecond('floor'))} of the floor's`);
+    console.log(`  Framegate above the floor: ${signed(added('Framegate') - added('floor'))} ms p50 latency, ${signed(addedTtft('Framegate') - addedTtft('floor'))} ms TTFT p50, throughput ${ratio(perSecond('Framegate'), perSecond('floor'))} of the floor's, CPU per call ${ratio(cpuOf('Framegate'), cpuOf('floor'))} of the floor's`);
   }
   if (m.litellmUnavailable) {
     console.log(`  LiteLLM: unavailable (${m.litellmUnavailable})`);
   } else {
-    console.log(`  Framegate/LiteLLM: added p50 latency ${ratio(added('Framegate'), added('LiteLLM'))}, throughput ${ratio(perSecond('Framegate'), perSecond('LiteLLM'))}, added TTFT p50 ${ratio(addedTtft('Framegate'), addedTtft('LiteLLM'))}`);
+    console.log(`  Framegate/LiteLLM: added p50 latency ${ratio(added('Framegate'), added('LiteLLM'))}, throughput ${ratio(perSecond('Framegate'), perSecond('LiteLLM'))}, added TTFT p50 ${ratio(addedTtft('Framegate'), addedTtft('LiteLLM'))}, CPU per call ${ratio(cpuOf('Framegate'), cpuOf('LiteLLM'))}`);
   }
 }

@@ -9,12 +9,14 @@ export interface ChatTarget {
   origin: string;
   headers: Record<string, string>;
   pool: Pool;
+  /** The process that serves the target (the upstream, for direct), for its CPU time. */
+  pid?: number;
 }
 
-export function chatTarget(name: string, origin: string, key?: string, connections = 64): ChatTarget {
+export function chatTarget(name: string, origin: string, options: { key?: string; pid?: number } = {}): ChatTarget {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (key) headers.authorization = `Bearer ${key}`;
-  return { name, origin, headers, pool: new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 30_000 }) };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  return { name, origin, headers, pool: new Pool(origin, { connections: 64, pipelining: 1, keepAliveTimeout: 30_000 }), pid: options.pid };
 }
 
 export function chatBody(content: string, stream = false): string {
@@ -36,6 +38,8 @@ export interface TimedLoad {
   perSecond: number;
   latenciesMs: number[];
   firstError?: string;
+  /** CPU milliseconds the target's process spent meanwhile, where measured. */
+  cpuMs?: number;
 }
 
 /** At most `maxRequests` calls with `concurrency` in flight, and no new call after `maxSeconds`. */
@@ -82,6 +86,7 @@ export function mergeLoads(loads: TimedLoad[]): TimedLoad {
     perSecond: completed / seconds,
     latenciesMs: loads.flatMap((load) => load.latenciesMs),
     firstError: loads.find((load) => load.firstError !== undefined)?.firstError,
+    cpuMs: loads.reduce((sum, load) => sum + (load.cpuMs ?? Number.NaN), 0),
   };
 }
 
