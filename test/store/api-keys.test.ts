@@ -151,6 +151,32 @@ describe('API key lookups', () => {
     other.stopWatching();
   });
 
+  it('fails a revocation the store cannot record, with nothing changed', async () => {
+    // Its own database: a unique index on the feed's key ids makes the store refuse the record
+    // of a change to a key that already has one, and other tests record many per key.
+    const refusing = await testDatabase('api-keys-unrecorded');
+    const store = new ApiKeyStore(refusing.db);
+    const elsewhere = new ApiKeyStore(refusing.client.db(refusing.db.databaseName));
+    try {
+      const { key, plaintext } = await store.create({ accountId: 'acct_z', name: 'k', models: null });
+      assert.ok(await store.findActiveByPlaintext(plaintext));
+      const changes = refusing.db.collection('api_key_changes');
+      await changes.createIndex({ key_id: 1 }, { unique: true });
+      await changes.insertOne({ key_id: key._id, at: new Date() });
+
+      await assert.rejects(store.revoke(key._id), /duplicate key|E11000/);
+      // Other processes could not have been told: the key must still be live everywhere, so a
+      // retry of the revocation is the whole of the repair.
+      assert.equal((await store.collection.findOne({ _id: key._id }))?.revoked_at, null, 'revoked in the store without a record');
+      assert.ok(await store.findActiveByPlaintext(plaintext), 'refused in this process without a record');
+      assert.ok(await elsewhere.findActiveByPlaintext(plaintext), 'refused by another instance without a record');
+    } finally {
+      store.stopWatching();
+      elsewhere.stopWatching();
+      await refusing.drop();
+    }
+  });
+
   it('finds nothing for an unknown key and does not cache the miss', async () => {
     const store = new ApiKeyStore(database.db);
     const created = await store.create({ accountId: 'acct_y', name: 'k', models: null });
