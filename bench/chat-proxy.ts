@@ -24,7 +24,8 @@ import { chatTarget, complete, mergeLoads, runTimedLoad, streamCapacity, timeStr
 //            .tools/bench-venv), no database, model openai/gpt-4o-mini at the same upstream.
 // 1. added latency p50/p99 at concurrency 1, zero-delay upstream, non-stream; then the same
 //    for calls that each follow a pause (BENCH_PAUSE_MS), as an agent's or a person's do;
-// 2. throughput at 50 concurrent connections, upstream answering after 20 ms;
+// 2. throughput at 50 concurrent connections, upstream answering after 20 ms, and the CPU time
+//    each target's own process spends per call;
 // 3. streaming (64 chunks 20 ms apart): added time-to-first-token p50/p99 and inter-chunk gap;
 // 4. the most concurrent streams held with no lost chunk (levels from BENCH_CAPACITY_LEVELS).
 // Every loop is bounded in count and time; all traffic stays on 127.0.0.1. Figures only,
