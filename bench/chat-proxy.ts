@@ -65,7 +65,7 @@ const WARM_CALLS = Number(process.env.BENCH_WARM_CALLS ?? 6000);
 const WARM_STREAMS = Number(process.env.BENCH_WARM_STREAMS ?? 3000);
 const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 15);
 
-// Sections 1 and 2 run each target in this many turns (see 1).
+// Sections 1, 2 and 3 run each target in this many turns (see 1).
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 
 /** The targets in turn order for one round: each round starts one later. */
@@ -75,13 +75,13 @@ function rotate<T>(items: T[], round: number): T[] {
 }
 
 /** Runs `measure` for every target in ROUNDS turns, the order rotating, and pools each target's
- * blocks into one load. */
-async function inTurns(targets: ChatTarget[], measure: (target: ChatTarget) => Promise<TimedLoad>): Promise<Map<string, TimedLoad>> {
-  const blocks = new Map<string, TimedLoad[]>(targets.map((target) => [target.name, []]));
+ * blocks into one with `merge`. */
+async function inTurns<Block>(targets: ChatTarget[], measure: (target: ChatTarget) => Promise<Block>, merge: (blocks: Block[]) => Block): Promise<Map<string, Block>> {
+  const blocks = new Map<string, Block[]>(targets.map((target) => [target.name, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const target of rotate(targets, round)) blocks.get(target.name)!.push(await measure(target));
   }
-  return new Map([...blocks].map(([name, loads]) => [name, mergeLoads(loads)]));
+  return new Map([...blocks].map(([name, measured]) => [name, merge(measured)]));
 }
 
 /** Runs `load` and adds the CPU time `target`'s process spent meanwhile. */
@@ -283,7 +283,7 @@ try {
   const latency = await inTurns(targets, async (target) => {
     await runTimedLoad(1, 200, 30, () => complete(target, 'warm up'));
     return runTimedLoad(1, Math.ceil(LATENCY_REQUESTS / ROUNDS), 60 / ROUNDS, () => complete(target, 'ping'));
-  });
+  }, mergeLoads);
 
   // 1b. Calls after a pause: a round calls each target once, rounds PAUSE_MS apart, so every
   // call meets a process that has been idle that long (caches aged, leases possibly given back).
@@ -303,24 +303,28 @@ try {
   const throughput = await inTurns(targets, async (target) => {
     await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]'));
     return withCpu(target, () => runTimedLoad(THROUGHPUT_CONCURRENCY, Math.ceil(THROUGHPUT_REQUESTS / ROUNDS), THROUGHPUT_SECONDS / ROUNDS, () => complete(target, 'ping [up:delay=20]')));
-  });
+  }, mergeLoads);
   const spread = await framegateAccounts(framegate, THROUGHPUT_CONCURRENCY);
   await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, (index) => complete(spread[index % spread.length]!, 'warm up [up:delay=20]'));
   const spreadLoad = await withCpu(framegate, () =>
     runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, (index) => complete(spread[index % spread.length]!, 'ping [up:delay=20]')),
   );
 
-  // 3. Streaming: 64 chunks 20 ms apart.
-  const streams = new Map<string, { timings: StreamTiming[]; load: TimedLoad }>();
-  for (const target of targets) {
-    const timings: StreamTiming[] = [];
-    const load = await runTimedLoad(STREAM_CONCURRENCY, STREAMS, 60, async (index) => {
-      if (index < STREAM_CONCURRENCY) await new Promise((resolve) => setTimeout(resolve, index * STREAM_STAGGER_MS));
-      timings.push(await timeStream(target, 'stream please'));
-      return true;
-    });
-    streams.set(target.name, { timings, load });
-  }
+  // 3. Streaming: 64 chunks 20 ms apart, in turns as in 1 (the TTFT tail is where a
+  // disturbance of a few seconds shows first).
+  const streams = await inTurns(
+    targets,
+    async (target) => {
+      const timings: StreamTiming[] = [];
+      const load = await runTimedLoad(STREAM_CONCURRENCY, Math.ceil(STREAMS / ROUNDS), 60 / ROUNDS, async (index) => {
+        if (index < STREAM_CONCURRENCY) await new Promise((resolve) => setTimeout(resolve, index * STREAM_STAGGER_MS));
+        timings.push(await timeStream(target, 'stream please'));
+        return true;
+      });
+      return { timings, load };
+    },
+    (blocks) => ({ timings: blocks.flatMap((block) => block.timings), load: mergeLoads(blocks.map((block) => block.load)) }),
+  );
 
   // 4. The most concurrent streams held with no lost chunk.
   const capacity = new Map<string, StreamCapacity>();

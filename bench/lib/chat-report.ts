@@ -85,7 +85,7 @@ export function printChatReport(m: ChatMeasurements): void {
   }
   console.log("   (CPU µs/call: user + system time of the target's own process per call; for direct, the upstream's; for a proxy, the proxy's alone)");
 
-  console.log(`\n3. Streaming, 64 chunks 20 ms apart (${sizes.streams} streams each, ${sizes.streamConcurrency} at a time, started apart; TTFT = request sent → first content delta)`);
+  console.log(`\n3. Streaming, 64 chunks 20 ms apart (${sizes.streams} streams each in ${sizes.rounds} turns, ${sizes.streamConcurrency} at a time, started apart; TTFT = request sent → first content delta)`);
   const w3 = [10, 8, 10, 10, 12, 12, 9, 9, 9, 8, 8];
   console.log(row(['', 'streams', 'TTFT p50', 'TTFT p99', 'added p50', 'added p99', 'gap p50', 'gap p99', 'gap max', 'chunks', 'errors'], w3));
   const ttftOf = (name: string) => m.streams.get(name)!.timings.map((timing) => timing.ttftMs);

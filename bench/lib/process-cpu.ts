@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
-// CPU time a process under test spent, from Linux's /proc: the figure of a proxy's cost that
-// scheduling noise does not move. Latency and throughput on a 2-core machine shared by the load
-// generator, the upstream and the proxy swing by 10 % from run to run; the CPU a proxy burns per
-// call reads the same within a few percent.
+// CPU time a process under test spent, from Linux's /proc: what a proxy's work costs, apart from
+// how long its calls waited for a core. On a 2-core machine shared by the load generator, the
+// upstream and the proxy, latency and throughput mostly measure that waiting. CPU per call is not
+// steady either (three runs of bench:chat read Framegate at 1.39×, 1.59× and 1.85× of the
+// Fastify floor's, direct's upstream at 67 to 91 µs): compare targets within one run.
 
 /** Clock ticks per second of /proc's times (USER_HZ, 100 on every common Linux build). */
 const ticksPerSecond = (() => {
