@@ -35,14 +35,22 @@ describe('rate limiter: rounds on its own timer', () => {
     return made;
   }
 
-  it('answers from memory meanwhile and shows a change made behind its back within two rounds', async () => {
+  /** An account with its own requests-per-minute limit, a fresh limiter that has admitted one
+   * call of it (so holds its overrides), and a way to change the limit behind its back. */
+  async function accountInUse(name: string, requestsPerMinute: number) {
     const accounts = database.db.collection<AccountRateLimits>('accounts');
-    await accounts.insertOne({ _id: 'acct_rounds', rate_limits: { requests_per_minute: 50_000 } });
+    await accounts.insertOne({ _id: `acct_${name}`, rate_limits: { requests_per_minute: requestsPerMinute } });
     const limits = limiter();
-    const caller = { accountId: 'acct_rounds', keyId: 'key_rounds' };
-    assert.equal((await limits.admitRequest(caller)).limit, 50_000);
+    const caller = { accountId: `acct_${name}`, keyId: `key_${name}` };
+    assert.equal((await limits.admitRequest(caller)).limit, requestsPerMinute);
+    const changeLimit = (to: number) => accounts.updateOne({ _id: `acct_${name}` }, { $set: { rate_limits: { requests_per_minute: to } } });
+    return { limits, caller, changeLimit };
+  }
 
-    await accounts.updateOne({ _id: 'acct_rounds' }, { $set: { rate_limits: { requests_per_minute: 70_000 } } });
+  it('answers from memory meanwhile and shows a change made behind its back within two rounds', async () => {
+    const { limits, caller, changeLimit } = await accountInUse('rounds', 50_000);
+
+    await changeLimit(70_000);
     const started = Date.now();
     let status: LimitStatus | Promise<LimitStatus> = limits.admitRequest(caller);
     // Blocks are a tenth of the limit, so under the old limit every admission is answered from
@@ -59,12 +67,8 @@ describe('rate limiter: rounds on its own timer', () => {
   });
 
   it('does not read an account nobody calls for', async () => {
-    const accounts = database.db.collection<AccountRateLimits>('accounts');
-    await accounts.insertOne({ _id: 'acct_idle', rate_limits: { requests_per_minute: 30 } });
-    const limits = limiter();
-    const caller = { accountId: 'acct_idle', keyId: 'key_idle' };
-    assert.equal((await limits.admitRequest(caller)).limit, 30);
-    await accounts.updateOne({ _id: 'acct_idle' }, { $set: { rate_limits: { requests_per_minute: 40 } } });
+    const { limits, caller, changeLimit } = await accountInUse('idle', 30);
+    await changeLimit(40);
     // Several rounds without a call: the account was not due, so the old limit still answers
     // (the first call after the pause only makes it due).
     await pause(4 * REFRESH_MS);
@@ -72,6 +76,7 @@ describe('rate limiter: rounds on its own timer', () => {
     assert.ok(!(status instanceof Promise));
     assert.equal(status.limit, 30);
   });
+
   it("claims the next minute's first block ahead for the keys in use, so its first call waits for nothing", async () => {
     const limits = limiter();
     const without = limiter();
