@@ -8,11 +8,21 @@ import { processTreeCpuMs } from '../../bench/lib/process-cpu.ts';
 // show, a worker it forked must be counted with it, and a process that is gone must read as
 // unknown rather than as zero.
 
-// A node process that starts a child burning CPU for `busyMs`, prints "done" when the child has
+// Busy loops run until the process's own CPU clock (process.cpuUsage) has advanced, not the wall
+// clock: on a loaded machine a loop of 300 ms of wall time may get a third of that on a core.
+
+/** CPU milliseconds (user + system) this process has spent since `start`. */
+function ownCpuMs(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
+// A node process that starts a child burning `busyMs` of CPU, prints "done" when the child has
 // burnt it, and keeps both alive until stdin closes.
 const PARENT = `
 const { spawn } = require('node:child_process');
-const child = spawn(process.execPath, ['-e', 'const end = Date.now() + Number(process.argv[1]); while (Date.now() < end); console.log("done"); process.stdin.resume();', process.argv[1]], { stdio: ['pipe', 'pipe', 'inherit'] });
+const burn = 'const ms = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }; while (ms() < Number(process.argv[1])); console.log("done"); process.stdin.resume();';
+const child = spawn(process.execPath, ['-e', burn, process.argv[1]], { stdio: ['pipe', 'pipe', 'inherit'] });
 child.stdout.on('data', () => console.log('done'));
 process.stdin.resume().on('end', () => child.kill());
 `;
@@ -20,10 +30,12 @@ process.stdin.resume().on('end', () => child.kill());
 describe('processTreeCpuMs', () => {
   it('reads the time this process burns', () => {
     const before = processTreeCpuMs(process.pid);
-    const end = performance.now() + 300;
-    while (performance.now() < end);
+    const start = process.cpuUsage();
+    while (ownCpuMs(start) < 300);
     const spent = processTreeCpuMs(process.pid) - before;
-    assert.ok(spent >= 200 && spent <= 2_000, `300 ms of busy loop read as ${spent} ms`);
+    const own = ownCpuMs(start);
+    // /proc counts in clock ticks (10 ms), and this process has other threads (the test runner).
+    assert.ok(spent >= own - 30 && spent <= own + 200, `${own.toFixed(0)} ms of busy loop (by process.cpuUsage) read as ${spent} ms`);
   });
 
   it("counts a forked worker's time with its parent's", async () => {
