@@ -6,8 +6,9 @@ import type { Collection, Db } from 'mongodb';
 // sweeper releases the hold. Live processes push `expires_at` forward while a lease stays open
 // (a long stream keeps its lease open), so the sweeper only ever sees the leases of the dead.
 //
-// The collection stays as small as the number of open leases, so the sweeper's range query
-// (a scan on FerretDB) is cheap; every other access is by _id.
+// The collection stays as small as the number of open leases, so the sweeper's range query and
+// the account query of a process asking leases back (scans on FerretDB) are cheap; every other
+// access is by _id.
 
 export interface BudgetLeaseDocument {
   /** The lease's ledger reference. */
@@ -16,6 +17,9 @@ export interface BudgetLeaseDocument {
   amount_micros: number;
   opened_at: Date;
   expires_at: Date;
+  /** Set by another process that needs the money: the owner gives the lease back
+   * (api/services/billing/lease-recall.ts). */
+  recalled_at?: Date;
 }
 
 export class BudgetLeaseStore {
@@ -35,6 +39,26 @@ export class BudgetLeaseStore {
 
   async remove(reference: string): Promise<void> {
     await this.collection.deleteOne({ _id: reference });
+  }
+
+  /** The open leases of `accountId` other than `own` (another process's, or a dead one's). */
+  othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'amount_micros'>[]> {
+    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, amount_micros: 1 } }).toArray();
+  }
+
+  async recall(references: string[], at: Date): Promise<void> {
+    await this.collection.updateMany({ _id: { $in: references } }, { $set: { recalled_at: at } });
+  }
+
+  /** Those of `references` another process has recalled. */
+  async recalledAmong(references: string[]): Promise<string[]> {
+    const recalled = await this.collection.find({ _id: { $in: references }, recalled_at: { $exists: true } }, { projection: { _id: 1 } }).toArray();
+    return recalled.map((lease) => lease._id);
+  }
+
+  /** How many of `references` are still open. */
+  countOpen(references: string[]): Promise<number> {
+    return this.collection.countDocuments({ _id: { $in: references } });
   }
 
   expiredBefore(now: Date, limit: number): Promise<BudgetLeaseDocument[]> {

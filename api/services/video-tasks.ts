@@ -23,7 +23,7 @@ export interface VideoTaskServiceOptions {
   taskQueue: string;
   deadlineSeconds: number;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
-  budgets?: { returnUnused(accountId: string): Promise<void> };
+  budgets?: { returnUnused(accountId: string, neededMicros: number): Promise<void> };
   log?: Pick<FastifyBaseLogger, 'warn' | 'error'>;
   /** Tests shorten HOLD_DEADLINE_MS and STALLED_AFTER_MS. */
   holdDeadlineMs?: number;
@@ -161,8 +161,9 @@ export class VideoTaskService {
     const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros });
     let held = await hold();
     if (held === 'insufficient_balance' && this.options.budgets) {
-      // Part of the balance may be leased to this process's chat calls without being spent.
-      await this.options.budgets.returnUnused(principal.accountId);
+      // Part of the balance may be leased to chat calls (here or in another process) without
+      // being spent.
+      await this.options.budgets.returnUnused(principal.accountId, priceMicros);
       held = await hold();
     }
     if (held !== 'applied') {

@@ -15,13 +15,14 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The real API on a database of its own, the suite's Temporal server and the local catalog. */
+/** The real API on a database of its own (or `options.database`, shared with another api
+ * process and left for its owner to drop), the suite's Temporal server and the local catalog. */
 export async function startTestApp(
   label: string,
   overrides: Partial<Record<keyof Config, string>> = {},
-  options: { logStream?: { write(line: string): void } } = {},
+  options: { logStream?: { write(line: string): void }; database?: TestApp['database'] } = {},
 ): Promise<TestApp> {
-  const database = await testDatabase(label);
+  const database = options.database ?? (await testDatabase(label));
   const config = loadConfig({
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     TEMPORAL_ADDRESS: testTemporalAddress(),
@@ -46,7 +47,7 @@ export async function startTestApp(
     async close() {
       await app.close();
       await temporal.close();
-      await database.drop();
+      if (!options.database) await database.drop();
     },
   };
 }

@@ -5,6 +5,8 @@ import { microsToUsd } from '../../../core/money.ts';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger } from '../../../store/ledger.ts';
 import type { UsageStore } from '../../../store/usage.ts';
+import { LeaseRecall } from './lease-recall.ts';
+import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
 import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts';
 
 // Chat and image calls are paid from spend leases: per account, this process holds a slice of
@@ -20,44 +22,12 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // first, the worker's sweeper releases the hold once the lease document expires: a crash can
 // lose what the calls of the last seconds cost, never charge for anything twice.
 //
+// A caller the free balance cannot cover first asks other processes for the leases of its
+// account they are not using (lease-recall.ts), so an idle lease elsewhere never causes a 403.
+//
 // The balance is never overdrawn: a reservation only succeeds inside a hold the ledger granted,
 // and the only excess (an upstream reporting more tokens than the worst-case estimate) is
 // debited with the ledger's own balance check.
-
-/** At most this share of the free balance makes a lease a small one (see smallLeaseIdleMs). */
-const SMALL_LEASE_SHARE = 1 / 10;
-
-export interface LeaseTiming {
-  /** An account without calls for this long gives its lease back. */
-  idleMs: number;
-  /** The idle time of a small lease: one that held at most SMALL_LEASE_SHARE of the account's
-   * free balance when it opened. Keeping it costs the account's other uses little (even with a
-   * few api processes each keeping one), and spares a caller who calls every few seconds or
-   * minutes the dozen store round trips of opening one in line. */
-  smallLeaseIdleMs: number;
-  /** A lease older than this is replaced, so the ledger and the usage records stay current. */
-  maxAgeMs: number;
-  /** How long the sweeper leaves a lease alone; pushed forward while the lease is in use. */
-  expiryMs: number;
-  tickMs: number;
-  /** The smallest hold worth a ledger round trip (unless the balance is smaller). */
-  minLeaseMicros: number;
-  /** A lease covers this many worst-case reservations of the call that opened it. */
-  reservationsPerLease: number;
-}
-
-export const DEFAULT_LEASE_TIMING: LeaseTiming = {
-  // Long enough to span the pauses of an agent's tool loop or a person typing: opening a lease
-  // is a dozen store round trips in line (about 35 ms on FerretDB), which a call after a pause
-  // paid every time when leases went back 0.25 s after the last call.
-  idleMs: 5_000,
-  smallLeaseIdleMs: 5 * 60_000,
-  maxAgeMs: 5_000,
-  expiryMs: 10 * 60_000,
-  tickMs: 100,
-  minLeaseMicros: 1_000_000,
-  reservationsPerLease: 8,
-};
 
 const SETTLE_ATTEMPTS = 5;
 const HOLD_ATTEMPTS = 3;
@@ -82,6 +52,7 @@ async function untilDeadline(work: Promise<unknown>, deadline: number): Promise<
 
 export class AccountBudgets {
   private readonly timing: LeaseTiming;
+  private readonly recall: LeaseRecall;
   private readonly active = new Map<string, SpendLease>();
   private readonly retired = new Set<SpendLease>();
   private readonly openings = new Map<string, Promise<Opening>>();
@@ -90,6 +61,7 @@ export class AccountBudgets {
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
+    this.recall = new LeaseRecall(options.leases, options.ledger, this.timing);
   }
 
   /**
@@ -127,12 +99,15 @@ export class AccountBudgets {
     throw new GatewayError('service_unavailable', 'Too many concurrent calls on this account to reserve their cost; retry.');
   }
 
-  /** Gives the account's unreserved leased money back to the balance, as far as it can now
-   * (a video submission refused for want of balance asks for this before it gives up). */
-  async returnUnused(accountId: string): Promise<void> {
+  /** Gives the account's unreserved leased money back to the balance, as far as it can now:
+   * this process's, then, if the free balance still falls short of `neededMicros`, other
+   * processes' (a video submission refused for want of balance asks for this before it gives up). */
+  async returnUnused(accountId: string, neededMicros: number): Promise<void> {
     const lease = this.active.get(accountId);
     if (lease) this.retire(lease);
     await Promise.all([...this.settlements.entries()].filter(([settling]) => settling.accountId === accountId).map(([, settlement]) => settlement));
+    const freeMicros = (await this.options.ledger.totals(accountId)).balance_micros;
+    if (freeMicros < neededMicros) await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros);
   }
 
   /** Retires every lease, waits for running calls, settles everything: all within `timeoutMs`.
@@ -174,9 +149,16 @@ export class AccountBudgets {
     }
     const { ledger, leases } = this.options;
     let availableMicros = 0;
+    let askedBack = false;
     for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
       availableMicros = (await ledger.totals(accountId)).balance_micros;
-      if (availableMicros < neededMicros) break;
+      if (availableMicros < neededMicros) {
+        // A caller is waiting ('replace'): other processes' idle leases may make up the rest.
+        if (mode === 'renew' || askedBack) break;
+        askedBack = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros);
+        if (!askedBack) break;
+        continue;
+      }
       const amountMicros = Math.min(availableMicros, Math.max(neededMicros * this.timing.reservationsPerLease, this.timing.minLeaseMicros));
       const reference = newId('lease');
       const now = Date.now();
@@ -196,6 +178,11 @@ export class AccountBudgets {
       return { opened: true };
     }
     return { opened: false, availableMicros };
+  }
+
+  /** This process's leases of `accountId`, open or settling. */
+  private referencesOf(accountId: string): string[] {
+    return [...this.active.values(), ...this.retired].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
   }
 
   private renewInBackground(lease: SpendLease): void {
@@ -273,6 +260,20 @@ export class AccountBudgets {
       if (lease.isDrained) this.settle(lease);
       else if (lease.expiresAt - now < this.timing.expiryMs / 2) this.extend(lease, now);
     }
+    this.answerRecalls(now);
+  }
+
+  /** Retires the open leases another process asked back (lease-recall.ts). */
+  private answerRecalls(now: number): void {
+    const open = [...this.active.values()];
+    this.recall.recalledAmong(open.map((lease) => lease.reference), now).then(
+      (recalled) => {
+        for (const lease of open) {
+          if (recalled?.includes(lease.reference) && this.active.get(lease.accountId) === lease) this.retire(lease);
+        }
+      },
+      (error: unknown) => this.options.log.warn({ err: error }, 'looking for recalled spend leases failed; will look again'),
+    );
   }
 
   private extend(lease: SpendLease, now: number): void {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AccountBudgets, type LeaseTiming } from '../../../api/services/billing/account-budgets.ts';
+import { AccountBudgets } from '../../../api/services/billing/account-budgets.ts';
+import type { LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
 import type { Reservation } from '../../../api/services/billing/spend-lease.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { AccountStore } from '../../../store/accounts.ts';
@@ -224,7 +225,7 @@ describe('spend leases (account budgets)', () => {
     const budget = budgets({ idleMs: 60_000 });
     (await budget.reserve(account._id, 10_000, chatCall, 'hint')).charge(3_000, {}, { allowOverage: false });
     assert.equal(await ledger.apply({ accountId: account._id, keyId: null, reference: 'task_x', operation: 'hold', amountMicros: 900_000 }), 'insufficient_balance');
-    await budget.returnUnused(account._id);
+    await budget.returnUnused(account._id, 900_000);
     assert.equal(await ledger.apply({ accountId: account._id, keyId: null, reference: 'task_x', operation: 'hold', amountMicros: 900_000 }), 'applied');
     assert.equal((await accounts.find(account._id))!.spent_micros, 3_000);
     await budget.close();

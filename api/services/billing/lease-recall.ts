@@ -1,0 +1,72 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import type { Ledger } from '../../../store/ledger.ts';
+
+// Money an account has leased to another api process and not spent is still the account's. A
+// call or video submission that the free balance cannot cover asks those leases back before it
+// is refused, instead of answering 403 while another process sits on an idle lease (a small one
+// is kept for minutes, see account-budgets.ts). The request is a mark on the leases' documents;
+// every process looks for marks on its own open leases twice a second and retires the
+// marked ones, which settle and hand their unspent rest back as soon as their calls have ended.
+//
+// Only a caller that is actually waiting asks (never a background renewal), and only when the
+// leases could make up the difference: two busy processes on a nearly spent account would
+// otherwise keep taking each other's leases away.
+
+export interface RecallTiming {
+  /** How often a process looks for marks on its open leases. */
+  recallPollMs: number;
+  /** How long a caller waits for recalled leases to come back before it is refused. */
+  recallWaitMs: number;
+}
+
+/** Between two looks at the balance while waiting for recalled leases. */
+const WAIT_STEP_MS = 50;
+
+export class LeaseRecall {
+  private nextPollAt = 0;
+  private polling = false;
+
+  constructor(
+    private readonly leases: BudgetLeaseStore,
+    private readonly ledger: Ledger,
+    private readonly timing: RecallTiming,
+  ) {}
+
+  /**
+   * Asks the other processes' open leases of `accountId` (all but `own`) back when, with them,
+   * the free balance would cover `neededMicros`; resolves once the balance covers it, the leases
+   * have all settled, or the wait is over. False when there was nothing worth asking for.
+   */
+  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number): Promise<boolean> {
+    const others = await this.leases.othersOf(accountId, own);
+    const leasedMicros = others.reduce((sum, lease) => sum + lease.amount_micros, 0);
+    if (others.length === 0 || freeMicros + leasedMicros < neededMicros) return false;
+    const references = others.map((lease) => lease._id);
+    await this.leases.recall(references, new Date());
+    // A lease of a process that died is never given back (the sweeper releases it when it
+    // expires): the wait is bounded, and stops as soon as the money is there.
+    const deadline = Date.now() + this.timing.recallWaitMs;
+    while (Date.now() < deadline) {
+      await sleep(WAIT_STEP_MS);
+      if ((await this.ledger.totals(accountId)).balance_micros >= neededMicros) break;
+      if ((await this.leases.countOpen(references)) === 0) break;
+    }
+    return true;
+  }
+
+  /**
+   * Which of this process's open leases `references` another process asked back. Looks at most
+   * once per recallPollMs (undefined when it did not look), one look at a time.
+   */
+  async recalledAmong(references: string[], now: number): Promise<string[] | undefined> {
+    if (this.polling || now < this.nextPollAt || references.length === 0) return undefined;
+    this.polling = true;
+    this.nextPollAt = now + this.timing.recallPollMs;
+    try {
+      return await this.leases.recalledAmong(references);
+    } finally {
+      this.polling = false;
+    }
+  }
+}

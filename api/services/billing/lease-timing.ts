@@ -1,0 +1,44 @@
+import type { RecallTiming } from './lease-recall.ts';
+
+// When spend leases open, go back and get asked back (account-budgets.ts, lease-recall.ts), and
+// how much they hold. Tests shorten the times.
+
+/** At most this share of the free balance makes a lease a small one (see smallLeaseIdleMs). */
+export const SMALL_LEASE_SHARE = 1 / 10;
+
+export interface LeaseTiming extends RecallTiming {
+  /** An account without calls for this long gives its lease back. */
+  idleMs: number;
+  /** The idle time of a small lease: one that held at most SMALL_LEASE_SHARE of the account's
+   * free balance when it opened. Keeping it costs the account's other uses little (even with a
+   * few api processes each keeping one), and spares a caller who calls every few seconds or
+   * minutes the dozen store round trips of opening one in line. */
+  smallLeaseIdleMs: number;
+  /** A lease older than this is replaced, so the ledger and the usage records stay current. */
+  maxAgeMs: number;
+  /** How long the sweeper leaves a lease alone; pushed forward while the lease is in use. */
+  expiryMs: number;
+  tickMs: number;
+  /** The smallest hold worth a ledger round trip (unless the balance is smaller). */
+  minLeaseMicros: number;
+  /** A lease covers this many worst-case reservations of the call that opened it. */
+  reservationsPerLease: number;
+}
+
+export const DEFAULT_LEASE_TIMING: LeaseTiming = {
+  // Long enough to span the pauses of an agent's tool loop or a person typing: opening a lease
+  // is a dozen store round trips in line (about 35 ms on FerretDB), which a call after a pause
+  // paid every time when leases went back 0.25 s after the last call.
+  idleMs: 5_000,
+  smallLeaseIdleMs: 5 * 60_000,
+  maxAgeMs: 5_000,
+  expiryMs: 10 * 60_000,
+  tickMs: 100,
+  minLeaseMicros: 1_000_000,
+  reservationsPerLease: 8,
+  recallPollMs: 500,
+  // An idle lease comes back within a poll and a dozen store round trips (0.6 s). Shorter than
+  // the 2 s after which a video submission's wait for its hold counts as stalled
+  // (video-tasks.ts): the submissions behind it are then refused with 503.
+  recallWaitMs: 1_500,
+};

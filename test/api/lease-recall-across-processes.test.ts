@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { buildSimulator } from '../../simulator/app.ts';
+import { AccountStore } from '../../store/accounts.ts';
+import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { testDatabase } from '../helpers/engines.ts';
+
+// Two api processes on one store, through HTTP: a chat call on the first leaves the account's
+// money leased there, idle; a video submission on the second that only that money can pay for
+// is accepted, not refused with 403 (api/services/billing/lease-recall.ts).
+
+describe('money leased to another api process', () => {
+  const simulator = buildSimulator();
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let first: TestApp;
+  let second: TestApp;
+
+  before(async () => {
+    await simulator.listen({ host: '127.0.0.1', port: 0 });
+    const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
+    database = await testDatabase('recall_across');
+    // Leases kept a minute after the last call, as a small one is in production (5 minutes).
+    const settings = { SIMULATOR_URL: simulatorUrl, SPEND_LEASE_IDLE_MS: '60000', SPEND_LEASE_SMALL_IDLE_MS: '60000' };
+    first = await startTestApp('recall_first', settings, { database });
+    second = await startTestApp('recall_second', settings, { database });
+  });
+  after(async () => {
+    await first.close();
+    await second.close();
+    await database.drop();
+    await simulator.close();
+  });
+
+  it('accepts a video submission that only the idle lease of the other process can pay for', async () => {
+    // $1.05: a chat call leases $1 of it; the $0.40 video needs part of that lease.
+    const account = await createAccount(first.app, { name: 'two-processes', balance_usd: 1.05 });
+    const { key } = await createKey(first.app, account.id);
+    const chat = await first.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: bearer(key),
+      payload: { model: 'gpt-4o-mini', max_tokens: 16, messages: [{ role: 'user', content: 'hello' }] },
+    });
+    assert.equal(chat.statusCode, 200, chat.body);
+    const accounts = new AccountStore(database.db);
+    assert.equal((await accounts.find(account.id))!.held_micros, 1_000_000, 'the first process holds a $1 lease');
+
+    const started = Date.now();
+    const video = await second.app.inject({
+      method: 'POST',
+      url: '/v1/video/generations',
+      headers: bearer(key),
+      payload: { model: 'seedance-2.0', prompt: 'a lighthouse at dusk', seconds: '5', metadata: { resolution: '720p' } },
+    });
+    assert.equal(video.statusCode, 200, video.body);
+    assert.ok(Date.now() - started < 3_000, `accepted after ${Date.now() - started} ms`);
+
+    const after = (await accounts.find(account.id))!;
+    assert.equal(after.held_micros, 400_000, 'only the video hold is left; the lease went back');
+    assert.ok(after.spent_micros > 0 && after.spent_micros < 1_000, `the chat call was paid: ${after.spent_micros}`);
+    assert.equal(after.balance_micros, 1_050_000 - 400_000 - after.spent_micros);
+  });
+});

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { AccountBudgets } from '../../../api/services/billing/account-budgets.ts';
+import type { LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
+import { GatewayError } from '../../../core/errors.ts';
+import { AccountStore } from '../../../store/accounts.ts';
+import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import { Ledger } from '../../../store/ledger.ts';
+import { UsageStore } from '../../../store/usage.ts';
+import { testDatabase } from '../../helpers/engines.ts';
+
+// Two api processes (two AccountBudgets) on one real store: money one of them leased and is not
+// using goes to the other when the free balance alone cannot cover a call or a video hold, and
+// only then. Each account has $20, so the $1 lease of a cheap call is a small one, which its
+// process would otherwise keep for a minute here (5 minutes by default).
+
+const silent = { warn() {}, error() {} };
+const chatCall = { keyId: 'key_a', modelId: 'gpt-4o-mini', kind: 'chat' as const };
+const BALANCE = 20_000_000;
+const LEASE = 1_000_000;
+
+describe('spend leases asked back by another process', () => {
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let accounts: AccountStore;
+  let ledger: Ledger;
+  let leases: BudgetLeaseStore;
+  const open: AccountBudgets[] = [];
+
+  before(async () => {
+    database = await testDatabase('lease_recall');
+    accounts = new AccountStore(database.db);
+    ledger = new Ledger(database.db);
+    leases = new BudgetLeaseStore(database.db);
+  });
+  after(async () => {
+    await Promise.all(open.map((budget) => budget.close()));
+    await database.drop();
+  });
+
+  function apiProcess(timing: Partial<LeaseTiming> = {}): AccountBudgets {
+    const budget = new AccountBudgets({
+      ledger,
+      leases,
+      usage: new UsageStore(database.db),
+      log: silent,
+      timing: { idleMs: 60_000, smallLeaseIdleMs: 60_000, tickMs: 20, recallPollMs: 50, recallWaitMs: 2_000, ...timing },
+    });
+    open.push(budget);
+    return budget;
+  }
+
+  /** An account whose $1 lease sits idle in a process of its own, one cheap call paid from it. */
+  async function idleLeaseElsewhere(name: string) {
+    const account = await accounts.create({ name, balanceMicros: BALANCE });
+    const holder = apiProcess();
+    (await holder.reserve(account._id, 10_000, chatCall, 'hint')).charge(2_000, { outputTokens: 1 }, { allowOverage: false });
+    const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
+    assert.equal(lease?.amount_micros, LEASE);
+    return { account, holder, lease: lease! };
+  }
+
+  async function settled(accountId: string) {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const account = (await accounts.find(accountId))!;
+      if (account.held_micros === 0) return account;
+      assert.ok(Date.now() < deadline, `account still holds ${account.held_micros}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  it("serves a call that only another process's idle lease stood in the way of", async () => {
+    const { account, lease } = await idleLeaseElsewhere('idle-elsewhere');
+    const started = Date.now();
+    // $19.5 worst case against $19 free: the $1 lease elsewhere makes up the difference.
+    const reservation = await apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint');
+    const waitedMs = Date.now() - started;
+    assert.ok(waitedMs < 2_000, `served after ${waitedMs} ms`);
+    assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 0, 'the idle lease was settled');
+    reservation.charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
+
+    await Promise.all(open.map((budget) => budget.close()));
+    const after = await settled(account._id);
+    assert.equal(after.spent_micros, 19_002_000, 'both calls paid, the idle one included');
+    assert.equal(after.balance_micros, BALANCE - 19_002_000);
+  });
+
+  it('refuses at once, leaving the other leases alone, when they could not make up the difference', async () => {
+    const { account, holder, lease } = await idleLeaseElsewhere('too-poor-anyway');
+    const started = Date.now();
+    await assert.rejects(async () => apiProcess().reserve(account._id, 25_000_000, chatCall, 'hint'), (error: unknown) => {
+      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      return true;
+    });
+    assert.ok(Date.now() - started < 1_000, `refused after ${Date.now() - started} ms`);
+    const kept = await leases.collection.findOne({ _id: lease._id });
+    assert.equal(kept?.recalled_at, undefined, 'not asked back');
+    // Its process still reserves from it in memory, without a store round trip.
+    const reservation = holder.reserve(account._id, 10_000, chatCall, 'hint');
+    assert.ok(!(reservation instanceof Promise));
+    reservation.release();
+  });
+
+  it('gets a lease back only once the call running on it is paid', async () => {
+    const account = await accounts.create({ name: 'busy-elsewhere', balanceMicros: BALANCE });
+    const holder = apiProcess();
+    const running = await holder.reserve(account._id, 10_000, chatCall, 'hint');
+    let served = false;
+    const waiting = Promise.resolve(apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint')).then((reservation) => {
+        served = true;
+        return reservation;
+      });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    assert.equal(served, false, 'served while the lease still had a call running');
+    running.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
+    (await waiting).charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
+
+    await Promise.all(open.map((budget) => budget.close()));
+    const after = await settled(account._id);
+    assert.equal(after.spent_micros, 19_004_000);
+    assert.equal(after.balance_micros, BALANCE - 19_004_000);
+  });
+
+  it('hands the leased money to a direct hold (a video submission) of another process', async () => {
+    const { account } = await idleLeaseElsewhere('video-elsewhere');
+    const hold = () => ledger.apply({ accountId: account._id, keyId: null, reference: 'task_recall', operation: 'hold', amountMicros: 19_500_000 });
+    assert.equal(await hold(), 'insufficient_balance');
+    await apiProcess().returnUnused(account._id, 19_500_000);
+    assert.equal(await hold(), 'applied');
+    const after = (await accounts.find(account._id))!;
+    assert.equal(after.held_micros, 19_500_000, 'only the video hold is left');
+    assert.equal(after.spent_micros, 2_000);
+  });
+});
