@@ -9,9 +9,10 @@ import type { Ledger } from '../../../store/ledger.ts';
 // every process looks for marks on its own open leases twice a second and retires the
 // marked ones, which settle and hand their unspent rest back as soon as their calls have ended.
 //
-// Only a caller that is actually waiting asks (never a background renewal), and only when the
-// leases could make up the difference: two busy processes on a nearly spent account would
-// otherwise keep taking each other's leases away.
+// Only a caller that is actually waiting asks: a background renewal never does, or two busy
+// processes on a nearly spent account would keep taking each other's leases away. And it asks
+// only when those leases could make up the difference, so a call the account cannot afford
+// anyway is refused at once.
 
 export interface RecallTiming {
   /** How often a process looks for marks on its open leases. */
