@@ -11,6 +11,7 @@ import { AccountStore, type AccountWithTotals } from '../../store/accounts.ts';
 import type { LedgerEntry } from '../../store/ledger.ts';
 import type { UsageRecord } from '../../store/usage.ts';
 import { createAccount, createKey, startTestApp, type TestApp } from './app.ts';
+import { settledAccount } from './settled-account.ts';
 
 // The api on a real port in front of an OpenAI-compatible upstream, driven with the official
 // `openai` client the way a caller would: only baseURL and apiKey changed.
@@ -69,15 +70,7 @@ async function startApi(label: string, overrides: Partial<Record<keyof Config, s
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     },
-    async settledAccount(accountId, timeoutMs = 5_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const account = await stack.account(accountId);
-        if (account.held_micros === 0) return account;
-        if (Date.now() > deadline) throw new Error(`account ${accountId} still holds ${account.held_micros} micro-USD`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    },
+    settledAccount: (accountId, timeoutMs) => settledAccount(accounts, accountId, timeoutMs),
   };
   return stack;
 }

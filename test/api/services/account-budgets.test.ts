@@ -11,6 +11,7 @@ import { UsageStore, type UsageRecord } from '../../../store/usage.ts';
 import { sweepExpiredLeases } from '../../../worker/lease-sweeper.ts';
 import { connectDatabase } from '../../../store/database.ts';
 import { testDatabase } from '../../helpers/engines.ts';
+import { settledAccount } from '../../helpers/settled-account.ts';
 
 // Spend leases against the real store: many calls, one hold; exact money whatever the
 // concurrency; two API processes on one account never spend more than it has; a process that
@@ -39,15 +40,7 @@ describe('spend leases (account budgets)', () => {
     return new AccountBudgets({ ledger, leases, usage, log: silent, timing: { idleMs: 50, smallLeaseIdleMs: 50, tickMs: 20, ...timing } });
   }
 
-  async function settled(accountId: string) {
-    const deadline = Date.now() + 5_000;
-    for (;;) {
-      const account = (await accounts.find(accountId))!;
-      if (account.held_micros === 0) return account;
-      assert.ok(Date.now() < deadline, `account still holds ${account.held_micros}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
+  const settled = (accountId: string) => settledAccount(accounts, accountId);
 
   function usageOf(accountId: string): Promise<UsageRecord[]> {
     return usage.collection.find({ account_id: accountId }).toArray();

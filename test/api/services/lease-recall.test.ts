@@ -8,6 +8,7 @@ import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore } from '../../../store/usage.ts';
 import { testDatabase } from '../../helpers/engines.ts';
+import { settledAccount } from '../../helpers/settled-account.ts';
 
 // Two api processes (two AccountBudgets) on one real store: money one of them leased and is not
 // using goes to the other when the free balance alone cannot cover a call or a video hold, and
@@ -59,15 +60,7 @@ describe('spend leases asked back by another process', () => {
     return { account, holder, lease: lease! };
   }
 
-  async function settled(accountId: string) {
-    const deadline = Date.now() + 5_000;
-    for (;;) {
-      const account = (await accounts.find(accountId))!;
-      if (account.held_micros === 0) return account;
-      assert.ok(Date.now() < deadline, `account still holds ${account.held_micros}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
+  const settled = (accountId: string) => settledAccount(accounts, accountId);
 
   it("serves a call that only another process's idle lease stood in the way of", async () => {
     const { account, lease } = await idleLeaseElsewhere('idle-elsewhere');
