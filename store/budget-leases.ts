@@ -2,8 +2,9 @@ import type { Collection, Db } from 'mongodb';
 
 // The open spend leases of every API process (api/services/billing/): one document per lease,
 // written before its ledger hold and deleted once the lease is settled. A process that dies
-// with a lease open leaves the document behind; once it is past `expires_at` the worker's
-// sweeper releases the hold. Live processes push `expires_at` forward while a lease stays open
+// with a lease open leaves the document behind; once it is past `expires_at` its hold is
+// released (store/expired-leases.ts) by the worker's sweeper, or sooner by a caller of the
+// account that needs the money. Live processes push `expires_at` forward while a lease stays open
 // (a long stream keeps its lease open), so the sweeper only ever sees the leases of the dead.
 //
 // The collection stays as small as the number of open leases, so the sweeper's range query and
@@ -42,8 +43,8 @@ export class BudgetLeaseStore {
   }
 
   /** The open leases of `accountId` other than `own` (another process's, or a dead one's). */
-  othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'amount_micros'>[]> {
-    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, amount_micros: 1 } }).toArray();
+  othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'amount_micros' | 'expires_at'>[]> {
+    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, account_id: 1, amount_micros: 1, expires_at: 1 } }).toArray();
   }
 
   async recall(references: string[], at: Date): Promise<void> {

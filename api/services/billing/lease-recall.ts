@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import { releaseExpiredLease } from '../../../store/expired-leases.ts';
 import type { Ledger } from '../../../store/ledger.ts';
 
 // Money an account has leased to another api process and not spent is still the account's. A
@@ -12,7 +13,8 @@ import type { Ledger } from '../../../store/ledger.ts';
 // Only a caller that is actually waiting asks: a background renewal never does, or two busy
 // processes on a nearly spent account would keep taking each other's leases away. And it asks
 // only when those leases could make up the difference, so a call the account cannot afford
-// anyway is refused at once.
+// anyway is refused at once. The leases of a process that died cannot answer: once expired
+// (a minute after their process last pushed the expiry forward) the caller releases them itself.
 
 export interface RecallTiming {
   /** How often a process looks for marks on its open leases. */
@@ -37,16 +39,25 @@ export class LeaseRecall {
   /**
    * Asks the other processes' open leases of `accountId` (all but `own`) back when, with them,
    * the free balance would cover `neededMicros`; resolves once the balance covers it, the leases
-   * have all settled, or the wait is over. False when there was nothing worth asking for.
+   * have all settled, or the wait is over. A dead process's leases (expired) are released at once.
+   * False when there was nothing worth asking for and nothing was released.
    */
   async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number): Promise<boolean> {
     const others = await this.leases.othersOf(accountId, own);
-    const leasedMicros = others.reduce((sum, lease) => sum + lease.amount_micros, 0);
-    if (others.length === 0 || freeMicros + leasedMicros < neededMicros) return false;
-    const references = others.map((lease) => lease._id);
+    // The expired ones are a dead process's: nobody would give them back, so they are released
+    // here and now rather than by the worker's sweeper up to half a minute later.
+    const now = Date.now();
+    const dead = others.filter((lease) => lease.expires_at.getTime() <= now);
+    const live = others.filter((lease) => lease.expires_at.getTime() > now);
+    for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
+    if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
+    if (freeMicros >= neededMicros) return true;
+    const leasedMicros = live.reduce((sum, lease) => sum + lease.amount_micros, 0);
+    if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return dead.length > 0;
+    const references = live.map((lease) => lease._id);
     await this.leases.recall(references, new Date());
-    // A lease of a process that died is never given back (the sweeper releases it when it
-    // expires): the wait is bounded, and stops as soon as the money is there.
+    // A process that died less than a lease expiry ago gives nothing back either: the wait is
+    // bounded, and stops as soon as the money is there.
     const deadline = Date.now() + this.timing.recallWaitMs;
     while (Date.now() < deadline) {
       await sleep(WAIT_STEP_MS);

@@ -16,7 +16,9 @@ export interface LeaseTiming extends RecallTiming {
   smallLeaseIdleMs: number;
   /** A lease older than this is replaced, so the ledger and the usage records stay current. */
   maxAgeMs: number;
-  /** How long the sweeper leaves a lease alone; pushed forward while the lease is in use. */
+  /** How long the sweeper leaves a lease alone; pushed forward (at half time) while the lease is
+   * open. So a dead process's leases are released about this long after it died, and a live
+   * process whose store writes fail for half of it may lose a lease: its calls go unbilled. */
   expiryMs: number;
   tickMs: number;
   /** The smallest hold worth a ledger round trip (unless the balance is smaller). */
@@ -32,7 +34,8 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = {
   idleMs: 5_000,
   smallLeaseIdleMs: 5 * 60_000,
   maxAgeMs: 5_000,
-  expiryMs: 10 * 60_000,
+  // A minute: money a crashed process held comes back within a minute or so, not ten.
+  expiryMs: 60_000,
   tickMs: 100,
   minLeaseMicros: 1_000_000,
   reservationsPerLease: 8,

@@ -114,6 +114,48 @@ describe('spend leases asked back by another process', () => {
     assert.equal(after.balance_micros, BALANCE - 19_004_000);
   });
 
+  /** An account whose $1 lease belongs to a process that died: its timer never runs again, so
+   * it neither pushes the lease's expiry forward nor answers being asked. */
+  async function leaseOfDeadProcess(name: string, expiryMs: number) {
+    const account = await accounts.create({ name, balanceMicros: BALANCE });
+    const dead = apiProcess({ tickMs: 1_000_000_000, expiryMs });
+    (await dead.reserve(account._id, 10_000, chatCall, 'hint')).charge(2_000, { outputTokens: 1 }, { allowOverage: false });
+    const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
+    assert.equal(lease?.amount_micros, LEASE);
+    return { account, lease: lease! };
+  }
+
+  it("releases a dead process's expired lease for the caller that needs the money, without waiting", async () => {
+    const { account, lease } = await leaseOfDeadProcess('dead-expired', 200);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    const reservation = await apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint');
+    const waitedMs = Date.now() - started;
+    // The recall wait is 2 s here: a caller served sooner did not wait for an answer.
+    assert.ok(waitedMs < 1_000, `served after ${waitedMs} ms`);
+    assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 0, 'the dead lease is gone');
+    assert.ok(await ledger.find(lease._id, 'release'), 'its hold was released');
+    reservation.charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
+
+    await Promise.all(open.map((budget) => budget.close()));
+    const after = await settled(account._id);
+    // The dead process's last call is lost, never billed twice.
+    assert.equal(after.spent_micros, 19_000_000);
+    assert.equal(after.balance_micros, BALANCE - 19_000_000);
+  });
+
+  it("leaves a dead process's lease alone until it expires, and refuses after the wait", async () => {
+    const { account, lease } = await leaseOfDeadProcess('dead-unexpired', 60_000);
+    const started = Date.now();
+    await assert.rejects(async () => apiProcess({ recallWaitMs: 300 }).reserve(account._id, 19_500_000, chatCall, 'hint'), (error: unknown) => {
+      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      return true;
+    });
+    assert.ok(Date.now() - started >= 300, 'it waited for an answer first');
+    assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 1, 'the lease is still there');
+    assert.equal(await ledger.find(lease._id, 'release'), null, 'its hold was not released');
+  });
+
   it('hands the leased money to a direct hold (a video submission) of another process', async () => {
     const { account } = await idleLeaseElsewhere('video-elsewhere');
     const hold = () => ledger.apply({ accountId: account._id, keyId: null, reference: 'task_recall', operation: 'hold', amountMicros: 19_500_000 });

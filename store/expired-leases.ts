@@ -1,0 +1,22 @@
+import type { BudgetLeaseDocument, BudgetLeaseStore } from './budget-leases.ts';
+import type { Ledger, LedgerOutcome } from './ledger.ts';
+
+// A spend lease past its `expires_at` belongs to an api process that died: live processes keep
+// pushing their leases' expiry forward (api/services/billing/account-budgets.ts). Its hold is
+// released (what its last calls cost is lost, which never bills anyone twice) and its document
+// removed. Two callers do it: the worker's sweeper, for every expired lease, and a caller that
+// needs the account's money now (api/services/billing/lease-recall.ts), for that account's.
+//
+// The release only runs when the lease's hold entry exists: a release without one would return
+// money that other holds of the account set aside. Capture and release share one ledger slot,
+// so a lease its process did settle after all is left alone ('conflict').
+
+/** Releases an expired lease's hold; what the ledger said, or 'no hold' when there was none. */
+export async function releaseExpiredLease(stores: { ledger: Ledger; leases: BudgetLeaseStore }, lease: Pick<BudgetLeaseDocument, '_id' | 'account_id'>): Promise<LedgerOutcome | 'no hold'> {
+  const hold = await stores.ledger.find(lease._id, 'hold');
+  const outcome = hold
+    ? await stores.ledger.apply({ accountId: lease.account_id, keyId: null, reference: lease._id, operation: 'release', amountMicros: hold.amount_micros })
+    : 'no hold';
+  await stores.leases.remove(lease._id);
+  return outcome;
+}
