@@ -1,15 +1,13 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { request } from 'undici';
-import { buildApi, builtApiArgs } from '../scripts/lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from '../scripts/lib/engines.ts';
-import { freePort, startProcess, waitForPort, type ManagedProcess } from '../scripts/lib/processes.ts';
+import { freePort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { connectDatabase } from '../store/database.ts';
 import { printChatReport } from './lib/chat-report.ts';
+import { framegateAccounts, startFloor, startFramegate, startLiteLlm, startUpstream, type Launch } from './lib/chat-targets.ts';
 import { processTreeCpuMs } from './lib/process-cpu.ts';
-import { chatTarget, complete, mergeLoads, runTimedLoad, streamCapacity, timeStream, type ChatTarget, type StreamCapacity, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
+import { complete, mergeLoads, runTimedLoad, streamCapacity, timeStream, type ChatTarget, type StreamCapacity, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
 
 // `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:
 //   direct   the loopback upstream itself (bench/lib/loopback-upstream.ts, its own process);
@@ -30,7 +28,7 @@ import { chatTarget, complete, mergeLoads, runTimedLoad, streamCapacity, timeStr
 // 4. the most concurrent streams held with no lost chunk (levels from BENCH_CAPACITY_LEVELS).
 // Every loop is bounded in count and time; all traffic stays on 127.0.0.1. Figures only,
 // nothing asserted (machines are noisy). BENCH_* variables below scale the runs.
-// Every process under test writes its output to a file (logFile), not to a pipe this process
+// Every process under test writes its output to a file (lib/chat-targets.ts), not to a pipe this process
 // reads: reading Framegate's log lines here cost the load generator CPU and, once the pipe was
 // full, stalled Framegate's synchronous log writes, which showed up as Framegate's own cost.
 
@@ -53,7 +51,6 @@ const STREAM_CONCURRENCY = 4;
 // keeps their first chunks from queueing behind each other, so TTFT measures one stream's path.
 const STREAM_STAGGER_MS = 330;
 const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS ?? '50,100,200,400,800').split(',').map(Number);
-const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 
 // Before anything is measured, every target serves WARM_CALLS calls and WARM_STREAMS short
 // streams (8 at a time, each bounded by WARM_SECONDS): what a gateway in service has long done.
@@ -94,6 +91,7 @@ async function withCpu(target: ChatTarget, load: () => Promise<TimedLoad>): Prom
 const processes: ManagedProcess[] = [];
 const dataDir = path.join(projectRoot, `.data/bench-chat-${process.pid}`);
 const scratch = mkdtempSync(path.join(tmpdir(), 'framegate-bench-'));
+const launch: Launch = { processes, scratch };
 let exitCode = 0;
 
 async function cleanUp(): Promise<void> {
@@ -103,143 +101,6 @@ async function cleanUp(): Promise<void> {
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => void cleanUp().then(() => process.exit(130)));
-}
-
-/** Child environments without proxy settings: every call in this bench is loopback. */
-function loopbackEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost', ...extra };
-  for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy']) delete env[name];
-  return env;
-}
-
-const logFile = (name: string) => path.join(scratch, `${name.replace(/\W+/g, '-')}.log`);
-
-async function startUpstream(): Promise<ChatTarget> {
-  const port = await freePort();
-  const upstream = startProcess('upstream', process.execPath, ['--import', 'tsx', 'bench/lib/loopback-upstream.ts'], {
-    cwd: projectRoot,
-    env: loopbackEnv({ PORT: String(port) }),
-    logFile: logFile('upstream'),
-  });
-  processes.push(upstream);
-  await waitForPort('127.0.0.1', port, upstream);
-  return chatTarget('direct', `http://127.0.0.1:${port}`, { pid: upstream.child.pid });
-}
-
-/** A bare proxy (bench/lib/bare-*.ts) in its own process: what the stack costs alone. */
-async function startFloor(name: string, script: string, upstreamUrl: string): Promise<ChatTarget> {
-  const port = await freePort();
-  const floor = startProcess(name, process.execPath, ['--import', 'tsx', script], {
-    cwd: projectRoot,
-    env: loopbackEnv({ PORT: String(port), UPSTREAM_URL: upstreamUrl }),
-    logFile: logFile(name),
-  });
-  processes.push(floor);
-  await waitForPort('127.0.0.1', port, floor);
-  return chatTarget(name, `http://127.0.0.1:${port}`, { pid: floor.child.pid });
-}
-
-async function startFramegate(upstreamUrl: string, mongodbUri: string, temporalAddress: string, database: string): Promise<ChatTarget> {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  // BENCH_PROFILE_DIR=dir writes a V8 CPU profile of the api process there when it exits
-  // (Node refuses --cpu-prof in NODE_OPTIONS, so it has to be passed here).
-  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  // As production runs it: from its build, not under tsx (scripts/lib/build-api.ts says why).
-  await buildApi();
-  const api = startProcess('framegate', process.execPath, [...profile, ...builtApiArgs], {
-    cwd: projectRoot,
-    env: loopbackEnv({
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PUBLIC_BASE_URL: origin,
-      MONGODB_URI: mongodbUri,
-      MONGODB_DB: database,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_TASK_QUEUE: `bench-chat-${process.pid}`,
-      ADMIN_TOKEN,
-      CATALOG_FILE: 'config/catalog.local.json',
-      // The local catalog's OpenAI upstream is ${SIMULATOR_URL}/v1: the loopback upstream.
-      SIMULATOR_URL: upstreamUrl,
-      LOG_LEVEL: process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info',
-      // Limits are still counted on every request (the cost is measured), just never reached.
-      RATE_LIMIT_REQUESTS_PER_MINUTE: '100000000',
-      RATE_LIMIT_TOKENS_PER_MINUTE: '1000000000',
-    }),
-    logFile: logFile('framegate'),
-  });
-  processes.push(api);
-  await waitForPort('127.0.0.1', port, api);
-  const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-  const accountResponse = await request(`${origin}/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench', balance_usd: 1_000_000 }) });
-  const account = (await accountResponse.body.json()) as { id: string };
-  const keyResponse = await request(`${origin}/admin/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench' }) });
-  const { key } = (await keyResponse.body.json()) as { key: string };
-  if (!key) throw new Error('Framegate: no key was created');
-  return chatTarget('Framegate', origin, { key, pid: api.child.pid });
-}
-
-/** `count` more funded accounts with a key each, sharing `framegate`'s connection pool: the
- * throughput run repeated with the calls spread over accounts shows what the per-account
- * serialized ledger costs at 50 concurrent calls of ONE account. */
-async function framegateAccounts(framegate: ChatTarget, count: number): Promise<ChatTarget[]> {
-  const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-  const spread: ChatTarget[] = [];
-  for (let index = 0; index < count; index++) {
-    const accountResponse = await request(`${framegate.origin}/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: `bench-${index}`, balance_usd: 1_000_000 }) });
-    const account = (await accountResponse.body.json()) as { id: string };
-    const keyResponse = await request(`${framegate.origin}/admin/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench' }) });
-    const { key } = (await keyResponse.body.json()) as { key: string };
-    spread.push({ ...framegate, name: `Framegate, ${count} accounts`, headers: { ...framegate.headers, authorization: `Bearer ${key}` } });
-  }
-  return spread;
-}
-
-async function startLiteLlm(upstreamUrl: string): Promise<ChatTarget | string> {
-  const provisioned = spawnSync('bash', [path.join(projectRoot, 'scripts/provision-bench.sh')], {
-    stdio: ['ignore', 'inherit', 'pipe'],
-    timeout: 20 * 60_000,
-  });
-  const provisionErrors = provisioned.stderr?.toString('utf8') ?? '';
-  process.stderr.write(provisionErrors);
-  if (provisioned.status !== 0) {
-    const detail = provisioned.error?.message ?? provisionErrors.trim().split('\n').slice(-3).join(' | ');
-    return `scripts/provision-bench.sh failed (exit ${provisioned.status}): ${detail}`;
-  }
-  const binary = path.join(projectRoot, '.tools/bench-venv/bin/litellm');
-  if (!existsSync(binary)) return `${binary} is missing after provisioning`;
-  const config = path.join(scratch, 'litellm.yaml');
-  writeFileSync(
-    config,
-    [
-      'model_list:',
-      '  - model_name: gpt-4o-mini',
-      '    litellm_params:',
-      '      model: openai/gpt-4o-mini',
-      `      api_base: ${upstreamUrl}/v1`,
-      '      api_key: bench-upstream-key',
-      '',
-    ].join('\n'),
-  );
-  const port = await freePort();
-  const env = loopbackEnv({
-    // Offline: the model cost map from the package, no telemetry; and no database.
-    LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-    LITELLM_TELEMETRY: 'False',
-  });
-  delete env.DATABASE_URL;
-  const litellm = startProcess('litellm', binary, ['--config', config, '--host', '127.0.0.1', '--port', String(port)], { cwd: scratch, env, logFile: logFile('litellm') });
-  processes.push(litellm);
-  try {
-    await waitForPort('127.0.0.1', port, litellm, 180_000);
-    const target = chatTarget('LiteLLM', `http://127.0.0.1:${port}`, { pid: litellm.child.pid });
-    await complete(target, 'hello');
-    return target;
-  } catch (error) {
-    await litellm.stop();
-    const message = error instanceof Error ? error.message : String(error);
-    return message.split('\n').filter(Boolean).slice(-6).join(' | ');
-  }
 }
 
 try {
@@ -252,12 +113,12 @@ try {
   const temporalAddress = process.env.TEMPORAL_ADDRESS ?? `127.0.0.1:${temporalPort}`;
   const databaseName = `bench_chat_${process.pid}`;
 
-  const direct = await startUpstream();
+  const direct = await startUpstream(launch);
   const upstreamUrl = direct.origin;
-  const nodeFloor = await startFloor('node floor', 'bench/lib/bare-node-proxy.ts', upstreamUrl);
-  const floor = await startFloor('floor', 'bench/lib/bare-proxy.ts', upstreamUrl);
-  const framegate = await startFramegate(upstreamUrl, mongodbUri, temporalAddress, databaseName);
-  const litellm = await startLiteLlm(upstreamUrl);
+  const nodeFloor = await startFloor(launch, 'node floor', 'bench/lib/bare-node-proxy.ts', upstreamUrl);
+  const floor = await startFloor(launch, 'floor', 'bench/lib/bare-proxy.ts', upstreamUrl);
+  const framegate = await startFramegate(launch, upstreamUrl, mongodbUri, temporalAddress, databaseName);
+  const litellm = await startLiteLlm(launch, upstreamUrl);
   const targets: ChatTarget[] = [direct, nodeFloor, floor, framegate, ...(typeof litellm === 'string' ? [] : [litellm])];
 
   console.log(`\nFramegate chat-proxy benchmark: direct upstream vs Framegate vs LiteLLM (store ${process.env.MONGODB_URI ? 'MONGODB_URI' : 'FerretDB'})`);
