@@ -1,128 +1,16 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { freePort } from '../../scripts/lib/processes.ts';
-import { startApiBeforeUpstream, startFakeUpstream, sseWriter, type OpenAiStack, type RecordedRequest } from '../helpers/openai-stack.ts';
+import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
+import { answerScripted, FLOOD_CHUNKS, floodState, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
 // forced usage request), mid-stream failures, connection retries and upstream refusals.
-
-const UPSTREAM_MODEL = 'gpt-4o-mini-2024-07-18';
-const usage = { prompt_tokens: 1000, completion_tokens: 2000, total_tokens: 3000 };
-// 1000 × 0.15 + 2000 × 0.60 micro-USD
-const PRICE = 1_350;
-
-function completion(content: string) {
-  return {
-    id: 'chatcmpl-fake',
-    object: 'chat.completion',
-    created: 1_700_000_000,
-    model: UPSTREAM_MODEL,
-    system_fingerprint: 'fp_fake',
-    choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: 'stop' }],
-    usage,
-  };
-}
-
-const chunk = (delta: object, finish: string | null = null) => ({
-  id: 'chatcmpl-fake',
-  object: 'chat.completion.chunk',
-  created: 1_700_000_000,
-  model: UPSTREAM_MODEL,
-  choices: [{ index: 0, delta, finish_reason: finish }],
-  usage: null,
-});
-
-/** Released by the test once the caller of a 'think first' stream has the response head. */
-const thinking: { release: () => void; promise: Promise<void> } = { release: () => {}, promise: Promise.resolve() };
-thinking.promise = new Promise((resolve) => (thinking.release = resolve));
-
-/** Scripted behaviour, chosen by the last user message. */
-const timesSaid = new Map<string, number>();
-
-async function answer(recorded: RecordedRequest, response: ServerResponse): Promise<void> {
-  const said = String(recorded.body.messages?.at(-1)?.content ?? '');
-  const attempt = (timesSaid.get(said) ?? 0) + 1;
-  timesSaid.set(said, attempt);
-  if (said === 'reset first' && attempt === 1) {
-    response.socket?.destroy();
-    return;
-  }
-  if (said === 'refuse') {
-    response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'logit_bias is malformed', type: 'invalid_request_error', param: 'logit_bias', code: null } }));
-    return;
-  }
-  if (said === 'bad credentials') {
-    response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } }));
-    return;
-  }
-  if (said === 'slow down') {
-    response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end(JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }));
-    return;
-  }
-  if (said === 'flood') {
-    await flood(response);
-    return;
-  }
-  if (said === 'think first') {
-    // The head at once, the first chunk only when the test has seen the head reach its caller.
-    response.writeHead(200, { 'content-type': 'text/event-stream' });
-    response.flushHeaders();
-    await thinking.promise;
-    response.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content: 'Done thinking' }, 'stop'))}\n\n`);
-    response.end('data: [DONE]\n\n');
-    return;
-  }
-  if (recorded.body.stream !== true) {
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('Hello from the fake upstream.')));
-    return;
-  }
-  const send = sseWriter(response);
-  send(chunk({ role: 'assistant', content: '' }));
-  send(chunk({ content: 'Hello' }));
-  send(chunk({ content: ' there' }));
-  if (said === 'die mid-stream') {
-    // Let what was written reach the gateway first, then drop the connection.
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    response.socket?.destroy();
-    return;
-  }
-  if (said === 'error mid-stream') {
-    send({ error: { message: 'The server had an error while processing your request.', type: 'server_error' } });
-    response.end();
-    return;
-  }
-  send(chunk({}, 'stop'));
-  send({ ...chunk({}), choices: [], usage });
-  send('[DONE]');
-  response.end();
-}
-
-// A stream far larger than every socket buffer between the upstream and the caller, written as
-// fast as the gateway takes it.
-const FLOOD_CHUNKS = 40_000;
-const floodState = { written: 0, finished: false };
-
-async function flood(response: ServerResponse): Promise<void> {
-  const send = sseWriter(response);
-  const filler = 'x'.repeat(1_000);
-  floodState.written = 0;
-  floodState.finished = false;
-  for (let index = 0; index < FLOOD_CHUNKS; index++) {
-    const line = `data: ${JSON.stringify(chunk({ content: filler }))}\n\n`;
-    floodState.written += line.length;
-    if (!response.write(line)) await once(response, 'drain');
-  }
-  send(chunk({}, 'stop'));
-  send({ ...chunk({}), choices: [], usage });
-  send('[DONE]');
-  response.end();
-  floodState.finished = true;
-}
 
 describe('chat against a scripted upstream', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
@@ -130,7 +18,7 @@ describe('chat against a scripted upstream', () => {
   let client: OpenAI;
   let accountId: string;
   before(async () => {
-    upstream = await startFakeUpstream(answer);
+    upstream = await startFakeUpstream(answerScripted);
     stack = await startApiBeforeUpstream('chat-upstream', upstream.url, { upstreamChatModel: UPSTREAM_MODEL });
     const caller = await stack.newCaller('scripted');
     accountId = caller.accountId;
@@ -202,7 +90,7 @@ describe('chat against a scripted upstream', () => {
     assert.equal(chunks.map((part) => part.choices[0]?.delta.content ?? '').join(''), 'Hello there');
     assert.ok(chunks.every((part) => part.model === 'gpt-4o-mini' && part.choices.length === 1 && !part.usage));
     const after = await stack.settledAccount(accountId);
-    assert.equal(before.balance_micros - after.balance_micros, PRICE);
+    assert.equal(before.balance_micros - after.balance_micros, UPSTREAM_USAGE_PRICE);
     assert.equal(after.held_micros, 0);
 
     // Keeps the caller's own stream options next to the forced one.
@@ -215,7 +103,7 @@ describe('chat against a scripted upstream', () => {
     const seen = [];
     for await (const part of withUsage) seen.push(part);
     assert.deepEqual(lastRequest().body.stream_options, { include_usage: true, include_obfuscation: false });
-    assert.deepEqual(seen.at(-1)!.usage, usage);
+    assert.deepEqual(seen.at(-1)!.usage, UPSTREAM_USAGE);
   });
 
   it('ends a stream whose upstream dies with an error event, and bills nothing', async () => {

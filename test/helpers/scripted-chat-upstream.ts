@@ -1,0 +1,121 @@
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { sseWriter, type RecordedRequest } from './openai-stack.ts';
+
+// A scripted OpenAI-compatible upstream for test/api/chat-upstream.test.ts (pass answerScripted
+// to startFakeUpstream): what it answers is chosen by the last user message, to show what the
+// simulator cannot (refusals, a connection reset, mid-stream failures, a flood, a slow start).
+
+export const UPSTREAM_MODEL = 'gpt-4o-mini-2024-07-18';
+export const UPSTREAM_USAGE = { prompt_tokens: 1000, completion_tokens: 2000, total_tokens: 3000 };
+/** What UPSTREAM_USAGE costs at gpt-4o-mini's catalog prices: 1000 × 0.15 + 2000 × 0.60 micro-USD. */
+export const UPSTREAM_USAGE_PRICE = 1_350;
+
+function completion(content: string) {
+  return {
+    id: 'chatcmpl-fake',
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model: UPSTREAM_MODEL,
+    system_fingerprint: 'fp_fake',
+    choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: 'stop' }],
+    usage: UPSTREAM_USAGE,
+  };
+}
+
+const chunk = (delta: object, finish: string | null = null) => ({
+  id: 'chatcmpl-fake',
+  object: 'chat.completion.chunk',
+  created: 1_700_000_000,
+  model: UPSTREAM_MODEL,
+  choices: [{ index: 0, delta, finish_reason: finish }],
+  usage: null,
+});
+
+/** Released by the test once the caller of a 'think first' stream has the response head. */
+export const thinking: { release: () => void; promise: Promise<void> } = { release: () => {}, promise: Promise.resolve() };
+thinking.promise = new Promise((resolve) => (thinking.release = resolve));
+
+/** How often each last user message was seen (a first attempt can be scripted to fail). */
+const timesSaid = new Map<string, number>();
+
+/** Scripted behaviour, chosen by the last user message. */
+export async function answerScripted(recorded: RecordedRequest, response: ServerResponse): Promise<void> {
+  const said = String(recorded.body.messages?.at(-1)?.content ?? '');
+  const attempt = (timesSaid.get(said) ?? 0) + 1;
+  timesSaid.set(said, attempt);
+  if (said === 'reset first' && attempt === 1) {
+    response.socket?.destroy();
+    return;
+  }
+  if (said === 'refuse') {
+    response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'logit_bias is malformed', type: 'invalid_request_error', param: 'logit_bias', code: null } }));
+    return;
+  }
+  if (said === 'bad credentials') {
+    response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } }));
+    return;
+  }
+  if (said === 'slow down') {
+    response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end(JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }));
+    return;
+  }
+  if (said === 'flood') {
+    await flood(response);
+    return;
+  }
+  if (said === 'think first') {
+    // The head at once, the first chunk only when the test has seen the head reach its caller.
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.flushHeaders();
+    await thinking.promise;
+    response.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content: 'Done thinking' }, 'stop'))}\n\n`);
+    response.end('data: [DONE]\n\n');
+    return;
+  }
+  if (recorded.body.stream !== true) {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('Hello from the fake upstream.')));
+    return;
+  }
+  const send = sseWriter(response);
+  send(chunk({ role: 'assistant', content: '' }));
+  send(chunk({ content: 'Hello' }));
+  send(chunk({ content: ' there' }));
+  if (said === 'die mid-stream') {
+    // Let what was written reach the gateway first, then drop the connection.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    response.socket?.destroy();
+    return;
+  }
+  if (said === 'error mid-stream') {
+    send({ error: { message: 'The server had an error while processing your request.', type: 'server_error' } });
+    response.end();
+    return;
+  }
+  send(chunk({}, 'stop'));
+  send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
+  send('[DONE]');
+  response.end();
+}
+
+// A stream far larger than every socket buffer between the upstream and the caller, written as
+// fast as the gateway takes it.
+export const FLOOD_CHUNKS = 40_000;
+export const floodState = { written: 0, finished: false };
+
+async function flood(response: ServerResponse): Promise<void> {
+  const send = sseWriter(response);
+  const filler = 'x'.repeat(1_000);
+  floodState.written = 0;
+  floodState.finished = false;
+  for (let index = 0; index < FLOOD_CHUNKS; index++) {
+    const line = `data: ${JSON.stringify(chunk({ content: filler }))}\n\n`;
+    floodState.written += line.length;
+    if (!response.write(line)) await once(response, 'drain');
+  }
+  send(chunk({}, 'stop'));
+  send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
+  send('[DONE]');
+  response.end();
+  floodState.finished = true;
+}
