@@ -4,7 +4,6 @@ import type { Catalog } from '../../core/catalog.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { resolveModel } from '../../core/model-access.ts';
-import { microsToUsd } from '../../core/money.ts';
 import { videoPriceMicros } from '../../core/pricing.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
@@ -13,6 +12,7 @@ import type { AccountStore } from '../../store/accounts.ts';
 import type { Ledger } from '../../store/ledger.ts';
 import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
+import { formatUsd, insufficientBalance } from './billing/insufficient-balance.ts';
 
 export interface VideoTaskServiceOptions {
   catalog: Catalog;
@@ -169,10 +169,7 @@ export class VideoTaskService {
     if (held !== 'applied') {
       await tasks.remove(taskId);
       const account = await this.options.accounts.find(principal.accountId);
-      throw new GatewayError(
-        'insufficient_balance',
-        `Insufficient balance: this task costs $${microsToUsd(priceMicros).toFixed(6)} and the account has $${microsToUsd(account?.balance_micros ?? 0).toFixed(6)} available. Add credits and retry.`,
-      );
+      throw insufficientBalance(`this task costs ${formatUsd(priceMicros)}`, { availableMicros: account?.balance_micros ?? 0, heldMicros: account?.held_micros ?? 0 }, 'Add credits and retry.');
     }
   }
 

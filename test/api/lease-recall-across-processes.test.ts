@@ -60,5 +60,16 @@ describe('money leased to another api process', () => {
     assert.equal(after.held_micros, 400_000, 'only the video hold is left; the lease went back');
     assert.ok(after.spent_micros > 0 && after.spent_micros < 1_000, `the chat call was paid: ${after.spent_micros}`);
     assert.equal(after.balance_micros, 1_050_000 - 400_000 - after.spent_micros);
+
+    // No worker runs here, so the task keeps its hold: a refusal says that money is on its way
+    // back rather than only "add credits".
+    const refused = await first.app.inject({
+      method: 'POST',
+      url: '/v1/video/generations',
+      headers: bearer(key),
+      payload: { model: 'seedance-2.0', prompt: 'a storm at sea', seconds: '10', metadata: { resolution: '1080p' } },
+    });
+    assert.equal(refused.statusCode, 403, refused.body);
+    assert.match(refused.json().error.message, /costs \$1\.600000 .* \(\$0\.400000 more is held for requests in progress/);
   });
 });

@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import { newId } from '../../../core/ids.ts';
-import { microsToUsd } from '../../../core/money.ts';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger } from '../../../store/ledger.ts';
 import type { UsageStore } from '../../../store/usage.ts';
+import { formatUsd, insufficientBalance } from './insufficient-balance.ts';
 import { LeaseRecall } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
 import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts';
@@ -40,7 +40,7 @@ export interface AccountBudgetsOptions {
   timing?: Partial<LeaseTiming>;
 }
 
-type Opening = { opened: true } | { opened: false; availableMicros: number };
+type Opening = { opened: true } | { opened: false; availableMicros: number; heldMicros: number };
 
 /** Waits for `work`, or until `deadline` (epoch ms), whichever comes first. */
 async function untilDeadline(work: Promise<unknown>, deadline: number): Promise<void> {
@@ -87,10 +87,7 @@ export class AccountBudgets {
     for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
       const opening = await this.open(accountId, amountMicros, 'replace');
       if (!opening.opened) {
-        throw new GatewayError(
-          'insufficient_balance',
-          `Insufficient balance: this request may cost up to $${microsToUsd(amountMicros).toFixed(6)} and the account has $${microsToUsd(opening.availableMicros).toFixed(6)} available. Add credits, ${hint}, and retry.`,
-        );
+        throw insufficientBalance(`this request may cost up to ${formatUsd(amountMicros)}`, opening, `Add credits, ${hint}, and retry.`);
       }
       const reservation = this.reserveFromLease(accountId, amountMicros, call);
       if (reservation) return reservation;
@@ -149,9 +146,10 @@ export class AccountBudgets {
     }
     const { ledger, leases } = this.options;
     let availableMicros = 0;
+    let heldMicros = 0;
     let askedBack = false;
     for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
-      availableMicros = (await ledger.totals(accountId)).balance_micros;
+      ({ balance_micros: availableMicros, held_micros: heldMicros } = await ledger.totals(accountId));
       if (availableMicros < neededMicros) {
         // A caller is waiting ('replace'): other processes' idle leases may make up the rest.
         if (mode === 'renew' || askedBack) break;
@@ -177,7 +175,7 @@ export class AccountBudgets {
       if (previous) this.retire(previous);
       return { opened: true };
     }
-    return { opened: false, availableMicros };
+    return { opened: false, availableMicros, heldMicros };
   }
 
   /** This process's leases of `accountId`, open or settling. */

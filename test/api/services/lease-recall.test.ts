@@ -149,6 +149,8 @@ describe('spend leases asked back by another process', () => {
     const started = Date.now();
     await assert.rejects(async () => apiProcess({ recallWaitMs: 300 }).reserve(account._id, 19_500_000, chatCall, 'hint'), (error: unknown) => {
       assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      // The caller learns that money is held, not only that it should add credits.
+      assert.match(error.message, /\$19\.000000 available \(\$1\.000000 more is held for requests in progress/);
       return true;
     });
     assert.ok(Date.now() - started >= 300, 'it waited for an answer first');
