@@ -32,6 +32,14 @@ describe('money leased to another api process', () => {
     await simulator.close();
   });
 
+  const submitVideo = (api: TestApp, key: string, seconds: string, resolution: string) =>
+    api.app.inject({
+      method: 'POST',
+      url: '/v1/video/generations',
+      headers: bearer(key),
+      payload: { model: 'seedance-2.0', prompt: 'a lighthouse at dusk', seconds, metadata: { resolution } },
+    });
+
   it('accepts a video submission that only the idle lease of the other process can pay for', async () => {
     // $1.05: a chat call leases $1 of it; the $0.40 video needs part of that lease.
     const account = await createAccount(first.app, { name: 'two-processes', balance_usd: 1.05 });
@@ -47,12 +55,8 @@ describe('money leased to another api process', () => {
     assert.equal((await accounts.find(account.id))!.held_micros, 1_000_000, 'the first process holds a $1 lease');
 
     const started = Date.now();
-    const video = await second.app.inject({
-      method: 'POST',
-      url: '/v1/video/generations',
-      headers: bearer(key),
-      payload: { model: 'seedance-2.0', prompt: 'a lighthouse at dusk', seconds: '5', metadata: { resolution: '720p' } },
-    });
+    // $0.40: 5 s at 720p.
+    const video = await submitVideo(second, key, '5', '720p');
     assert.equal(video.statusCode, 200, video.body);
     assert.ok(Date.now() - started < 3_000, `accepted after ${Date.now() - started} ms`);
 
@@ -63,12 +67,7 @@ describe('money leased to another api process', () => {
 
     // No worker runs here, so the task keeps its hold: a refusal says that money is on its way
     // back rather than only "add credits".
-    const refused = await first.app.inject({
-      method: 'POST',
-      url: '/v1/video/generations',
-      headers: bearer(key),
-      payload: { model: 'seedance-2.0', prompt: 'a storm at sea', seconds: '10', metadata: { resolution: '1080p' } },
-    });
+    const refused = await submitVideo(first, key, '10', '1080p');
     assert.equal(refused.statusCode, 403, refused.body);
     assert.match(refused.json().error.message, /costs \$1\.600000 .* \(\$0\.400000 more is held for requests in progress/);
   });

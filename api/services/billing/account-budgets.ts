@@ -19,8 +19,9 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // one is opened ahead of time so callers do not wait), and settles once its last call has
 // finished: usage records first (idempotent ids), then the capture of what its calls cost (the
 // rest of the hold returns to the balance in the same entry), then its lease document is deleted. If this process dies
-// first, the worker's sweeper releases the hold once the lease document expires: a crash can
-// lose what the calls of the last seconds cost, never charge for anything twice.
+// first, the hold is released once the lease document expires (store/expired-leases.ts: by the
+// worker's sweeper, or sooner by a caller that needs the money): a crash can lose what the
+// calls of the last seconds cost, never charge for anything twice.
 //
 // A caller the free balance cannot cover first asks other processes for the leases of its
 // account they are not using (lease-recall.ts), so an idle lease elsewhere never causes a 403.

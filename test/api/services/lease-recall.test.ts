@@ -50,15 +50,23 @@ describe('spend leases asked back by another process', () => {
     return budget;
   }
 
-  /** An account whose $1 lease sits idle in a process of its own, one cheap call paid from it. */
-  async function idleLeaseElsewhere(name: string) {
+  /** An account whose $1 lease sits in a process of its own (started with `timing`), one cheap
+   * call paid from it. */
+  async function leaseElsewhere(name: string, timing: Partial<LeaseTiming> = {}) {
     const account = await accounts.create({ name, balanceMicros: BALANCE });
-    const holder = apiProcess();
+    const holder = apiProcess(timing);
     (await holder.reserve(account._id, 10_000, chatCall, 'hint')).charge(2_000, { outputTokens: 1 }, { allowOverage: false });
     const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
     assert.equal(lease?.amount_micros, LEASE);
     return { account, holder, lease: lease! };
   }
+
+  /** An idle lease of a live process. */
+  const idleLeaseElsewhere = (name: string) => leaseElsewhere(name);
+
+  /** The lease of a process that died: its timer never runs again, so it neither pushes the
+   * lease's expiry forward nor answers being asked. */
+  const leaseOfDeadProcess = (name: string, expiryMs: number) => leaseElsewhere(name, { tickMs: 1_000_000_000, expiryMs });
 
   const settled = (accountId: string) => settledAccount(accounts, accountId);
 
@@ -113,17 +121,6 @@ describe('spend leases asked back by another process', () => {
     assert.equal(after.spent_micros, 19_004_000);
     assert.equal(after.balance_micros, BALANCE - 19_004_000);
   });
-
-  /** An account whose $1 lease belongs to a process that died: its timer never runs again, so
-   * it neither pushes the lease's expiry forward nor answers being asked. */
-  async function leaseOfDeadProcess(name: string, expiryMs: number) {
-    const account = await accounts.create({ name, balanceMicros: BALANCE });
-    const dead = apiProcess({ tickMs: 1_000_000_000, expiryMs });
-    (await dead.reserve(account._id, 10_000, chatCall, 'hint')).charge(2_000, { outputTokens: 1 }, { allowOverage: false });
-    const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
-    assert.equal(lease?.amount_micros, LEASE);
-    return { account, lease: lease! };
-  }
 
   it("releases a dead process's expired lease for the caller that needs the money, without waiting", async () => {
     const { account, lease } = await leaseOfDeadProcess('dead-expired', 200);
