@@ -9,14 +9,26 @@ import type { Ledger, LedgerOutcome } from './ledger.ts';
 //
 // The release only runs when the lease's hold entry exists: a release without one would return
 // money that other holds of the account set aside. Capture and release share one ledger slot,
-// so a lease its process did settle after all is left alone ('conflict').
+// so a lease its process did settle after all is left alone ('conflict'). A lease whose process
+// gave part of the hold back early (a 'trim', see account-budgets.ts) has only the rest released;
+// sealing its trim slot first keeps a trim from landing after the release.
 
 /** Releases an expired lease's hold; what the ledger said, or 'no hold' when there was none. */
 export async function releaseExpiredLease(stores: { ledger: Ledger; leases: BudgetLeaseStore }, lease: Pick<BudgetLeaseDocument, '_id' | 'account_id'>): Promise<LedgerOutcome | 'no hold'> {
-  const hold = await stores.ledger.find(lease._id, 'hold');
-  const outcome = hold
-    ? await stores.ledger.apply({ accountId: lease.account_id, keyId: null, reference: lease._id, operation: 'release', amountMicros: hold.amount_micros })
-    : 'no hold';
+  const { ledger } = stores;
+  const hold = await ledger.find(lease._id, 'hold');
+  let outcome: LedgerOutcome | 'no hold' = 'no hold';
+  if (hold) {
+    const base = { accountId: lease.account_id, keyId: null, reference: lease._id };
+    const sealed = await ledger.apply({ ...base, operation: 'seal', amountMicros: 0 });
+    let trimmed = 0;
+    if (sealed === 'conflict') {
+      const trim = await ledger.find(lease._id, 'trim');
+      if (!trim) throw new Error(`lease ${lease._id}: its trim slot is taken but no trim entry was found`);
+      trimmed = trim.amount_micros;
+    }
+    outcome = await ledger.apply({ ...base, operation: 'release', amountMicros: hold.amount_micros - trimmed });
+  }
   await stores.leases.remove(lease._id);
   return outcome;
 }

@@ -16,8 +16,13 @@ import { MongoServerError, type Collection, type Db } from 'mongodb';
 // probing `${account}:${seq + 1}`, and an applied operation from its marker (`ledger_ops`),
 // written right after its entry. Hints and markers are conveniences: the entries and their
 // unique indexes alone decide, and a scan by op_id is the fallback when a marker is missing.
+//
+// A spend lease may give part of its hold back before it settles ('trim': its unreserved rest,
+// while calls still run on the rest). Trim and 'seal' share a slot as capture and release do:
+// whoever releases a dead process's lease seals it first, so a late trim from a process that
+// was not dead after all cannot return money the release already returned.
 
-export type LedgerOperation = 'credit' | 'hold' | 'capture' | 'release' | 'debit';
+export type LedgerOperation = 'credit' | 'hold' | 'capture' | 'release' | 'debit' | 'trim' | 'seal';
 
 export interface Totals {
   /** Spendable money, micro-USD. Never negative: every debit checks it before its insert wins. */
@@ -49,7 +54,7 @@ const ZERO: Totals = { balance_micros: 0, held_micros: 0, spent_micros: 0 };
 const MAX_ATTEMPTS = 200;
 
 export function opIdFor(reference: string, operation: LedgerOperation): string {
-  const slot = operation === 'capture' || operation === 'release' ? 'settle' : operation;
+  const slot = operation === 'capture' || operation === 'release' ? 'settle' : operation === 'seal' ? 'trim' : operation;
   return `${reference}:${slot}`;
 }
 
@@ -73,6 +78,7 @@ function move(totals: Totals, operation: LedgerOperation, amount: number, hold: 
       next.balance_micros += hold - amount;
       break;
     case 'release':
+    case 'trim':
       if (totals.held_micros < amount) return null;
       next.held_micros -= amount;
       next.balance_micros += amount;
@@ -81,6 +87,9 @@ function move(totals: Totals, operation: LedgerOperation, amount: number, hold: 
       if (totals.balance_micros < amount) return null;
       next.balance_micros -= amount;
       next.spent_micros += amount;
+      break;
+    case 'seal':
+      // Moves nothing: it only takes the reference's trim slot.
       break;
   }
   return next;

@@ -1,3 +1,5 @@
+import type { LedgerOperation } from '../../store/ledger.ts';
+
 // The money-and-tasks audit of `npm run bench:faults`, kept apart from the orchestration so it
 // reads as the list of promises it checks. Input: the task ids the caller was given (HTTP 200),
 // the account's task snapshots and its ledger entries, read straight from the store.
@@ -11,7 +13,7 @@ export interface AuditTask {
 export interface AuditEntry {
   seq: number;
   reference: string;
-  operation: 'credit' | 'hold' | 'capture' | 'release' | 'debit';
+  operation: LedgerOperation;
   amount_micros: number;
   balance_micros: number;
   held_micros: number;

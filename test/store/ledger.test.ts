@@ -19,7 +19,7 @@ describe('ledger: an append-only chain per account, idempotent per operation', (
     const totals = await ledger.totals(accountId);
     return { balance: totals.balance_micros, held: totals.held_micros, spent: totals.spent_micros };
   };
-  const move = (accountId: string, reference: string, operation: 'hold' | 'capture' | 'release' | 'debit', amountMicros: number) =>
+  const move = (accountId: string, reference: string, operation: 'hold' | 'capture' | 'release' | 'debit' | 'trim' | 'seal', amountMicros: number) =>
     ledger.apply({ accountId, keyId: 'key_test', reference, operation, amountMicros });
 
   it('hold then capture moves money once, however often each is retried', async () => {
@@ -91,6 +91,27 @@ describe('ledger: an append-only chain per account, idempotent per operation', (
       ledger.apply({ accountId: account._id, keyId: 'key_test', reference: 'req_x', operation: 'capture', amountMicros: 10, heldMicros: 5 }),
       /at least the captured amount/,
     );
+  });
+
+  it('a trim returns part of a hold once; the settlement then settles the rest', async () => {
+    const account = await accounts.create({ name: 'i', balanceMicros: 1_000 });
+    await move(account._id, 'lease_t', 'hold', 600);
+    assert.deepEqual(await Promise.all([move(account._id, 'lease_t', 'trim', 450), move(account._id, 'lease_t', 'trim', 450)]), ['applied', 'applied']);
+    assert.deepEqual(await balances(account._id), { balance: 850, held: 150, spent: 0 });
+    const capture = await ledger.apply({ accountId: account._id, keyId: null, reference: 'lease_t', operation: 'capture', amountMicros: 100, heldMicros: 150 });
+    assert.equal(capture, 'applied');
+    assert.deepEqual(await balances(account._id), { balance: 900, held: 0, spent: 100 });
+  });
+
+  it('a seal and a trim of one reference exclude each other, whichever comes first', async () => {
+    const account = await accounts.create({ name: 'j', balanceMicros: 1_000 });
+    await move(account._id, 'lease_s', 'hold', 300);
+    assert.equal(await move(account._id, 'lease_s', 'seal', 0), 'applied');
+    assert.equal(await move(account._id, 'lease_s', 'trim', 200), 'conflict', 'a trim after the seal moves nothing');
+    await move(account._id, 'lease_u', 'hold', 300);
+    assert.equal(await move(account._id, 'lease_u', 'trim', 200), 'applied');
+    assert.equal(await move(account._id, 'lease_u', 'seal', 0), 'conflict');
+    assert.deepEqual(await balances(account._id), { balance: 600, held: 400, spent: 0 });
   });
 
   it('refuses float or negative amounts before touching the store', async () => {
