@@ -8,7 +8,8 @@ import { testDatabase } from '../helpers/engines.ts';
 
 // Two api processes on one store, through HTTP: a chat call on the first leaves the account's
 // money leased there, idle; a video submission on the second that only that money can pay for
-// is accepted, not refused with 403 (api/services/billing/lease-recall.ts).
+// is accepted, not refused with 403 (api/services/billing/lease-recall.ts); and so it is while a
+// slow stream still runs on that lease (the lease hands back what the stream did not reserve).
 
 describe('money leased to another api process', () => {
   const simulator = buildSimulator();
@@ -31,6 +32,15 @@ describe('money leased to another api process', () => {
     await database.drop();
     await simulator.close();
   });
+
+  /** The account once only `heldMicros` is held (the first process's lease has settled). */
+  async function settledTo(accounts: AccountStore, accountId: string, heldMicros: number) {
+    for (const deadline = Date.now() + 5_000; ; ) {
+      const account = (await accounts.find(accountId))!;
+      if (account.held_micros === heldMicros || Date.now() > deadline) return account;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
 
   const submitVideo = (api: TestApp, key: string, seconds: string, resolution: string) =>
     api.app.inject({
@@ -70,5 +80,34 @@ describe('money leased to another api process', () => {
     const refused = await submitVideo(first, key, '10', '1080p');
     assert.equal(refused.statusCode, 403, refused.body);
     assert.match(refused.json().error.message, /costs \$1\.600000 .* \(\$0\.400000 more is held for requests in progress/);
+  });
+
+  it('accepts it while a slow stream still runs on that lease, and the stream is paid when it ends', async () => {
+    const account = await createAccount(first.app, { name: 'stream-elsewhere', balance_usd: 1.05 });
+    const { key } = await createKey(first.app, account.id);
+    let streamEnded = false;
+    const stream = first.app
+      .inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        headers: bearer(key),
+        payload: { model: 'gpt-4o-mini', max_tokens: 16, stream: true, messages: [{ role: 'user', content: 'tell me a story [sim:slow]' }] },
+      })
+      .finally(() => (streamEnded = true));
+    const accounts = new AccountStore(database.db);
+    while ((await accounts.find(account.id))!.held_micros === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+
+    const started = Date.now();
+    const video = await submitVideo(second, key, '5', '720p');
+    assert.equal(video.statusCode, 200, video.body);
+    assert.equal(streamEnded, false, `accepted after ${Date.now() - started} ms, before the stream ended`);
+
+    const streamed = await stream;
+    assert.equal(streamed.statusCode, 200);
+    assert.match(streamed.body, /data: \[DONE\]/);
+    const after = await settledTo(accounts, account.id, 400_000);
+    assert.equal(after.held_micros, 400_000, 'only the video hold is left once the stream ended');
+    assert.ok(after.spent_micros > 0 && after.spent_micros < 1_000, `the stream was paid: ${after.spent_micros}`);
+    assert.equal(after.balance_micros, 1_050_000 - 400_000 - after.spent_micros);
   });
 });

@@ -7,6 +7,7 @@ import type { UsageStore } from '../../../store/usage.ts';
 import { formatUsd, insufficientBalance } from './insufficient-balance.ts';
 import { LeaseRecall } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
+import { RetiredLeases } from './retired-leases.ts';
 import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts';
 
 // Chat and image calls are paid from spend leases: per account, this process holds a slice of
@@ -17,20 +18,22 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 //
 // A lease is retired when its account goes idle or when it is old and has served calls (a fresh
 // one is opened ahead of time so callers do not wait), and settles once its last call has
-// finished: usage records first (idempotent ids), then the capture of what its calls cost (the
-// rest of the hold returns to the balance in the same entry), then its lease document is deleted. If this process dies
-// first, the hold is released once the lease document expires (store/expired-leases.ts: by the
-// worker's sweeper, or sooner by a caller that needs the money): a crash can lose what the
-// calls of the last seconds cost, never charge for anything twice.
+// finished (retired-leases.ts). If this process dies first, the hold is released once the lease
+// document expires (store/expired-leases.ts: by the worker's sweeper, or sooner by a caller that
+// needs the money): a crash can lose what the calls of the last seconds cost, never charge for
+// anything twice.
 //
 // A caller the free balance cannot cover first asks other processes for the leases of its
 // account they are not using (lease-recall.ts), so an idle lease elsewhere never causes a 403.
+// A retired lease that calls still run on (a long stream, say) gives its unreserved rest back
+// at once when a caller is short of money: this process's own (openNow) or another's
+// (answerRecalls). Nobody waits for a long call to end, and busy leases cost no extra ledger
+// entry otherwise.
 //
 // The balance is never overdrawn: a reservation only succeeds inside a hold the ledger granted,
 // and the only excess (an upstream reporting more tokens than the worst-case estimate) is
 // debited with the ledger's own balance check.
 
-const SETTLE_ATTEMPTS = 5;
 const HOLD_ATTEMPTS = 3;
 
 export interface AccountBudgetsOptions {
@@ -55,14 +58,14 @@ export class AccountBudgets {
   private readonly timing: LeaseTiming;
   private readonly recall: LeaseRecall;
   private readonly active = new Map<string, SpendLease>();
-  private readonly retired = new Set<SpendLease>();
+  private readonly retired: RetiredLeases;
   private readonly openings = new Map<string, Promise<Opening>>();
-  private readonly settlements = new Map<SpendLease, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
     this.recall = new LeaseRecall(options.leases, options.ledger, this.timing);
+    this.retired = new RetiredLeases(options);
   }
 
   /**
@@ -103,7 +106,8 @@ export class AccountBudgets {
   async returnUnused(accountId: string, neededMicros: number): Promise<void> {
     const lease = this.active.get(accountId);
     if (lease) this.retire(lease);
-    await Promise.all([...this.settlements.entries()].filter(([settling]) => settling.accountId === accountId).map(([, settlement]) => settlement));
+    await this.retired.trimAll(accountId);
+    await Promise.all(this.retired.settlementsUnderWay(accountId));
     const freeMicros = (await this.options.ledger.totals(accountId)).balance_micros;
     if (freeMicros < neededMicros) await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros);
   }
@@ -117,12 +121,12 @@ export class AccountBudgets {
     const deadline = Date.now() + timeoutMs;
     await untilDeadline(Promise.allSettled(this.openings.values()), deadline);
     for (const lease of this.active.values()) this.retire(lease);
-    while ([...this.retired].some((lease) => !lease.isDrained) && Date.now() < deadline) {
+    while (this.retired.all().some((lease) => !lease.isDrained) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    for (const lease of this.retired) if (lease.isDrained) this.settle(lease);
-    await untilDeadline(Promise.allSettled(this.settlements.values()), deadline);
-    for (const lease of this.retired) {
+    for (const lease of this.retired.all()) if (lease.isDrained) this.retired.settle(lease);
+    await untilDeadline(Promise.allSettled(this.retired.settlementsUnderWay()), deadline);
+    for (const lease of this.retired.all()) {
       const why = lease.isDrained ? 'its settlement did not finish in time' : `${lease.callsInFlight} calls still running on it`;
       this.options.log.error({ lease: lease.reference, callsInFlight: lease.callsInFlight }, `closing with a lease unsettled (${why}); the sweeper will release its hold`);
     }
@@ -143,17 +147,25 @@ export class AccountBudgets {
     if (current && mode === 'replace') {
       // Settled at once when idle, so its unreserved rest is part of the balance read below.
       this.retire(current);
-      await this.settlements.get(current);
+      await this.retired.settlementOf(current);
     }
     const { ledger, leases } = this.options;
     let availableMicros = 0;
     let heldMicros = 0;
+    let trimmedOwn = false;
     let askedBack = false;
-    for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
+    // Attempts count holds lost to a race; trimming and asking back happen once each.
+    for (let attempt = 0; attempt < HOLD_ATTEMPTS; ) {
       ({ balance_micros: availableMicros, held_micros: heldMicros } = await ledger.totals(accountId));
       if (availableMicros < neededMicros) {
-        // A caller is waiting ('replace'): other processes' idle leases may make up the rest.
-        if (mode === 'renew' || askedBack) break;
+        // A caller is waiting ('replace'): the unreserved rests of this process's leases that
+        // calls still run on, then other processes' leases, may make up the rest.
+        if (mode === 'renew') break;
+        if (!trimmedOwn) {
+          trimmedOwn = true;
+          if (await this.retired.trimAll(accountId)) continue;
+        }
+        if (askedBack) break;
         askedBack = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros);
         if (!askedBack) break;
         continue;
@@ -168,6 +180,7 @@ export class AccountBudgets {
       if (outcome !== 'applied') {
         // Another process took part of the balance between the read and the hold.
         await leases.remove(reference);
+        attempt++;
         continue;
       }
       const previous = this.active.get(accountId);
@@ -181,7 +194,7 @@ export class AccountBudgets {
 
   /** This process's leases of `accountId`, open or settling. */
   private referencesOf(accountId: string): string[] {
-    return [...this.active.values(), ...this.retired].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
+    return [...this.active.values(), ...this.retired.all()].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
   }
 
   private renewInBackground(lease: SpendLease): void {
@@ -195,52 +208,6 @@ export class AccountBudgets {
     lease.close();
     if (this.active.get(lease.accountId) === lease) this.active.delete(lease.accountId);
     this.retired.add(lease);
-    if (lease.isDrained) this.settle(lease);
-  }
-
-  private settle(lease: SpendLease): void {
-    if (this.settlements.has(lease)) return;
-    const settlement = this.settleWithRetries(lease).finally(() => {
-      this.retired.delete(lease);
-      this.settlements.delete(lease);
-    });
-    this.settlements.set(lease, settlement);
-  }
-
-  private async settleWithRetries(lease: SpendLease): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.settleOnce(lease);
-        return;
-      } catch (error) {
-        if (attempt >= SETTLE_ATTEMPTS) {
-          this.options.log.error({ err: error, lease: lease.reference }, 'settling a spend lease failed; the sweeper will release its hold when it expires');
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** attempt));
-      }
-    }
-  }
-
-  // Each step is idempotent (deterministic usage ids, one ledger slot per operation), so a retry
-  // after a partial failure finishes the job without counting anything twice.
-  private async settleOnce(lease: SpendLease): Promise<void> {
-    const { ledger, leases, usage, log } = this.options;
-    const statement = lease.statement(new Date());
-    await usage.recordMany(statement.usage);
-    const captured = Math.min(statement.spentMicros, lease.amountMicros);
-    const base = { accountId: lease.accountId, keyId: null, reference: lease.reference };
-    const outcome =
-      captured === 0
-        ? await ledger.apply({ ...base, operation: 'release', amountMicros: lease.amountMicros })
-        : await ledger.apply({ ...base, operation: 'capture', amountMicros: captured, heldMicros: lease.amountMicros });
-    if (outcome !== 'applied') log.error({ lease: lease.reference, outcome }, 'a spend lease was already settled elsewhere (the sweeper?); its calls are not charged');
-    const overage = statement.spentMicros - captured;
-    if (overage > 0 && outcome === 'applied') {
-      const debited = await ledger.apply({ ...base, operation: 'debit', amountMicros: overage });
-      if (debited !== 'applied') log.warn({ lease: lease.reference, overage }, 'calls cost more than their lease and the balance could not cover the rest');
-    }
-    await leases.remove(lease.reference);
   }
 
   private startTicking(): void {
@@ -255,20 +222,24 @@ export class AccountBudgets {
       // A lease no call used has nothing for the ledger or the usage records yet: it stays.
       else if (now - lease.openedAt >= this.timing.maxAgeMs && lease.hasServedCalls) this.renewInBackground(lease);
     }
-    for (const lease of [...this.active.values(), ...this.retired]) {
-      if (lease.isDrained) this.settle(lease);
+    for (const lease of [...this.active.values(), ...this.retired.all()]) {
+      if (lease.isDrained) this.retired.settle(lease);
       else if (lease.expiresAt - now < this.timing.expiryMs / 2) this.extend(lease, now);
     }
     this.answerRecalls(now);
   }
 
-  /** Retires the open leases another process asked back (lease-recall.ts). */
+  /** Retires the open leases another process asked back (lease-recall.ts), and trims those
+   * that calls still run on, retired before or just now. */
   private answerRecalls(now: number): void {
-    const open = [...this.active.values()];
-    this.recall.recalledAmong(open.map((lease) => lease.reference), now).then(
+    const untrimmed = this.retired.all().filter((lease) => !lease.isDrained && lease.trimmedMicros === 0);
+    const candidates = [...this.active.values(), ...untrimmed];
+    this.recall.recalledAmong(candidates.map((lease) => lease.reference), now).then(
       (recalled) => {
-        for (const lease of open) {
-          if (recalled?.includes(lease.reference) && this.active.get(lease.accountId) === lease) this.retire(lease);
+        for (const lease of candidates) {
+          if (!recalled?.includes(lease.reference)) continue;
+          if (this.active.get(lease.accountId) === lease) this.retire(lease);
+          if (!lease.isDrained) void this.retired.trimRest(lease);
         }
       },
       (error: unknown) => this.options.log.warn({ err: error }, 'looking for recalled spend leases failed; will look again'),

@@ -39,6 +39,7 @@ export class SpendLease {
   private spentMicros = 0;
   private inFlight = 0;
   private closed = false;
+  private trimmed = 0;
   private readonly usage = new Map<string, UsageTally>();
   lastActivityAt: number;
   /** The biggest single reservation so far: what the next lease must at least cover. */
@@ -61,7 +62,17 @@ export class SpendLease {
 
   /** Unreserved, unspent money left in the hold. */
   get availableMicros(): number {
-    return this.amountMicros - this.reservedMicros - this.spentMicros;
+    return this.heldMicros - this.reservedMicros - this.spentMicros;
+  }
+
+  /** What the ledger still holds for it: the amount, less what trimRest() gave back. */
+  get heldMicros(): number {
+    return this.amountMicros - this.trimmed;
+  }
+
+  /** What trimRest() gave back (0 until it did). */
+  get trimmedMicros(): number {
+    return this.trimmed;
   }
 
   get isClosed(): boolean {
@@ -89,6 +100,19 @@ export class SpendLease {
   /** Takes no new reservations from now on; running calls still settle into it. */
   close(): void {
     this.closed = true;
+  }
+
+  /**
+   * For a closed lease whose calls still run: gives up the unreserved rest, so the hold shrinks
+   * to what those calls reserved and spent. Returns the amount, which the caller must then trim
+   * on the ledger; 0 when there is nothing to give up or it was done before (once per lease).
+   */
+  trimRest(): number {
+    if (!this.closed || this.inFlight === 0 || this.trimmed > 0) return 0;
+    const rest = this.availableMicros;
+    if (rest <= 0) return 0;
+    this.trimmed = rest;
+    return rest;
   }
 
   reserve(amountMicros: number, call: BilledCall, now: number): Reservation {

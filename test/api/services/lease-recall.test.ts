@@ -102,21 +102,35 @@ describe('spend leases asked back by another process', () => {
     reservation.release();
   });
 
-  it('gets a lease back only once the call running on it is paid', async () => {
+  it('gets the unreserved rest of a lease back while a call still runs on it, and the call is paid when it ends', async () => {
     const account = await accounts.create({ name: 'busy-elsewhere', balanceMicros: BALANCE });
     const holder = apiProcess();
     const running = await holder.reserve(account._id, 10_000, chatCall, 'hint');
-    let served = false;
-    const waiting = Promise.resolve(apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint')).then((reservation) => {
-        served = true;
-        return reservation;
-      });
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    assert.equal(served, false, 'served while the lease still had a call running');
-    running.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
-    (await waiting).charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
+    const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
+    const started = Date.now();
+    // $19.5 against $19 free: the $0.99 nobody reserved in the $1 lease elsewhere makes it up.
+    const reservation = await apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint');
+    const waitedMs = Date.now() - started;
+    assert.ok(waitedMs < 1_500, `served after ${waitedMs} ms, with the call elsewhere still running`);
+    assert.equal((await ledger.find(lease!._id, 'trim'))?.amount_micros, 990_000, 'the lease gave back what its call did not reserve');
+    assert.equal((await accounts.find(account._id))?.held_micros, 10_000 + 19_990_000, 'held: what the running call reserved, and the new lease');
 
+    running.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
+    reservation.charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
     await Promise.all(open.map((budget) => budget.close()));
+    const after = await settled(account._id);
+    assert.equal(after.spent_micros, 19_004_000, 'both calls paid, the one that ran on the trimmed lease included');
+    assert.equal(after.balance_micros, BALANCE - 19_004_000);
+  });
+
+  it("trims its own lease's rest for a call of the same process that the balance cannot cover while another call runs", async () => {
+    const account = await accounts.create({ name: 'busy-here', balanceMicros: BALANCE });
+    const budget = apiProcess();
+    const running = await budget.reserve(account._id, 10_000, chatCall, 'hint');
+    const reservation = await budget.reserve(account._id, 19_500_000, chatCall, 'hint');
+    running.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
+    reservation.charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
+    await budget.close();
     const after = await settled(account._id);
     assert.equal(after.spent_micros, 19_004_000);
     assert.equal(after.balance_micros, BALANCE - 19_004_000);
@@ -138,6 +152,25 @@ describe('spend leases asked back by another process', () => {
     const after = await settled(account._id);
     // The dead process's last call is lost, never billed twice.
     assert.equal(after.spent_micros, 19_000_000);
+    assert.equal(after.balance_micros, BALANCE - 19_000_000);
+  });
+
+  it("releases only the rest of a dead process's lease that it had trimmed", async () => {
+    const account = await accounts.create({ name: 'dead-trimmed', balanceMicros: BALANCE });
+    // A process that never ticks again: it trims when asked in line, then dies with its call.
+    const holder = apiProcess({ tickMs: 1_000_000_000, expiryMs: 200 });
+    open.splice(open.indexOf(holder), 1);
+    await holder.reserve(account._id, 10_000, chatCall, 'hint');
+    const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
+    await holder.returnUnused(account._id, 0);
+    assert.equal((await ledger.find(lease!._id, 'trim'))?.amount_micros, 990_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    (await apiProcess().reserve(account._id, 19_995_000, chatCall, 'hint')).charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
+    assert.equal((await ledger.find(lease!._id, 'release'))?.amount_micros, 10_000, 'the release returned the rest, not the whole hold again');
+    await Promise.all(open.map((budget) => budget.close()));
+    const after = await settled(account._id);
+    assert.equal(after.spent_micros, 19_000_000, "the dead process's running call is lost, never billed twice");
     assert.equal(after.balance_micros, BALANCE - 19_000_000);
   });
 
