@@ -1,4 +1,5 @@
 import type { Collection, Db } from 'mongodb';
+import { StoreClock } from './store-clock.ts';
 
 // The open spend leases of every API process (api/services/billing/): one document per lease,
 // written before its ledger hold and deleted once the lease is settled. A process that dies
@@ -10,6 +11,9 @@ import type { Collection, Db } from 'mongodb';
 // The collection stays as small as the number of open leases, so the sweeper's range query and
 // the account query of a process asking leases back (scans on FerretDB) are cheap; every other
 // access is by _id.
+//
+// `expires_at` is on the store's clock (store-clock.ts), so processes whose clocks disagree
+// still agree on which leases are past it.
 
 export interface BudgetLeaseDocument {
   /** The lease's ledger reference. */
@@ -26,7 +30,11 @@ export interface BudgetLeaseDocument {
 export class BudgetLeaseStore {
   readonly collection: Collection<BudgetLeaseDocument>;
 
-  constructor(db: Db) {
+  constructor(
+    db: Db,
+    /** The clock `expires_at` is written and judged on. */
+    readonly clock = new StoreClock(db),
+  ) {
     this.collection = db.collection<BudgetLeaseDocument>('budget_leases');
   }
 

@@ -6,7 +6,9 @@ import type { Ledger } from '../store/ledger.ts';
 // leaves its hold on the ledger; once the lease is past its expiry, the sweeper releases the
 // hold (store/expired-leases.ts says how, and why that bills nobody twice).
 
-export async function sweepExpiredLeases(options: { ledger: Ledger; leases: BudgetLeaseStore; log?: (message: string) => void }, now = new Date()): Promise<number> {
+export async function sweepExpiredLeases(options: { ledger: Ledger; leases: BudgetLeaseStore; log?: (message: string) => void }, at?: Date): Promise<number> {
+  // On the store's clock, as the leases' processes wrote their expiry.
+  const now = at ?? new Date(await options.leases.clock.current());
   const expired = await options.leases.expiredBefore(now, 100);
   for (const lease of expired) {
     const outcome = await releaseExpiredLease(options, lease);

@@ -173,7 +173,7 @@ export class AccountBudgets {
       const amountMicros = Math.min(availableMicros, Math.max(neededMicros * this.timing.reservationsPerLease, this.timing.minLeaseMicros));
       const reference = newId('lease');
       const now = Date.now();
-      const expiresAt = now + this.timing.expiryMs;
+      const expiresAt = (await leases.clock.current()) + this.timing.expiryMs;
       // The document first: a hold never exists without the record the sweeper looks for.
       await leases.open({ _id: reference, account_id: accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(expiresAt) });
       const outcome = await ledger.apply({ accountId, keyId: null, reference, operation: 'hold', amountMicros });
@@ -222,9 +222,11 @@ export class AccountBudgets {
       // A lease no call used has nothing for the ledger or the usage records yet: it stays.
       else if (now - lease.openedAt >= this.timing.maxAgeMs && lease.hasServedCalls) this.renewInBackground(lease);
     }
+    // Expiry is on the store's clock (store/store-clock.ts): other processes judge it on that one.
+    const storeNow = this.options.leases.clock.now();
     for (const lease of [...this.active.values(), ...this.retired.all()]) {
       if (lease.isDrained) this.retired.settle(lease);
-      else if (lease.expiresAt - now < this.timing.expiryMs / 2) this.extend(lease, now);
+      else if (lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
     }
     this.answerRecalls(now);
   }
@@ -246,11 +248,11 @@ export class AccountBudgets {
     );
   }
 
-  private extend(lease: SpendLease, now: number): void {
-    lease.expiresAt = now + this.timing.expiryMs;
+  private extend(lease: SpendLease, storeNow: number): void {
+    lease.expiresAt = storeNow + this.timing.expiryMs;
     this.options.leases.extend(lease.reference, new Date(lease.expiresAt)).catch((error: unknown) => {
       this.options.log.warn({ err: error, lease: lease.reference }, 'extending a spend lease failed; will retry');
-      lease.expiresAt = now;
+      lease.expiresAt = storeNow;
     });
   }
 }

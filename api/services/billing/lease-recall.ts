@@ -45,8 +45,9 @@ export class LeaseRecall {
   async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number): Promise<boolean> {
     const others = await this.leases.othersOf(accountId, own);
     // The expired ones are a dead process's: nobody would give them back, so they are released
-    // here and now rather than by the worker's sweeper up to half a minute later.
-    const now = Date.now();
+    // here and now rather than by the worker's sweeper up to half a minute later. Expiry is on
+    // the store's clock, on which the holders wrote it.
+    const now = await this.leases.clock.current();
     const dead = others.filter((lease) => lease.expires_at.getTime() <= now);
     const live = others.filter((lease) => lease.expires_at.getTime() > now);
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);

@@ -44,7 +44,8 @@ export class SpendLease {
   lastActivityAt: number;
   /** The biggest single reservation so far: what the next lease must at least cover. */
   largestReservationMicros = 0;
-  /** When the sweeper may release the hold; pushed forward while the lease lives. */
+  /** When the sweeper may release the hold, on the store's clock (store/store-clock.ts); pushed
+   * forward while the lease lives. */
   expiresAt: number;
 
   constructor(

@@ -6,6 +6,7 @@ import type { Reservation } from '../../../api/services/billing/spend-lease.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { AccountStore } from '../../../store/accounts.ts';
 import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import { StoreClock } from '../../../store/store-clock.ts';
 import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore, type UsageRecord } from '../../../store/usage.ts';
 import { sweepExpiredLeases } from '../../../worker/lease-sweeper.ts';
@@ -232,7 +233,10 @@ describe('spend leases (account budgets)', () => {
     assert.equal((await accounts.find(account._id))!.held_micros, 1_000_000);
 
     assert.equal(await sweepExpiredLeases({ ledger, leases }), 0, 'a live lease is left alone');
-    assert.equal(await sweepExpiredLeases({ ledger, leases }, new Date(Date.now() + 61_000)), 1);
+    // The sweeper reads the time on the store's clock, as the lease's process wrote the expiry:
+    // a store clock 61 s ahead of this machine's finds the lease expired.
+    const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
+    assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
     const after = (await accounts.find(account._id))!;
     assert.equal(after.held_micros, 0);
     // What the dead process's calls cost is lost with it: nobody is ever charged twice.

@@ -5,6 +5,7 @@ import type { LeaseTiming } from '../../../api/services/billing/lease-timing.ts'
 import { GatewayError } from '../../../core/errors.ts';
 import { AccountStore } from '../../../store/accounts.ts';
 import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import { StoreClock } from '../../../store/store-clock.ts';
 import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore } from '../../../store/usage.ts';
 import { testDatabase } from '../../helpers/engines.ts';
@@ -38,10 +39,10 @@ describe('spend leases asked back by another process', () => {
     await database.drop();
   });
 
-  function apiProcess(timing: Partial<LeaseTiming> = {}): AccountBudgets {
+  function apiProcess(timing: Partial<LeaseTiming> = {}, leaseStore = leases): AccountBudgets {
     const budget = new AccountBudgets({
       ledger,
-      leases,
+      leases: leaseStore,
       usage: new UsageStore(database.db),
       log: silent,
       timing: { idleMs: 60_000, smallLeaseIdleMs: 60_000, tickMs: 20, recallPollMs: 50, recallWaitMs: 2_000, ...timing },
@@ -172,6 +173,31 @@ describe('spend leases asked back by another process', () => {
     const after = await settled(account._id);
     assert.equal(after.spent_micros, 19_000_000, "the dead process's running call is lost, never billed twice");
     assert.equal(after.balance_micros, BALANCE - 19_000_000);
+  });
+
+  /** Lease documents read through a store whose clock runs `aheadMs` ahead of this machine's. */
+  function leasesOnStoreClockAhead(aheadMs: number): BudgetLeaseStore {
+    const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + aheadMs) }) };
+    return new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never));
+  }
+
+  it("writes a lease's expiry on the store's clock, not on its own", async () => {
+    const account = await accounts.create({ name: 'store-clock-writer', balanceMicros: BALANCE });
+    (await apiProcess({}, leasesOnStoreClockAhead(90_000)).reserve(account._id, 10_000, chatCall, 'hint')).release();
+    const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
+    const aheadOfLocalMs = lease!.expires_at.getTime() - Date.now();
+    // The default expiry is 60 s: on the store's clock that is 150 s from this machine's now.
+    assert.ok(Math.abs(aheadOfLocalMs - 150_000) < 1_000, `expires ${aheadOfLocalMs} ms from now`);
+  });
+
+  it("judges another process's lease expired on the store's clock, not on its own", async () => {
+    // Written a minute ahead on this machine's clock, which is 90 s behind the store's.
+    const { account, lease } = await leaseOfDeadProcess('store-clock-judge', 60_000);
+    const started = Date.now();
+    const reservation = await apiProcess({}, leasesOnStoreClockAhead(90_000)).reserve(account._id, 19_500_000, chatCall, 'hint');
+    assert.ok(Date.now() - started < 1_000, `served after ${Date.now() - started} ms, without waiting for an answer`);
+    assert.ok(await ledger.find(lease._id, 'release'), 'the lease, past its expiry on the store clock, was released');
+    reservation.release();
   });
 
   it("leaves a dead process's lease alone until it expires, and refuses after the wait", async () => {

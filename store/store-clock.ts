@@ -1,0 +1,62 @@
+import type { Db } from 'mongodb';
+
+// The store's clock, as this process sees it. A spend lease's expiry is written by the process
+// that holds it and judged by others (the worker's sweeper, a caller that needs the money):
+// judged on their own clocks, a process whose clock ran 30 s behind had its live leases taken
+// for a dead process's. All of them now read expiry on the one clock they share: the store's,
+// from the `hello` command's `localTime` (MongoDB and FerretDB both answer it, and it needs no
+// write), taken as the midpoint of the round trip and kept as an offset from the local clock.
+//
+// now() never waits: it answers with the last offset (the local clock until the first reading)
+// and asks for a fresh reading in the background once the last is RESYNC_MS old. current()
+// waits for that reading. A failed reading keeps the last offset.
+
+const RESYNC_MS = 30_000;
+
+export class StoreClock {
+  private offsetMs = 0;
+  private readAt = -Infinity;
+  private reading: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    /** The local clock; tests skew it. */
+    private readonly localNow: () => number = Date.now,
+  ) {}
+
+  /** The store's time now (epoch ms), without waiting. */
+  now(): number {
+    const local = this.localNow();
+    if (local - this.readAt >= RESYNC_MS) void this.read();
+    return local + this.offsetMs;
+  }
+
+  /** The store's time now (epoch ms), after a fresh reading when the last is stale. */
+  async current(): Promise<number> {
+    if (this.localNow() - this.readAt >= RESYNC_MS) await this.read();
+    return this.localNow() + this.offsetMs;
+  }
+
+  /** Difference between the store's clock and the local one, as last read. */
+  get skewMs(): number {
+    return this.offsetMs;
+  }
+
+  private read(): Promise<void> {
+    this.reading ??= this.readNow().finally(() => (this.reading = undefined));
+    return this.reading;
+  }
+
+  private async readNow(): Promise<void> {
+    const sentAt = this.localNow();
+    try {
+      const hello = await this.db.command({ hello: 1 });
+      const answeredAt = this.localNow();
+      if (hello.localTime instanceof Date) this.offsetMs = hello.localTime.getTime() - (sentAt + answeredAt) / 2;
+      this.readAt = answeredAt;
+    } catch {
+      // Try again at the next use after RESYNC_MS; until then the last offset stands.
+      this.readAt = this.localNow();
+    }
+  }
+}
