@@ -42,8 +42,12 @@ export class BudgetLeaseStore {
     await this.collection.insertOne(lease);
   }
 
-  async extend(reference: string, expiresAt: Date): Promise<void> {
-    await this.collection.updateOne({ _id: reference }, { $set: { expires_at: expiresAt } });
+  /** Pushes a lease's expiry to `expiresAt`, unless it is gone or already past its expiry at
+   * `now` (both on the store's clock): whoever releases expired leases may then be releasing it,
+   * so it must not be spent from again. False in that case. */
+  async extend(reference: string, expiresAt: Date, now: Date): Promise<boolean> {
+    const result = await this.collection.updateOne({ _id: reference, expires_at: { $gt: now } }, { $set: { expires_at: expiresAt } });
+    return result.matchedCount === 1;
   }
 
   async remove(reference: string): Promise<void> {
@@ -63,6 +67,11 @@ export class BudgetLeaseStore {
   async recalledAmong(references: string[]): Promise<string[]> {
     const recalled = await this.collection.find({ _id: { $in: references }, recalled_at: { $exists: true } }, { projection: { _id: 1 } }).toArray();
     return recalled.map((lease) => lease._id);
+  }
+
+  /** Those of `references` still open. */
+  openAmong(references: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'amount_micros' | 'expires_at'>[]> {
+    return this.collection.find({ _id: { $in: references } }, { projection: { _id: 1, amount_micros: 1, expires_at: 1 } }).toArray();
   }
 
   /** How many of `references` are still open. */

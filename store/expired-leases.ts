@@ -1,10 +1,12 @@
 import type { BudgetLeaseDocument, BudgetLeaseStore } from './budget-leases.ts';
 import type { Ledger, LedgerOutcome } from './ledger.ts';
 
-// A spend lease past its `expires_at` belongs to an api process that died: live processes keep
-// pushing their leases' expiry forward (api/services/billing/account-budgets.ts). Its hold is
-// released (what its last calls cost is lost, which never bills anyone twice) and its document
-// removed. Two callers do it: the worker's sweeper, for every expired lease, and a caller that
+// A spend lease past its `expires_at` belongs to an api process that died, or one that lost
+// touch with the store: live processes keep pushing their leases' expiry forward, and stop
+// spending from a lease they could not extend (api/services/billing/account-budgets.ts). Its
+// hold is released and its document removed. What its calls cost is then lost if the process
+// died; a live one debits it from the balance when it settles (retired-leases.ts). Either way
+// nobody is billed twice. Two callers do it: the worker's sweeper, for every expired lease, and a caller that
 // needs the account's money now (api/services/billing/lease-recall.ts), for that account's.
 //
 // The release only runs when the lease's hold entry exists: a release without one would return

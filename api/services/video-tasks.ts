@@ -12,7 +12,8 @@ import type { AccountStore } from '../../store/accounts.ts';
 import type { Ledger } from '../../store/ledger.ts';
 import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
-import { formatUsd, insufficientBalance } from './billing/insufficient-balance.ts';
+import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
+import type { UnansweredLeases } from './billing/lease-recall.ts';
 
 export interface VideoTaskServiceOptions {
   catalog: Catalog;
@@ -23,7 +24,7 @@ export interface VideoTaskServiceOptions {
   taskQueue: string;
   deadlineSeconds: number;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
-  budgets?: { returnUnused(accountId: string, neededMicros: number): Promise<void> };
+  budgets?: { returnUnused(accountId: string, neededMicros: number): Promise<UnansweredLeases | null> };
   log?: Pick<FastifyBaseLogger, 'warn' | 'error'>;
   /** Tests shorten HOLD_DEADLINE_MS and STALLED_AFTER_MS. */
   holdDeadlineMs?: number;
@@ -155,21 +156,24 @@ export class VideoTaskService {
     return { task_id: taskId, status: 'submitted' };
   }
 
-  /** Holds the task's price, or removes the task and throws 403 when the balance is short. */
+  /** Holds the task's price, or removes the task and throws 403 when the balance is short (503
+   * when the shortfall is held by leases of an api process that stopped answering). */
   private async hold(principal: Principal, taskId: string, priceMicros: number): Promise<void> {
     const { ledger, tasks } = this.options;
     const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros });
     let held = await hold();
+    let unanswered: UnansweredLeases | null = null;
     if (held === 'insufficient_balance' && this.options.budgets) {
       // Part of the balance may be leased to chat calls (here or in another process) without
       // being spent.
-      await this.options.budgets.returnUnused(principal.accountId, priceMicros);
+      unanswered = await this.options.budgets.returnUnused(principal.accountId, priceMicros);
       held = await hold();
     }
     if (held !== 'applied') {
       await tasks.remove(taskId);
       const account = await this.options.accounts.find(principal.accountId);
-      throw insufficientBalance(`this task costs ${formatUsd(priceMicros)}`, { availableMicros: account?.balance_micros ?? 0, heldMicros: account?.held_micros ?? 0 }, 'Add credits and retry.');
+      const totals = { availableMicros: account?.balance_micros ?? 0, heldMicros: account?.held_micros ?? 0, unanswered };
+      throw balanceRefusal(priceMicros, `this task costs ${formatUsd(priceMicros)}`, totals, 'Add credits and retry.');
     }
   }
 

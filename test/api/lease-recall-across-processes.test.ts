@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { buildSimulator } from '../../simulator/app.ts';
 import { AccountStore } from '../../store/accounts.ts';
+import { BudgetLeaseStore } from '../../store/budget-leases.ts';
+import { Ledger } from '../../store/ledger.ts';
 import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/engines.ts';
 
@@ -10,6 +12,8 @@ import { testDatabase } from '../helpers/engines.ts';
 // money leased there, idle; a video submission on the second that only that money can pay for
 // is accepted, not refused with 403 (api/services/billing/lease-recall.ts); and so it is while a
 // slow stream still runs on that lease (the lease hands back what the stream did not reserve).
+// Money in the lease of a process that died is not a shortage: 503 with Retry-After until the
+// lease expires, then the submission goes through.
 
 describe('money leased to another api process', () => {
   const simulator = buildSimulator();
@@ -109,5 +113,31 @@ describe('money leased to another api process', () => {
     assert.equal(after.held_micros, 400_000, 'only the video hold is left once the stream ended');
     assert.ok(after.spent_micros > 0 && after.spent_micros < 1_000, `the stream was paid: ${after.spent_micros}`);
     assert.equal(after.balance_micros, 1_050_000 - 400_000 - after.spent_micros);
+  });
+
+  it("answers 503 with Retry-After while a dead process's lease holds the money, and accepts the retry once it expired", async () => {
+    const account = await createAccount(first.app, { name: 'dead-process', balance_usd: 1.05 });
+    const { key } = await createKey(first.app, account.id);
+    // What an api process that died leaves behind: its lease document and its hold, 3 s from expiry.
+    const leases = new BudgetLeaseStore(database.db);
+    const ledger = new Ledger(database.db);
+    const reference = `lease_dead_${account.id}`;
+    const expiresAt = new Date((await leases.clock.current()) + 3_000);
+    await leases.open({ _id: reference, account_id: account.id, amount_micros: 1_000_000, opened_at: new Date(), expires_at: expiresAt });
+    assert.equal(await ledger.apply({ accountId: account.id, keyId: null, reference, operation: 'hold', amountMicros: 1_000_000 }), 'applied');
+
+    const refused = await submitVideo(second, key, '5', '720p');
+    assert.equal(refused.statusCode, 503, refused.body);
+    assert.match(refused.json().error.message, /\$0\.050000 available, but \$1\.000000 more is held by a gateway process that stopped responding/);
+    const retryAfter = Number(refused.headers['retry-after']);
+    assert.ok(retryAfter >= 1 && retryAfter <= 3, `Retry-After: ${refused.headers['retry-after']}`);
+
+    await new Promise((resolve) => setTimeout(resolve, retryAfter * 1_000));
+    const accepted = await submitVideo(second, key, '5', '720p');
+    assert.equal(accepted.statusCode, 200, accepted.body);
+    assert.ok(await ledger.find(reference, 'release'), "the dead process's hold went back to the balance");
+    const after = (await new AccountStore(database.db).find(account.id))!;
+    assert.equal(after.held_micros, 400_000, 'only the video hold is left');
+    assert.equal(after.balance_micros, 650_000);
   });
 });

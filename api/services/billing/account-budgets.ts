@@ -4,8 +4,8 @@ import { newId } from '../../../core/ids.ts';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger } from '../../../store/ledger.ts';
 import type { UsageStore } from '../../../store/usage.ts';
-import { formatUsd, insufficientBalance } from './insufficient-balance.ts';
-import { LeaseRecall } from './lease-recall.ts';
+import { balanceRefusal, formatUsd } from './insufficient-balance.ts';
+import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
 import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts';
@@ -21,7 +21,8 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // finished (retired-leases.ts). If this process dies first, the hold is released once the lease
 // document expires (store/expired-leases.ts: by the worker's sweeper, or sooner by a caller that
 // needs the money): a crash can lose what the calls of the last seconds cost, never charge for
-// anything twice.
+// anything twice. A live process never reserves from a lease within the last quarter of the
+// expiry the store confirmed, so it does not spend money that may be on its way back.
 //
 // A caller the free balance cannot cover first asks other processes for the leases of its
 // account they are not using (lease-recall.ts), so an idle lease elsewhere never causes a 403.
@@ -31,8 +32,9 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // entry otherwise.
 //
 // The balance is never overdrawn: a reservation only succeeds inside a hold the ledger granted,
-// and the only excess (an upstream reporting more tokens than the worst-case estimate) is
-// debited with the ledger's own balance check.
+// and the only excess (an upstream reporting more tokens than the worst-case estimate, or the
+// calls of a lease released as expired before it settled) is debited with the ledger's own
+// balance check.
 
 const HOLD_ATTEMPTS = 3;
 
@@ -44,7 +46,7 @@ export interface AccountBudgetsOptions {
   timing?: Partial<LeaseTiming>;
 }
 
-type Opening = { opened: true } | { opened: false; availableMicros: number; heldMicros: number };
+type Opening = { opened: true } | { opened: false; availableMicros: number; heldMicros: number; unanswered: UnansweredLeases | null };
 
 /** Waits for `work`, or until `deadline` (epoch ms), whichever comes first. */
 async function untilDeadline(work: Promise<unknown>, deadline: number): Promise<void> {
@@ -65,7 +67,7 @@ export class AccountBudgets {
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
     this.recall = new LeaseRecall(options.leases, options.ledger, this.timing);
-    this.retired = new RetiredLeases(options);
+    this.retired = new RetiredLeases(options, this.timing.settleRetryMaxMs);
   }
 
   /**
@@ -82,6 +84,12 @@ export class AccountBudgets {
     this.startTicking();
     const lease = this.active.get(accountId);
     if (!lease?.canCover(amountMicros)) return undefined;
+    if (lease.expiresAt - this.options.leases.clock.now() < this.timing.expiryMs / 4) {
+      // Its expiry could not be pushed forward (the store is out of reach): soon the sweeper may
+      // hand its hold back. Calls wait for a new lease, or get 503 while the store stays away.
+      this.retire(lease);
+      return undefined;
+    }
     const reservation = lease.reserve(amountMicros, call, Date.now());
     if (lease.availableMicros < lease.amountMicros / 4) this.renewInBackground(lease);
     return reservation;
@@ -91,7 +99,7 @@ export class AccountBudgets {
     for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
       const opening = await this.open(accountId, amountMicros, 'replace');
       if (!opening.opened) {
-        throw insufficientBalance(`this request may cost up to ${formatUsd(amountMicros)}`, opening, `Add credits, ${hint}, and retry.`);
+        throw balanceRefusal(amountMicros, `this request may cost up to ${formatUsd(amountMicros)}`, opening, `Add credits, ${hint}, and retry.`);
       }
       const reservation = this.reserveFromLease(accountId, amountMicros, call);
       if (reservation) return reservation;
@@ -102,14 +110,16 @@ export class AccountBudgets {
 
   /** Gives the account's unreserved leased money back to the balance, as far as it can now:
    * this process's, then, if the free balance still falls short of `neededMicros`, other
-   * processes' (a video submission refused for want of balance asks for this before it gives up). */
-  async returnUnused(accountId: string, neededMicros: number): Promise<void> {
+   * processes' (a video submission refused for want of balance asks for this before it gives up).
+   * Resolves with what the other processes' leases that did not answer still hold, if any. */
+  async returnUnused(accountId: string, neededMicros: number): Promise<UnansweredLeases | null> {
     const lease = this.active.get(accountId);
     if (lease) this.retire(lease);
     await this.retired.trimAll(accountId);
     await Promise.all(this.retired.settlementsUnderWay(accountId));
     const freeMicros = (await this.options.ledger.totals(accountId)).balance_micros;
-    if (freeMicros < neededMicros) await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros);
+    if (freeMicros >= neededMicros) return null;
+    return (await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros)).unanswered;
   }
 
   /** Retires every lease, waits for running calls, settles everything: all within `timeoutMs`.
@@ -126,6 +136,7 @@ export class AccountBudgets {
     }
     for (const lease of this.retired.all()) if (lease.isDrained) this.retired.settle(lease);
     await untilDeadline(Promise.allSettled(this.retired.settlementsUnderWay()), deadline);
+    this.retired.stopRetrying();
     for (const lease of this.retired.all()) {
       const why = lease.isDrained ? 'its settlement did not finish in time' : `${lease.callsInFlight} calls still running on it`;
       this.options.log.error({ lease: lease.reference, callsInFlight: lease.callsInFlight }, `closing with a lease unsettled (${why}); the sweeper will release its hold`);
@@ -154,6 +165,7 @@ export class AccountBudgets {
     let heldMicros = 0;
     let trimmedOwn = false;
     let askedBack = false;
+    let unanswered: UnansweredLeases | null = null;
     // Attempts count holds lost to a race; trimming and asking back happen once each.
     for (let attempt = 0; attempt < HOLD_ATTEMPTS; ) {
       ({ balance_micros: availableMicros, held_micros: heldMicros } = await ledger.totals(accountId));
@@ -166,7 +178,7 @@ export class AccountBudgets {
           if (await this.retired.trimAll(accountId)) continue;
         }
         if (askedBack) break;
-        askedBack = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros);
+        ({ asked: askedBack, unanswered } = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros));
         if (!askedBack) break;
         continue;
       }
@@ -189,7 +201,7 @@ export class AccountBudgets {
       if (previous) this.retire(previous);
       return { opened: true };
     }
-    return { opened: false, availableMicros, heldMicros };
+    return { opened: false, availableMicros, heldMicros, unanswered };
   }
 
   /** This process's leases of `accountId`, open or settling. */
@@ -226,7 +238,7 @@ export class AccountBudgets {
     const storeNow = this.options.leases.clock.now();
     for (const lease of [...this.active.values(), ...this.retired.all()]) {
       if (lease.isDrained) this.retired.settle(lease);
-      else if (lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
+      else if (!lease.extending && lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
     }
     this.answerRecalls(now);
   }
@@ -249,10 +261,23 @@ export class AccountBudgets {
   }
 
   private extend(lease: SpendLease, storeNow: number): void {
-    lease.expiresAt = storeNow + this.timing.expiryMs;
-    this.options.leases.extend(lease.reference, new Date(lease.expiresAt)).catch((error: unknown) => {
-      this.options.log.warn({ err: error, lease: lease.reference }, 'extending a spend lease failed; will retry');
-      lease.expiresAt = storeNow;
-    });
+    const expiresAt = storeNow + this.timing.expiryMs;
+    lease.extending = true;
+    this.options.leases
+      .extend(lease.reference, new Date(expiresAt), new Date(storeNow))
+      .then(
+        (extended) => {
+          if (extended) {
+            lease.expiresAt = Math.max(lease.expiresAt, expiresAt);
+            return;
+          }
+          // Past its expiry or released already: spend no more of it. Its settlement charges its
+          // calls even so (retired-leases.ts).
+          this.options.log.warn({ lease: lease.reference }, 'a spend lease expired before it could be extended; it takes no more calls');
+          if (this.active.get(lease.accountId) === lease) this.retire(lease);
+        },
+        (error: unknown) => this.options.log.warn({ err: error, lease: lease.reference }, 'extending a spend lease failed; will retry'),
+      )
+      .finally(() => (lease.extending = false));
   }
 }

@@ -1,10 +1,16 @@
 import { GatewayError } from '../../../core/errors.ts';
 import { microsToUsd } from '../../../core/money.ts';
+import type { UnansweredLeases } from './lease-recall.ts';
 
 // The 403 of a call or video task the balance cannot cover. Money held for requests still
 // running (a video task, another api process's spend lease with a stream open) is not
 // available, though it is still the account's: the message says how much is held and that its
 // unspent part comes back, so the caller can tell "add credits" from "retry once those end".
+//
+// One case is not a shortage at all: the money is in leases of an api process that died (or lost
+// the store) and did not answer being asked for them. They come back when they expire, within
+// half a minute, so that refusal is a 503 with Retry-After, which OpenAI clients retry by
+// themselves, rather than a 403 that tells the caller to add credits.
 
 /** An amount as the error messages write it: dollars with all six decimals. */
 export function formatUsd(micros: number): string {
@@ -15,4 +21,23 @@ export function formatUsd(micros: number): string {
 export function insufficientBalance(cost: string, totals: { availableMicros: number; heldMicros: number }, advice: string): GatewayError {
   const held = totals.heldMicros > 0 ? ` (${formatUsd(totals.heldMicros)} more is held for requests in progress; what they do not spend comes back when they end)` : '';
   return new GatewayError('insufficient_balance', `Insufficient balance: ${cost} and the account has ${formatUsd(totals.availableMicros)} available${held}. ${advice}`);
+}
+
+/** The refusal of a request costing up to `neededMicros` that the free balance cannot cover:
+ * 503 when the leases that did not answer would make up the difference, else 403. */
+export function balanceRefusal(
+  neededMicros: number,
+  cost: string,
+  totals: { availableMicros: number; heldMicros: number; unanswered?: UnansweredLeases | null },
+  advice: string,
+): GatewayError {
+  const { unanswered } = totals;
+  if (!unanswered || totals.availableMicros + unanswered.micros < neededMicros) return insufficientBalance(cost, totals, advice);
+  const wait = unanswered.retryAfterSeconds;
+  return new GatewayError(
+    'service_unavailable',
+    `Not enough free balance right now: ${cost} and the account has ${formatUsd(totals.availableMicros)} available, but ${formatUsd(unanswered.micros)} more is held by a gateway process that stopped responding. It returns to the balance within ${wait} s; nothing was charged. Retry after ${wait} s.`,
+    undefined,
+    { 'retry-after': String(wait) },
+  );
 }

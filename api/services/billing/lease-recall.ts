@@ -14,7 +14,7 @@ import type { Ledger } from '../../../store/ledger.ts';
 // processes on a nearly spent account would keep taking each other's leases away. And it asks
 // only when those leases could make up the difference, so a call the account cannot afford
 // anyway is refused at once. The leases of a process that died cannot answer: once expired
-// (a minute after their process last pushed the expiry forward) the caller releases them itself.
+// (30 s after their process last pushed the expiry forward) the caller releases them itself.
 
 export interface RecallTiming {
   /** How often a process looks for marks on its open leases. */
@@ -25,6 +25,20 @@ export interface RecallTiming {
 
 /** Between two looks at the balance while waiting for recalled leases. */
 const WAIT_STEP_MS = 50;
+
+/** Money that leases of processes which did not answer being asked still hold. */
+export interface UnansweredLeases {
+  micros: number;
+  /** Until the last of them expires (then a caller may release them): whole seconds from now. */
+  retryAfterSeconds: number;
+}
+
+export interface AskedBack {
+  /** Some money was worth asking for, or a dead process's lease was released. */
+  asked: boolean;
+  /** When the wait ended short: the asked leases that neither settled nor gave back their rest. */
+  unanswered: UnansweredLeases | null;
+}
 
 export class LeaseRecall {
   private nextPollAt = 0;
@@ -40,9 +54,9 @@ export class LeaseRecall {
    * Asks the other processes' open leases of `accountId` (all but `own`) back when, with them,
    * the free balance would cover `neededMicros`; resolves once the balance covers it, the leases
    * have all settled, or the wait is over. A dead process's leases (expired) are released at once.
-   * False when there was nothing worth asking for and nothing was released.
+   * Not `asked` when there was nothing worth asking for and nothing was released.
    */
-  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number): Promise<boolean> {
+  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number): Promise<AskedBack> {
     const others = await this.leases.othersOf(accountId, own);
     // The expired ones are a dead process's: nobody would give them back, so they are released
     // here and now rather than by the worker's sweeper up to half a minute later. Expiry is on
@@ -52,9 +66,9 @@ export class LeaseRecall {
     const live = others.filter((lease) => lease.expires_at.getTime() > now);
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
-    if (freeMicros >= neededMicros) return true;
+    if (freeMicros >= neededMicros) return { asked: true, unanswered: null };
     const leasedMicros = live.reduce((sum, lease) => sum + lease.amount_micros, 0);
-    if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return dead.length > 0;
+    if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return { asked: dead.length > 0, unanswered: null };
     const references = live.map((lease) => lease._id);
     await this.leases.recall(references, new Date());
     // A process that died less than a lease expiry ago gives nothing back either: the wait is
@@ -62,10 +76,25 @@ export class LeaseRecall {
     const deadline = Date.now() + this.timing.recallWaitMs;
     while (Date.now() < deadline) {
       await sleep(WAIT_STEP_MS);
-      if ((await this.ledger.totals(accountId)).balance_micros >= neededMicros) break;
-      if ((await this.leases.countOpen(references)) === 0) break;
+      if ((await this.ledger.totals(accountId)).balance_micros >= neededMicros) return { asked: true, unanswered: null };
+      if ((await this.leases.countOpen(references)) === 0) return { asked: true, unanswered: null };
     }
-    return true;
+    return { asked: true, unanswered: await this.unansweredAmong(references) };
+  }
+
+  /** Those of the asked `references` still open with their whole hold: a live process trims or
+   * settles an asked lease within a poll or two, so these belong to one that died or lost the
+   * store, and come back once they expire. */
+  private async unansweredAmong(references: string[]): Promise<UnansweredLeases | null> {
+    let micros = 0;
+    let lastExpiry = 0;
+    for (const lease of await this.leases.openAmong(references)) {
+      if (await this.ledger.find(lease._id, 'trim')) continue;
+      micros += lease.amount_micros;
+      lastExpiry = Math.max(lastExpiry, lease.expires_at.getTime());
+    }
+    if (micros === 0) return null;
+    return { micros, retryAfterSeconds: Math.max(1, Math.ceil((lastExpiry - this.leases.clock.now()) / 1000)) };
   }
 
   /**

@@ -17,10 +17,14 @@ export interface LeaseTiming extends RecallTiming {
   /** A lease older than this is replaced, so the ledger and the usage records stay current. */
   maxAgeMs: number;
   /** How long the sweeper leaves a lease alone; pushed forward (at half time) while the lease is
-   * open. So a dead process's leases are released about this long after it died, and a live
-   * process whose store writes fail for half of it may lose a lease: its calls go unbilled. */
+   * open. So a dead process's leases are released about this long after it died. A live process
+   * takes no new reservations from a lease whose expiry, as the store last confirmed it, is less
+   * than a quarter of this away (account-budgets.ts): it never spends money the sweeper may be
+   * handing back. */
   expiryMs: number;
   tickMs: number;
+  /** The longest pause between two attempts to settle a lease (they start at 0.4 s and double). */
+  settleRetryMaxMs: number;
   /** The smallest hold worth a ledger round trip (unless the balance is smaller). */
   minLeaseMicros: number;
   /** A lease covers this many worst-case reservations of the call that opened it. */
@@ -34,9 +38,12 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = {
   idleMs: 5_000,
   smallLeaseIdleMs: 5 * 60_000,
   maxAgeMs: 5_000,
-  // A minute: money a crashed process held comes back within a minute or so, not ten.
-  expiryMs: 60_000,
+  // Money a crashed process held comes back within half a minute (at once for a caller who
+  // needs it, lease-recall.ts; else at the worker's next sweep). A live process keeps using a
+  // lease through store outages of 7.5 to 22.5 s (see expiryMs) before its calls get 503.
+  expiryMs: 30_000,
   tickMs: 100,
+  settleRetryMaxMs: 5_000,
   minLeaseMicros: 1_000_000,
   reservationsPerLease: 8,
   recallPollMs: 500,

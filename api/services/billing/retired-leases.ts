@@ -14,7 +14,9 @@ import type { SpendLease } from './spend-lease.ts';
 // settlement later captures from what is left. A trim is one ledger entry in a slot of its own
 // (store/ledger.ts), applied at most once however often it is retried.
 
-const SETTLE_ATTEMPTS = 5;
+// A settlement is retried until it lands (the store may be away for minutes), and given up
+// only when the process closes: the sweeper then releases the hold, and the calls are lost.
+const FIRST_RETRY_DELAY_MS = 400;
 
 export interface RetiredLeaseStores {
   ledger: Ledger;
@@ -27,13 +29,23 @@ export class RetiredLeases {
   private readonly retired = new Set<SpendLease>();
   private readonly settlements = new Map<SpendLease, Promise<void>>();
   private readonly trims = new Map<SpendLease, Promise<boolean>>();
+  private stopped = false;
 
-  constructor(private readonly stores: RetiredLeaseStores) {}
+  constructor(
+    private readonly stores: RetiredLeaseStores,
+    /** The longest pause between two settlement attempts. */
+    private readonly retryMaxMs = 5_000,
+  ) {}
 
   /** Takes a closed lease; it settles at once when no call runs on it. */
   add(lease: SpendLease): void {
     this.retired.add(lease);
     if (lease.isDrained) this.settle(lease);
+  }
+
+  /** Settlements that fail from now on are not tried again (the process is closing). */
+  stopRetrying(): void {
+    this.stopped = true;
   }
 
   /** The retired leases not settled yet. */
@@ -97,11 +109,12 @@ export class RetiredLeases {
         await this.settleOnce(lease);
         return;
       } catch (error) {
-        if (attempt >= SETTLE_ATTEMPTS) {
-          this.stores.log.error({ err: error, lease: lease.reference }, 'settling a spend lease failed; the sweeper will release its hold when it expires');
+        if (this.stopped) {
+          this.stores.log.error({ err: error, lease: lease.reference }, 'settling a spend lease failed as the process closes; the sweeper will release its hold');
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** attempt));
+        this.stores.log.warn({ err: error, lease: lease.reference, attempt }, 'settling a spend lease failed; will retry');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(FIRST_RETRY_DELAY_MS * 2 ** (attempt - 1), this.retryMaxMs)));
       }
     }
   }
@@ -122,11 +135,15 @@ export class RetiredLeases {
       captured === 0
         ? await ledger.apply({ ...base, operation: 'release', amountMicros: held })
         : await ledger.apply({ ...base, operation: 'capture', amountMicros: captured, heldMicros: held });
-    if (outcome !== 'applied') log.error({ lease: lease.reference, outcome }, 'a spend lease was already settled elsewhere (the sweeper?); its calls are not charged');
-    const overage = statement.spentMicros - captured;
-    if (overage > 0 && outcome === 'applied') {
-      const debited = await ledger.apply({ ...base, operation: 'debit', amountMicros: overage });
-      if (debited !== 'applied') log.warn({ lease: lease.reference, overage }, 'calls cost more than their lease and the balance could not cover the rest');
+    if (outcome === 'insufficient_balance') log.error({ lease: lease.reference }, 'the ledger holds less than a spend lease it granted; its calls are not charged');
+    // 'conflict': the lease was released as expired elsewhere (its process could not push the
+    // expiry forward in time), and its hold went back to the balance. Its calls were served all
+    // the same: they are debited from the balance instead, as far as it goes.
+    const owed = outcome === 'applied' ? statement.spentMicros - captured : outcome === 'conflict' ? statement.spentMicros : 0;
+    if (owed > 0) {
+      const debited = await ledger.apply({ ...base, operation: 'debit', amountMicros: owed });
+      if (debited !== 'applied') log.error({ lease: lease.reference, owed, outcome }, "the balance could not cover what a spend lease's calls cost beyond its hold; the rest is lost");
+      else if (outcome !== 'applied') log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
     }
     await leases.remove(lease.reference);
   }

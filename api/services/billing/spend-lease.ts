@@ -44,9 +44,11 @@ export class SpendLease {
   lastActivityAt: number;
   /** The biggest single reservation so far: what the next lease must at least cover. */
   largestReservationMicros = 0;
-  /** When the sweeper may release the hold, on the store's clock (store/store-clock.ts); pushed
-   * forward while the lease lives. */
+  /** When the sweeper may release the hold, on the store's clock (store/store-clock.ts), as the
+   * store last confirmed it; pushed forward while the lease lives. */
   expiresAt: number;
+  /** An extension of expiresAt is on its way to the store. */
+  extending = false;
 
   constructor(
     readonly reference: string,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AccountBudgets } from '../../../api/services/billing/account-budgets.ts';
-import type { LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { AccountStore } from '../../../store/accounts.ts';
 import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
@@ -66,8 +66,12 @@ describe('spend leases asked back by another process', () => {
   const idleLeaseElsewhere = (name: string) => leaseElsewhere(name);
 
   /** The lease of a process that died: its timer never runs again, so it neither pushes the
-   * lease's expiry forward nor answers being asked. */
-  const leaseOfDeadProcess = (name: string, expiryMs: number) => leaseElsewhere(name, { tickMs: 1_000_000_000, expiryMs });
+   * lease's expiry forward nor answers being asked, and it is never closed (which would settle). */
+  async function leaseOfDeadProcess(name: string, expiryMs: number) {
+    const elsewhere = await leaseElsewhere(name, { tickMs: 1_000_000_000, expiryMs });
+    open.splice(open.indexOf(elsewhere.holder), 1);
+    return elsewhere;
+  }
 
   const settled = (accountId: string) => settledAccount(accounts, accountId);
 
@@ -186,8 +190,9 @@ describe('spend leases asked back by another process', () => {
     (await apiProcess({}, leasesOnStoreClockAhead(90_000)).reserve(account._id, 10_000, chatCall, 'hint')).release();
     const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
     const aheadOfLocalMs = lease!.expires_at.getTime() - Date.now();
-    // The default expiry is 60 s: on the store's clock that is 150 s from this machine's now.
-    assert.ok(Math.abs(aheadOfLocalMs - 150_000) < 1_000, `expires ${aheadOfLocalMs} ms from now`);
+    // 90 s plus the default expiry: on the store's clock, the expiry is that far from this machine's now.
+    const expected = 90_000 + DEFAULT_LEASE_TIMING.expiryMs;
+    assert.ok(Math.abs(aheadOfLocalMs - expected) < 1_000, `expires ${aheadOfLocalMs} ms from now, not ${expected}`);
   });
 
   it("judges another process's lease expired on the store's clock, not on its own", async () => {
@@ -200,18 +205,34 @@ describe('spend leases asked back by another process', () => {
     reservation.release();
   });
 
-  it("leaves a dead process's lease alone until it expires, and refuses after the wait", async () => {
+  it("leaves a dead process's lease alone until it expires, and answers 503 with Retry-After after the wait", async () => {
     const { account, lease } = await leaseOfDeadProcess('dead-unexpired', 60_000);
     const started = Date.now();
     await assert.rejects(async () => apiProcess({ recallWaitMs: 300 }).reserve(account._id, 19_500_000, chatCall, 'hint'), (error: unknown) => {
-      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
-      // The caller learns that money is held, not only that it should add credits.
-      assert.match(error.message, /\$19\.000000 available \(\$1\.000000 more is held for requests in progress/);
+      // Not a shortage: the money comes back when the lease expires, so the caller is told to
+      // retry then, not to add credits (OpenAI clients retry a 503 by themselves).
+      assert.ok(error instanceof GatewayError && error.code === 'service_unavailable', String(error));
+      assert.match(error.message, /\$19\.000000 available, but \$1\.000000 more is held by a gateway process that stopped responding/);
+      const retryAfter = Number(error.headers['retry-after']);
+      assert.ok(retryAfter >= 58 && retryAfter <= 60, `Retry-After: ${error.headers['retry-after']}`);
       return true;
     });
     assert.ok(Date.now() - started >= 300, 'it waited for an answer first');
     assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 1, 'the lease is still there');
     assert.equal(await ledger.find(lease._id, 'release'), null, 'its hold was not released');
+    assert.deepEqual(await apiProcess({ recallWaitMs: 300 }).returnUnused(account._id, 19_500_000).then((unanswered) => unanswered?.micros), 1_000_000, 'a video hold learns the same');
+  });
+
+  it('answers 403 when the leases that did answer leave the caller short, however long they run', async () => {
+    const account = await accounts.create({ name: 'busy-still-short', balanceMicros: BALANCE });
+    const running = await apiProcess().reserve(account._id, 10_000, chatCall, 'hint');
+    // $19 free and $0.99 trimmed back from the busy lease: $0.005 short of $19.995.
+    await assert.rejects(async () => apiProcess({ recallWaitMs: 500 }).reserve(account._id, 19_995_000, chatCall, 'hint'), (error: unknown) => {
+      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      assert.match(error.message, /\$19\.990000 available \(\$0\.010000 more is held for requests in progress/);
+      return true;
+    });
+    running.release();
   });
 
   it('hands the leased money to a direct hold (a video submission) of another process', async () => {
