@@ -238,7 +238,7 @@ export class AccountBudgets {
     const storeNow = this.options.leases.clock.now();
     for (const lease of [...this.active.values(), ...this.retired.all()]) {
       if (lease.isDrained) this.retired.settle(lease);
-      else if (!lease.extending && lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
+      else if (!lease.extending && !lease.expiryLost && lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
     }
     this.answerRecalls(now);
   }
@@ -273,6 +273,7 @@ export class AccountBudgets {
           }
           // Past its expiry or released already: spend no more of it. Its settlement charges its
           // calls even so (retired-leases.ts).
+          lease.expiryLost = true;
           this.options.log.warn({ lease: lease.reference }, 'a spend lease expired before it could be extended; it takes no more calls');
           if (this.active.get(lease.accountId) === lease) this.retire(lease);
         },

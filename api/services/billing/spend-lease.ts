@@ -49,6 +49,10 @@ export class SpendLease {
   expiresAt: number;
   /** An extension of expiresAt is on its way to the store. */
   extending = false;
+  /** An extension found it past its expiry or gone: its hold may have been released already.
+   * It is retired then, and never extended again: each try would be another store write and
+   * warning, every tick, for as long as its calls run. */
+  expiryLost = false;
 
   constructor(
     readonly reference: string,

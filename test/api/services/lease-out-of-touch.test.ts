@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AccountBudgets } from '../../../api/services/billing/account-budgets.ts';
+import { AccountBudgets, type AccountBudgetsOptions } from '../../../api/services/billing/account-budgets.ts';
 import type { LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
 import { AccountStore } from '../../../store/accounts.ts';
 import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
@@ -60,12 +60,12 @@ describe('a process that loses touch with the store keeps the money right', () =
   });
   after(() => database.drop());
 
-  function apiProcess(timing: Partial<LeaseTiming>, stores: { leases?: BudgetLeaseStore; ledger?: Ledger } = {}): AccountBudgets {
+  function apiProcess(timing: Partial<LeaseTiming>, stores: { leases?: BudgetLeaseStore; ledger?: Ledger; log?: AccountBudgetsOptions['log'] } = {}): AccountBudgets {
     return new AccountBudgets({
       ledger: stores.ledger ?? ledger,
       leases: stores.leases ?? leases,
       usage: new UsageStore(database.db),
-      log: silent,
+      log: stores.log ?? silent,
       timing: { idleMs: 60_000, smallLeaseIdleMs: 60_000, tickMs: 20, ...timing },
     });
   }
@@ -104,7 +104,8 @@ describe('a process that loses touch with the store keeps the money right', () =
   it('stops spending from a lease as soon as an extension finds it released elsewhere', async () => {
     const account = await accounts.create({ name: 'released-elsewhere', balanceMicros: BALANCE });
     // Extended once less than 1 s is left, i.e. about 1 s after it opened.
-    const holder = apiProcess({ expiryMs: 2_000 });
+    const warnings: string[] = [];
+    const holder = apiProcess({ expiryMs: 2_000 }, { log: { warn: (_details: unknown, message?: string) => void warnings.push(String(message)), error() {} } });
     const first = await holder.reserve(account._id, 10_000, chatCall, 'hint');
     const [lease] = await leasesOf(account._id);
     // Another process took it for a dead one's (a clock far off, a long pause) and released it.
@@ -118,6 +119,9 @@ describe('a process that loses touch with the store keeps the money right', () =
     assert.equal(open.length, 1);
     assert.notEqual(open[0]!._id, lease!._id, 'a new lease holds the money of the next call');
 
+    // The call still running on it keeps the lease from settling: it is not extended again.
+    await sleep(200);
+    assert.deepEqual(warnings, ['a spend lease expired before it could be extended; it takes no more calls']);
     first.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
     await holder.close();
     const after = await settledAccount(accounts, account._id);
