@@ -6,8 +6,8 @@ import { freePort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { connectDatabase } from '../store/database.ts';
 import { printChatReport } from './lib/chat-report.ts';
 import { framegateAccounts, startFloor, startFramegate, startLiteLlm, startUpstream, type Launch } from './lib/chat-targets.ts';
-import { processTreeCpuMs } from './lib/process-cpu.ts';
-import { complete, mergeLoads, runTimedLoad, streamCapacity, timeStream, type ChatTarget, type StreamCapacity, type StreamTiming, type TimedLoad } from './lib/proxy-load.ts';
+import { inTurns, measureLatency, pooled, measureStreams, measureThroughput, mergeStreamBlocks, rotate, STREAM_CONCURRENCY, THROUGHPUT_CONCURRENCY, warmUp } from './lib/chat-sections.ts';
+import { complete, mergeLoads, streamCapacity, type ChatTarget, type StreamCapacity } from './lib/proxy-load.ts';
 
 // `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:
 //   direct   the loopback upstream itself (bench/lib/loopback-upstream.ts, its own process);
@@ -38,7 +38,6 @@ import { complete, mergeLoads, runTimedLoad, streamCapacity, timeStream, type Ch
 const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 2000);
 const THROUGHPUT_REQUESTS = Number(process.env.BENCH_THROUGHPUT_REQUESTS ?? 40_000);
 const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 15);
-const THROUGHPUT_CONCURRENCY = 50;
 const PAUSED_CALLS = Number(process.env.BENCH_PAUSED_CALLS ?? 15);
 // Longer than an idle spend lease of a large share of the balance is kept (SPEND_LEASE_IDLE_MS)
 // and than a key read is good for without the change feed (KEY_CACHE_MS).
@@ -46,10 +45,6 @@ const PAUSE_MS = Number(process.env.BENCH_PAUSE_MS ?? 6_000);
 // A p99 needs 100 samples to be more than the slowest one: with 16 streams the TTFT "p99" was
 // simply the slowest stream. 100 streams, 4 at a time, take about 33 s per target.
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 100);
-const STREAM_CONCURRENCY = 4;
-// Streams of 64 chunks 20 ms apart last about 1.3 s: starting the 4 a quarter of that apart
-// keeps their first chunks from queueing behind each other, so TTFT measures one stream's path.
-const STREAM_STAGGER_MS = 330;
 const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS ?? '50,100,200,400,800').split(',').map(Number);
 
 // Before anything is measured, every target serves WARM_CALLS calls and WARM_STREAMS short
@@ -64,29 +59,6 @@ const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 15);
 
 // Sections 1, 2 and 3 run each target in this many turns (see 1).
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
-
-/** The targets in turn order for one round: each round starts one later. */
-function rotate<T>(items: T[], round: number): T[] {
-  const start = round % items.length;
-  return [...items.slice(start), ...items.slice(0, start)];
-}
-
-/** Runs `measure` for every target in ROUNDS turns, the order rotating, and pools each target's
- * blocks into one with `merge`. */
-async function inTurns<Block>(targets: ChatTarget[], measure: (target: ChatTarget) => Promise<Block>, merge: (blocks: Block[]) => Block): Promise<Map<string, Block>> {
-  const blocks = new Map<string, Block[]>(targets.map((target) => [target.name, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const target of rotate(targets, round)) blocks.get(target.name)!.push(await measure(target));
-  }
-  return new Map([...blocks].map(([name, measured]) => [name, merge(measured)]));
-}
-
-/** Runs `load` and adds the CPU time `target`'s process spent meanwhile. */
-async function withCpu(target: ChatTarget, load: () => Promise<TimedLoad>): Promise<TimedLoad> {
-  const before = processTreeCpuMs(target.pid);
-  const measured = await load();
-  return { ...measured, cpuMs: processTreeCpuMs(target.pid) - before };
-}
 
 const processes: ManagedProcess[] = [];
 const dataDir = path.join(projectRoot, `.data/bench-chat-${process.pid}`);
@@ -131,20 +103,12 @@ try {
 
   // 0. Warm-up (see WARM_CALLS).
   for (const target of targets) {
-    const calls = await runTimedLoad(8, WARM_CALLS, WARM_SECONDS, () => complete(target, 'warm up'));
-    const streamed = await runTimedLoad(8, WARM_STREAMS, WARM_SECONDS, async () => (await timeStream(target, 'warm up [up:chunks=1]')).contentChunks === 1);
+    const { calls, streams: streamed } = await warmUp(target, { calls: WARM_CALLS, streams: WARM_STREAMS, seconds: WARM_SECONDS });
     console.log(`  warm-up   ${target.name}: ${calls.completed} calls, ${streamed.completed} one-chunk streams (${calls.errors + streamed.errors} errors)`);
   }
 
-  // 1. Added latency at concurrency 1, in rounds: each target's calls are split into ROUNDS
-  // blocks and the targets take turns (the order rotating), so a disturbance of a few seconds
-  // on this shared machine falls on every target alike instead of on whichever ran then.
-  // Each block starts with 200 unmeasured calls: the target has sat idle while the others ran
-  // (with 20, the proxies' p50 read about 0.1 ms higher than run in one go; with 200, the same).
-  const latency = await inTurns(targets, async (target) => {
-    await runTimedLoad(1, 200, 30, () => complete(target, 'warm up'));
-    return runTimedLoad(1, Math.ceil(LATENCY_REQUESTS / ROUNDS), 60 / ROUNDS, () => complete(target, 'ping'));
-  }, mergeLoads);
+  // 1. Added latency at concurrency 1, in turns (lib/chat-sections.ts).
+  const latency = pooled(await inTurns(targets, ROUNDS, (target) => measureLatency(target, Math.ceil(LATENCY_REQUESTS / ROUNDS), 60 / ROUNDS)), mergeLoads);
 
   // 1b. Calls after a pause: a round calls each target once, rounds PAUSE_MS apart, so every
   // call meets a process that has been idle that long (caches aged, leases possibly given back).
@@ -158,34 +122,16 @@ try {
     }
   }
 
-  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay, in rounds as in 1, with
-  // the CPU time the target's own process spent (bench/lib/process-cpu.ts says why); Framegate
-  // once more with the calls spread over 50 accounts.
-  const throughput = await inTurns(targets, async (target) => {
-    await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, () => complete(target, 'warm up [up:delay=20]'));
-    return withCpu(target, () => runTimedLoad(THROUGHPUT_CONCURRENCY, Math.ceil(THROUGHPUT_REQUESTS / ROUNDS), THROUGHPUT_SECONDS / ROUNDS, () => complete(target, 'ping [up:delay=20]')));
-  }, mergeLoads);
+  // 2. Throughput at 50 concurrent connections, 20 ms upstream delay, in turns as in 1, with
+  // the CPU time the target's own process spent; Framegate once more with the calls spread
+  // over 50 accounts.
+  const throughput = pooled(await inTurns(targets, ROUNDS, (target) => measureThroughput(target, Math.ceil(THROUGHPUT_REQUESTS / ROUNDS), THROUGHPUT_SECONDS / ROUNDS)), mergeLoads);
   const spread = await framegateAccounts(framegate, THROUGHPUT_CONCURRENCY);
-  await runTimedLoad(THROUGHPUT_CONCURRENCY, 200, 20, (index) => complete(spread[index % spread.length]!, 'warm up [up:delay=20]'));
-  const spreadLoad = await withCpu(framegate, () =>
-    runTimedLoad(THROUGHPUT_CONCURRENCY, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, (index) => complete(spread[index % spread.length]!, 'ping [up:delay=20]')),
-  );
+  const spreadLoad = await measureThroughput(framegate, THROUGHPUT_REQUESTS, THROUGHPUT_SECONDS, spread);
 
   // 3. Streaming: 64 chunks 20 ms apart, in turns as in 1 (the TTFT tail is where a
   // disturbance of a few seconds shows first).
-  const streams = await inTurns(
-    targets,
-    async (target) => {
-      const timings: StreamTiming[] = [];
-      const load = await runTimedLoad(STREAM_CONCURRENCY, Math.ceil(STREAMS / ROUNDS), 60 / ROUNDS, async (index) => {
-        if (index < STREAM_CONCURRENCY) await new Promise((resolve) => setTimeout(resolve, index * STREAM_STAGGER_MS));
-        timings.push(await timeStream(target, 'stream please'));
-        return true;
-      });
-      return { timings, load };
-    },
-    (blocks) => ({ timings: blocks.flatMap((block) => block.timings), load: mergeLoads(blocks.map((block) => block.load)) }),
-  );
+  const streams = pooled(await inTurns(targets, ROUNDS, (target) => measureStreams(target, Math.ceil(STREAMS / ROUNDS), 60 / ROUNDS)), mergeStreamBlocks);
 
   // 4. The most concurrent streams held with no lost chunk.
   const capacity = new Map<string, StreamCapacity>();

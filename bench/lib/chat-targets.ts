@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { request } from 'undici';
-import { buildApi, builtApiArgs } from '../../scripts/lib/build-api.ts';
+import { apiRunArgs, buildApi } from '../../scripts/lib/build-api.ts';
 import { projectRoot } from '../../scripts/lib/engines.ts';
 import { freePort, startProcess, waitForPort, type ManagedProcess } from '../../scripts/lib/processes.ts';
 import { chatTarget, complete, type ChatTarget } from './proxy-load.ts';
@@ -55,15 +55,30 @@ export async function startFloor(launch: Launch, name: string, script: string, u
   return chatTarget(name, `http://127.0.0.1:${port}`, { pid: floor.child.pid });
 }
 
-export async function startFramegate(launch: Launch, upstreamUrl: string, mongodbUri: string, temporalAddress: string, database: string): Promise<ChatTarget> {
+export interface FramegateBuild {
+  /** The target's name in reports, and its log file's. */
+  name: string;
+  /** A bundle made by buildApi(); by default this tree is built into dist/api/server.mjs. */
+  entry: string;
+}
+
+export async function startFramegate(
+  launch: Launch,
+  upstreamUrl: string,
+  mongodbUri: string,
+  temporalAddress: string,
+  database: string,
+  build?: FramegateBuild,
+): Promise<ChatTarget> {
+  const name = build?.name ?? 'Framegate';
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   // BENCH_PROFILE_DIR=dir writes a V8 CPU profile of the api process there when it exits
   // (Node refuses --cpu-prof in NODE_OPTIONS, so it has to be passed here).
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
   // As production runs it: from its build, not under tsx (scripts/lib/build-api.ts says why).
-  await buildApi();
-  const api = startProcess('framegate', process.execPath, [...profile, ...builtApiArgs], {
+  const entry = build?.entry ?? (await buildApi());
+  const api = startProcess(name, process.execPath, [...profile, ...apiRunArgs(entry)], {
     cwd: projectRoot,
     env: loopbackEnv({
       HOST: '127.0.0.1',
@@ -82,7 +97,7 @@ export async function startFramegate(launch: Launch, upstreamUrl: string, mongod
       RATE_LIMIT_REQUESTS_PER_MINUTE: '100000000',
       RATE_LIMIT_TOKENS_PER_MINUTE: '1000000000',
     }),
-    logFile: logFile(launch, 'framegate'),
+    logFile: logFile(launch, name),
   });
   launch.processes.push(api);
   await waitForPort('127.0.0.1', port, api);
@@ -92,7 +107,7 @@ export async function startFramegate(launch: Launch, upstreamUrl: string, mongod
   const keyResponse = await request(`${origin}/admin/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench' }) });
   const { key } = (await keyResponse.body.json()) as { key: string };
   if (!key) throw new Error('Framegate: no key was created');
-  return chatTarget('Framegate', origin, { key, pid: api.child.pid });
+  return chatTarget(name, origin, { key, pid: api.child.pid });
 }
 
 /** `count` more funded accounts with a key each, sharing `framegate`'s connection pool: the

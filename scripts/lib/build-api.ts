@@ -14,30 +14,45 @@ import { projectRoot } from './engines.ts';
 
 export const builtApiEntry = path.join(projectRoot, 'dist/api/server.mjs');
 
-/** The command line (after `node`) that runs the built api. */
-export const builtApiArgs = ['--enable-source-maps', builtApiEntry];
+/** The command line (after `node`) that runs a built api. */
+export function apiRunArgs(entry: string): string[] {
+  return ['--enable-source-maps', entry];
+}
 
-/** Builds api/server.ts into dist/api/server.mjs. Written under a temporary name and renamed,
+/** The command line (after `node`) that runs the api built from this tree. */
+export const builtApiArgs = apiRunArgs(builtApiEntry);
+
+export interface BuildApiOptions {
+  /** The tree whose api/server.ts is built: the project itself unless another revision's
+   * sources were unpacked elsewhere (bench/chat-ab.ts). */
+  sourceRoot?: string;
+  /** Where the bundle goes. It must lie inside the project: its package imports are resolved
+   * from the node_modules folders above it. */
+  outfile?: string;
+}
+
+/** Builds api/server.ts into dist/api/server.mjs (or `outfile`); returns the bundle's path. Written under a temporary name and renamed,
  * so a process starting while another command rebuilds never reads half a file. */
-export async function buildApi(): Promise<string> {
+export async function buildApi(options: BuildApiOptions = {}): Promise<string> {
+  const outfile = options.outfile ?? builtApiEntry;
   const result = await build({
-    entryPoints: [path.join(projectRoot, 'api/server.ts')],
+    entryPoints: [path.join(options.sourceRoot ?? projectRoot, 'api/server.ts')],
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: 'node20',
     packages: 'external',
     sourcemap: 'linked',
-    outfile: builtApiEntry,
+    outfile,
     write: false,
     logLevel: 'warning',
   });
-  mkdirSync(path.dirname(builtApiEntry), { recursive: true });
+  mkdirSync(path.dirname(outfile), { recursive: true });
   const suffix = `.${process.pid}.tmp`;
   for (const file of result.outputFiles) writeFileSync(file.path + suffix, file.contents);
   // The map first: the bundle names it, so a bundle never points at a map that is not there yet.
   for (const file of [...result.outputFiles].sort((a, b) => Number(a.path.endsWith('.mjs')) - Number(b.path.endsWith('.mjs')))) {
     renameSync(file.path + suffix, file.path);
   }
-  return builtApiEntry;
+  return outfile;
 }
