@@ -10,8 +10,9 @@ import { inTurns, measureLatency, measureStreams, measureThroughput, mergeStream
 import { startFloor, startFramegate, startUpstream, type FramegateBuild, type Launch } from './lib/chat-targets.ts';
 import { mergeLoads, type ChatTarget } from './lib/proxy-load.ts';
 
-// `npm run bench:chat-ab -- [REV ...]`: is a change to the chat path faster, or is it noise?
-// Builds the api at each git revision ('.' is the working tree; default: HEAD and '.'), starts
+// `npm run bench:chat-ab -- [REV[@VAR=value,...] ...]`: is a change to the chat path faster, or
+// is it noise? Builds the api at each git revision ('.' is the working tree; default: HEAD and
+// '.'; `HEAD@LOG_LEVEL=warn` runs HEAD with that environment on top of the bench's), starts
 // each build as its own process on one store beside the direct upstream and the Fastify floor,
 // and measures bench:chat's sections 1 to 3 in alternating turns. The first revision runs twice,
 // as two processes (the control, A and A'); each other build's turns are tested against the
@@ -33,7 +34,25 @@ const WARM = {
   seconds: Number(process.env.BENCH_WARM_SECONDS ?? 15),
 };
 
-const revisions = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['HEAD', '.'];
+interface BuildSpec {
+  revision: string;
+  env: Record<string, string>;
+}
+
+/** `REV` or `REV@VAR=value,VAR=value`; a revision may hold an '@' of its own (HEAD@{1}). */
+function parseBuildSpec(argument: string): BuildSpec {
+  const at = argument.lastIndexOf('@');
+  if (at === -1 || !argument.slice(at + 1).includes('=')) return { revision: argument, env: {} };
+  const env: Record<string, string> = {};
+  for (const pair of argument.slice(at + 1).split(',')) {
+    const equals = pair.indexOf('=');
+    if (equals < 1) throw new Error(`"${argument}": expected REV@VAR=value[,VAR=value]`);
+    env[pair.slice(0, equals)] = pair.slice(equals + 1);
+  }
+  return { revision: argument.slice(0, at), env };
+}
+
+const specs = (process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['HEAD', '.']).map(parseBuildSpec);
 const workDir = path.join(projectRoot, `.data/chat-ab-${process.pid}`);
 const scratch = mkdtempSync(path.join(tmpdir(), 'framegate-ab-'));
 const processes: ManagedProcess[] = [];
@@ -62,8 +81,14 @@ function signed(value: number, digits: number): string {
 let exitCode = 0;
 try {
   provision();
-  const builds = [];
-  for (const revision of revisions) builds.push(await buildRevision(revision));
+  // One bundle per revision, however many environments it runs with.
+  const bundles = new Map<string, { label: string; entry: string }>();
+  for (const { revision } of specs) if (!bundles.has(revision)) bundles.set(revision, await buildRevision(revision));
+  const builds = specs.map(({ revision, env }) => {
+    const bundle = bundles.get(revision)!;
+    const overrides = Object.entries(env).map(([name, value]) => `${name}=${value}`);
+    return { label: overrides.length > 0 ? `${bundle.label} with ${overrides.join(' ')}` : bundle.label, entry: bundle.entry, env };
+  });
   const ferretPort = await freePort();
   const temporalPort = await freePort();
   const mongodbUri = process.env.MONGODB_URI ?? `mongodb://127.0.0.1:${ferretPort}/`;
@@ -75,9 +100,9 @@ try {
   const floor = await startFloor(launch, 'floor', 'bench/lib/bare-proxy.ts', direct.origin);
   // Target names: A and A' (the control, the first revision twice), then B, C, ...
   const runs: (FramegateBuild & { label: string })[] = [
-    { name: 'A', label: builds[0]!.label, entry: builds[0]!.entry },
-    { name: "A'", label: `${builds[0]!.label}, again`, entry: builds[0]!.entry },
-    ...builds.slice(1).map((build, index) => ({ name: String.fromCharCode(66 + index), label: build.label, entry: build.entry })),
+    { name: 'A', ...builds[0]! },
+    { name: "A'", ...builds[0]!, label: `${builds[0]!.label}, again` },
+    ...builds.slice(1).map((build, index) => ({ name: String.fromCharCode(66 + index), ...build })),
   ];
   const apis: ChatTarget[] = [];
   for (const run of runs) apis.push(await startFramegate(launch, direct.origin, mongodbUri, temporalAddress, `bench_ab_${process.pid}_${apis.length}`, run));

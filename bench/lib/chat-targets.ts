@@ -60,6 +60,8 @@ export interface FramegateBuild {
   name: string;
   /** A bundle made by buildApi(); by default this tree is built into dist/api/server.mjs. */
   entry: string;
+  /** Environment of this api process over the bench's own (LOG_LEVEL, say). */
+  env?: Record<string, string>;
 }
 
 export async function startFramegate(
@@ -96,6 +98,7 @@ export async function startFramegate(
       // Limits are still counted on every request (the cost is measured), just never reached.
       RATE_LIMIT_REQUESTS_PER_MINUTE: '100000000',
       RATE_LIMIT_TOKENS_PER_MINUTE: '1000000000',
+      ...build?.env,
     }),
     logFile: logFile(launch, name),
   });
