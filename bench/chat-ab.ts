@@ -121,7 +121,10 @@ try {
   const pooledThroughput = pooled(throughput, mergeLoads);
   const pooledStreams = pooled(streams, mergeStreamBlocks);
   const all = (name: string): Measured => ({ latency: pooledLatency.get(name)!, throughput: pooledThroughput.get(name)!, streams: pooledStreams.get(name)! });
-  const errors = targets.reduce((sum, target) => sum + all(target.name).latency.errors + all(target.name).throughput.errors + all(target.name).streams.load.errors, 0);
+  const errors = targets.reduce((sum, target) => {
+    const { latency: calls, throughput: load, streams: streamed } = all(target.name);
+    return sum + calls.errors + load.errors + streamed.load.errors;
+  }, 0);
 
   // The table shows each build's figures over all its turns; the verdicts come from the turns.
   const figures = new Map<string, BuildFigures>([floor, ...apis].map((target) => [target.name, figuresOf(all(target.name), all('direct'))]));

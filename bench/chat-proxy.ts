@@ -6,7 +6,7 @@ import { freePort, type ManagedProcess } from '../scripts/lib/processes.ts';
 import { connectDatabase } from '../store/database.ts';
 import { printChatReport } from './lib/chat-report.ts';
 import { framegateAccounts, startFloor, startFramegate, startLiteLlm, startUpstream, type Launch } from './lib/chat-targets.ts';
-import { inTurns, measureLatency, pooled, measureStreams, measureThroughput, mergeStreamBlocks, rotate, STREAM_CONCURRENCY, THROUGHPUT_CONCURRENCY, warmUp } from './lib/chat-sections.ts';
+import { inTurns, measureLatency, measureStreams, measureThroughput, mergeStreamBlocks, pooled, rotate, STREAM_CONCURRENCY, THROUGHPUT_CONCURRENCY, warmUp } from './lib/chat-sections.ts';
 import { complete, mergeLoads, streamCapacity, type ChatTarget, type StreamCapacity } from './lib/proxy-load.ts';
 
 // `node --import tsx bench/chat-proxy.ts`: the chat proxy's cost, side by side in one run:

@@ -31,8 +31,9 @@ export interface BuildApiOptions {
   outfile?: string;
 }
 
-/** Builds api/server.ts into dist/api/server.mjs (or `outfile`); returns the bundle's path. Written under a temporary name and renamed,
- * so a process starting while another command rebuilds never reads half a file. */
+/** Builds api/server.ts into dist/api/server.mjs (or `outfile`) and returns the bundle's path.
+ * Written under a temporary name and renamed, so a process starting while another command
+ * rebuilds never reads half a file. */
 export async function buildApi(options: BuildApiOptions = {}): Promise<string> {
   const outfile = options.outfile ?? builtApiEntry;
   const result = await build({
