@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
-import { answerScripted, FLOOD_CHUNKS, floodState, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
+import { answerScripted, FLOOD_CHUNKS, floodState, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
@@ -104,6 +104,13 @@ describe('chat against a scripted upstream', () => {
     for await (const part of withUsage) seen.push(part);
     assert.deepEqual(lastRequest().body.stream_options, { include_usage: true, include_obfuscation: false });
     assert.deepEqual(seen.at(-1)!.usage, UPSTREAM_USAGE);
+  });
+
+  it("keeps characters whole when the upstream's bytes arrive split inside them", async () => {
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'split characters' }], stream: true });
+    let text = '';
+    for await (const part of stream) text += part.choices[0]?.delta.content ?? '';
+    assert.equal(text, SPLIT_TEXT);
   });
 
   it('ends a stream whose upstream dies with an error event, and bills nothing', async () => {

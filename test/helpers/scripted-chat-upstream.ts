@@ -73,6 +73,10 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.end('data: [DONE]\n\n');
     return;
   }
+  if (said === 'split characters') {
+    await splitCharacters(response);
+    return;
+  }
   if (recorded.body.stream !== true) {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('Hello from the fake upstream.')));
     return;
@@ -118,4 +122,23 @@ async function flood(response: ServerResponse): Promise<void> {
   send('[DONE]');
   response.end();
   floodState.finished = true;
+}
+
+/** Two- and four-byte UTF-8 characters; SPLIT_TEXT's chunk is written a byte at a time. */
+export const SPLIT_TEXT = 'Grüße 🌊 façade';
+
+// Every byte of the chunk in a write of its own, apart in time, so the gateway reads the
+// characters in pieces: each read must not be decoded alone.
+async function splitCharacters(response: ServerResponse): Promise<void> {
+  const send = sseWriter(response);
+  send(chunk({ role: 'assistant', content: '' }));
+  const bytes = Buffer.from(`data: ${JSON.stringify(chunk({ content: SPLIT_TEXT }))}\n\n`);
+  for (let index = 0; index < bytes.length; index++) {
+    response.write(bytes.subarray(index, index + 1));
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  send(chunk({}, 'stop'));
+  send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
+  send('[DONE]');
+  response.end();
 }
