@@ -96,7 +96,7 @@ export function enableProcessMetrics(): void {
   if (processMetricsOn) return;
   processMetricsOn = true;
   // The event loop lag is sampled every 50 ms, not prom-client's 10: the 100 Hz timer cost a
-  // bare idle process 4.5 ms of CPU a second, and an idle api 2 to 6 ms of its 14 to 30 (two
-  // builds side by side). 20 samples a second still catch every stall long enough to matter.
+  // bare idle process 4.5 ms of CPU a second, and an idle api 2 to 3.5 ms of its 13.5 to 16.5
+  // (two builds side by side). 20 samples a second still catch every stall long enough to matter.
   collectDefaultMetrics({ register: metricsRegistry, eventLoopMonitoringPrecision: 50 });
 }
