@@ -116,7 +116,8 @@ try {
   const throughput = await inTurns(targets, ROUNDS, (target) => measureThroughput(target, 100_000, THROUGHPUT_SECONDS));
   const streams = await inTurns(targets, ROUNDS, (target) => measureStreams(target, STREAMS, 120));
   const turn = (name: string, round: number): Measured => ({ latency: latency.get(name)![round]!, throughput: throughput.get(name)![round]!, streams: streams.get(name)![round]! });
-  const turnFigures = (name: string) => Array.from({ length: ROUNDS }, (_, round) => figuresOf(turn(name, round), turn('direct', round)));
+  // Each build's figures per turn, computed once: the control's serve two comparisons.
+  const turnFigures = new Map(runs.map(({ name }) => [name, Array.from({ length: ROUNDS }, (_, round) => figuresOf(turn(name, round), turn('direct', round)))]));
   const pooledLatency = pooled(latency, mergeLoads);
   const pooledThroughput = pooled(throughput, mergeLoads);
   const pooledStreams = pooled(streams, mergeStreamBlocks);
@@ -128,10 +129,10 @@ try {
 
   // The table shows each build's figures over all its turns; the verdicts come from the turns.
   const figures = new Map<string, BuildFigures>([floor, ...apis].map((target) => [target.name, figuresOf(all(target.name), all('direct'))]));
-  const control = [...turnFigures('A'), ...turnFigures("A'")];
+  const control = [...turnFigures.get('A')!, ...turnFigures.get("A'")!];
   const comparisons = [
-    { name: "A'", versus: 'A', compared: compareTurns(turnFigures('A'), turnFigures("A'")) },
-    ...runs.slice(2).map((run) => ({ name: run.name, versus: 'A, A\'', compared: compareTurns(control, turnFigures(run.name)) })),
+    { name: "A'", versus: 'A', compared: compareTurns(turnFigures.get('A')!, turnFigures.get("A'")!) },
+    ...runs.slice(2).map((run) => ({ name: run.name, versus: 'A, A\'', compared: compareTurns(control, turnFigures.get(run.name)!) })),
   ];
   const header = ['', 'floor', 'A', "A'", ...runs.slice(2).map((run) => run.name), ...comparisons.map(({ name, versus }) => `${name} against ${versus}`)];
   const widths = [22, 8, 8, 8, ...runs.slice(2).map(() => 8), ...comparisons.map(() => 30)];

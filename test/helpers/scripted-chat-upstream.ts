@@ -39,6 +39,14 @@ thinking.promise = new Promise((resolve) => (thinking.release = resolve));
 /** How often each last user message was seen (a first attempt can be scripted to fail). */
 const timesSaid = new Map<string, number>();
 
+/** A stream's last events: the finish, the usage chunk (asked for or not), [DONE]. */
+function endStream(send: (data: unknown) => void, response: ServerResponse): void {
+  send(chunk({}, 'stop'));
+  send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
+  send('[DONE]');
+  response.end();
+}
+
 /** Scripted behaviour, chosen by the last user message. */
 export async function answerScripted(recorded: RecordedRequest, response: ServerResponse): Promise<void> {
   const said = String(recorded.body.messages?.at(-1)?.content ?? '');
@@ -96,10 +104,7 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.end();
     return;
   }
-  send(chunk({}, 'stop'));
-  send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
-  send('[DONE]');
-  response.end();
+  endStream(send, response);
 }
 
 // A stream far larger than every socket buffer between the upstream and the caller, written as
@@ -117,10 +122,7 @@ async function flood(response: ServerResponse): Promise<void> {
     floodState.written += line.length;
     if (!response.write(line)) await once(response, 'drain');
   }
-  send(chunk({}, 'stop'));
-  send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
-  send('[DONE]');
-  response.end();
+  endStream(send, response);
   floodState.finished = true;
 }
 
@@ -137,8 +139,5 @@ async function splitCharacters(response: ServerResponse): Promise<void> {
     response.write(bytes.subarray(index, index + 1));
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
-  send(chunk({}, 'stop'));
-  send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
-  send('[DONE]');
-  response.end();
+  endStream(send, response);
 }
