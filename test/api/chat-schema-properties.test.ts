@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { chatCompletionBodyFor } from '../../api/routes/chat/schemas.ts';
-import { loadCatalog } from '../../core/catalog.ts';
+import { upstreamChatRequest } from '../../api/services/openai-proxy/chat-proxy.ts';
+import { loadCatalog, type ChatModel } from '../../core/catalog.ts';
 
 // Properties of the chat completion body as the route checks it (api/routes/chat/schemas.ts):
 // every OpenAI-shaped request within spec 4.3 and section 8 is accepted with the parameters it
@@ -10,7 +11,8 @@ import { loadCatalog } from '../../core/catalog.ts';
 // refused with the first issue at the field at fault (the field a 400 names as `param`).
 
 const SEED = 20_240_907;
-const schema = chatCompletionBodyFor(loadCatalog('config/catalog.local.json', { SIMULATOR_URL: 'http://127.0.0.1:1' }));
+const catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: 'http://127.0.0.1:1' });
+const schema = chatCompletionBodyFor(catalog);
 
 const text = fc.string({ maxLength: 40 });
 const contentPart = fc.oneof(fc.record({ type: fc.constant('text'), text }), fc.record({ type: fc.constant('image_url'), image_url: fc.record({ url: fc.webUrl() }) }));
@@ -93,6 +95,22 @@ describe('chat completion body properties', () => {
         for (const field of ['seed', 'user', 'response_format', 'logprobs']) {
           if (field in body) assert.deepEqual((parsed.data as Body)[field], body[field], field);
         }
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+  });
+
+  it('sends the upstream the whole body with its own model id, asks for usage on streams, and counts the prompt once', () => {
+    const model = { ...(catalog.find('gpt-4o-mini') as ChatModel), upstream_model: 'upstream-mini-2024' };
+    fc.assert(
+      fc.property(fc.oneof(validBody, validBody.map((body) => ({ ...body, tools: null }))), (body: Body) => {
+        const parsed = schema.parse(body);
+        const { payload, promptCharacters } = upstreamChatRequest(model, parsed);
+        const expected: Body = { ...parsed, model: 'upstream-mini-2024' };
+        if (parsed.stream === true) expected.stream_options = { ...parsed.stream_options, include_usage: true };
+        // As JSON on both sides: what goes over the wire (fast-check makes null-prototype records).
+        assert.deepEqual(JSON.parse(payload), JSON.parse(JSON.stringify(expected)));
+        assert.equal(promptCharacters, JSON.stringify(parsed.messages).length + (parsed.tools ? JSON.stringify(parsed.tools).length : 0));
       }),
       { seed: SEED, numRuns: 300 },
     );

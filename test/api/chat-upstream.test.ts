@@ -193,6 +193,24 @@ describe('chat against a scripted upstream', () => {
     assert.equal(upstream.received.length - before, 2);
   });
 
+  it('answers 502 without repeating the request when a completion breaks off or is not JSON, and bills nothing', async () => {
+    const before = await stack.settledAccount(accountId);
+    for (const [said, message] of [['break off', /answer broke off/], ['not json', /malformed chat completion/]] as const) {
+      const sent = upstream.received.length;
+      await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: said }] }, { maxRetries: 0 }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.InternalServerError, said);
+        assert.equal(error.status, 502);
+        assert.match(error.message, message);
+        return true;
+      });
+      // The upstream did answer: a retry could double work the caller never sees.
+      assert.equal(upstream.received.length - sent, 1, said);
+    }
+    const after = await stack.settledAccount(accountId);
+    assert.equal(after.balance_micros, before.balance_micros);
+    assert.equal(after.held_micros, 0);
+  });
+
   it('passes 4xx refusals on in the gateway\'s error body, keeping Retry-After on 429', async () => {
     const before = await stack.settledAccount(accountId);
     const refused = await request(`${stack.baseUrl}/v1/chat/completions`, {

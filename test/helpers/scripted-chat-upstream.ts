@@ -68,6 +68,19 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end(JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }));
     return;
   }
+  if (said === 'break off') {
+    // A head promising more than ever comes, half an answer, then the connection drops.
+    const text = JSON.stringify(completion('This answer never arrives whole.'));
+    response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(text.length) });
+    response.write(text.slice(0, text.length / 2));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    response.socket?.destroy();
+    return;
+  }
+  if (said === 'not json') {
+    response.writeHead(200, { 'content-type': 'application/json' }).end('<html>502 Bad Gateway</html>');
+    return;
+  }
   if (said === 'flood') {
     await flood(response);
     return;

@@ -11,7 +11,7 @@ import { countChatCharge } from '../../../core/metrics.ts';
 import { ChatStream } from './chat-stream.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
-import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
+import { malformedUpstreamAnswer, streamedRefusal, upstreamRefusal } from './upstream-errors.ts';
 import { isObject, readUsage, type Json } from './wire.ts';
 
 // POST /v1/chat/completions against an OpenAI-compatible upstream: resolve the model, reserve
@@ -40,27 +40,38 @@ export interface CallContext {
   receivedAt?: number;
 }
 
-/** A call whose reservation is in place and whose upstream answered 2xx. */
-export interface StartedChatCall {
+/** A call whose reservation is in place. */
+interface AdmittedChatCall {
   model: ChatModel;
   reservation: Reservation;
   /** Counts the tokens the call used against its key's per-minute limit. */
   spendTokens: (tokens: TokenCounts) => void;
   /** The reservation's token counts; its input side is the prompt estimate. */
   holdTokens: TokenCounts;
+  /** The body for the upstream, as JSON text. */
+  payload: string;
+}
+
+/** A streamed call whose upstream answered 2xx. */
+export interface StartedChatCall extends AdmittedChatCall {
   response: UpstreamResponse;
 }
 
-/** What the upstream reads as prompt: the messages and the tool definitions, as JSON text. */
-export function promptCharacters(body: ChatCompletionRequest): number {
-  return JSON.stringify(body.messages).length + (body.tools ? JSON.stringify(body.tools).length : 0);
-}
-
-export function upstreamChatBody(model: ChatModel, body: ChatCompletionRequest): Json {
-  const forwarded: Json = { ...body, model: model.upstream_model };
+/** The body sent upstream, as JSON text, with the caller's parameters and the upstream's model
+ * id, and how many of its characters are prompt (the messages and the tool definitions): the
+ * reservation is estimated from them. The prompt is serialised once, and spliced in: with a
+ * long conversation it is most of the text. */
+export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptCharacters: number } {
+  const { messages, tools, ...rest } = body;
+  const others: Json = { ...rest, model: model.upstream_model };
   // Billing needs the usage chunk; chat-stream.ts hides it again from callers that did not ask.
-  if (body.stream === true) forwarded.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
-  return forwarded;
+  if (body.stream === true) others.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+  if (tools === null) others.tools = null;
+  const messagesJson = JSON.stringify(messages);
+  const toolsJson = tools ? JSON.stringify(tools) : undefined;
+  // `others` always has the model, so its text is `{"…":…}` and never `{}`.
+  const payload = `{"messages":${messagesJson}${toolsJson === undefined ? '' : `,"tools":${toolsJson}`},${JSON.stringify(others).slice(1)}`;
+  return { payload, promptCharacters: messagesJson.length + (toolsJson?.length ?? 0) };
 }
 
 /** Output characters of a completion, for pricing an answer that came without usage. */
@@ -82,20 +93,22 @@ export class ChatProxy {
 
   /** A non-streamed completion: the upstream's JSON text, answering with the caller's model id. */
   async complete(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<string> {
-    const { model, reservation, holdTokens, response, spendTokens } = await this.start(principal, body, context, 'application/json');
-    let text: string;
+    const { model, reservation, holdTokens, spendTokens, payload } = await this.admit(principal, body, context);
     let completion: unknown;
+    let text: string;
     try {
-      text = await response.body.text();
-      completion = JSON.parse(text);
+      const answer = await this.options.upstreams.postJsonWhole(model.upstream, '/chat/completions', payload, { signal: context.signal, accept: 'application/json' });
+      if (answer.statusCode < 200 || answer.statusCode >= 300) throw upstreamRefusal(answer, model.upstream);
+      text = answer.text;
+      try {
+        completion = JSON.parse(text);
+      } catch {
+        throw malformedUpstreamAnswer('chat completion');
+      }
+      if (!isObject(completion)) throw malformedUpstreamAnswer('chat completion');
     } catch (error) {
       reservation.release();
-      if (context.signal.aborted) throw error;
-      throw malformedUpstreamAnswer('chat completion');
-    }
-    if (!isObject(completion)) {
-      reservation.release();
-      throw malformedUpstreamAnswer('chat completion');
+      throw error;
     }
     const reported = readUsage(completion.usage);
     const tokens = reported ?? { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
@@ -108,8 +121,17 @@ export class ChatProxy {
   /** Starts a streamed completion. Errors before the upstream's first byte are thrown (and
    * answered as JSON); from then on the stream settles and ends itself. */
   async openStream(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<ChatStream> {
-    const started = await this.start(principal, body, context, 'text/event-stream');
-    return new ChatStream(started, {
+    const admitted = await this.admit(principal, body, context);
+    const { model, reservation, payload } = admitted;
+    let response: UpstreamResponse;
+    try {
+      response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', payload, { signal: context.signal, accept: 'text/event-stream' });
+      if (response.statusCode < 200 || response.statusCode >= 300) throw await streamedRefusal(response, model.upstream);
+    } catch (error) {
+      reservation.release();
+      throw error;
+    }
+    return new ChatStream({ ...admitted, response }, {
       forwardUsage: body.stream_options?.include_usage === true,
       signal: context.signal,
       log: context.log,
@@ -117,10 +139,12 @@ export class ChatProxy {
     });
   }
 
-  private async start(principal: Principal, body: ChatCompletionRequest, context: CallContext, accept: string): Promise<StartedChatCall> {
+  /** Resolves the model, passes the token limit and reserves the call's worst-case price. */
+  private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<AdmittedChatCall> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
+    const { payload, promptCharacters } = upstreamChatRequest(model, body);
     const holdTokens = chatHoldTokens(model, {
-      promptCharacters: promptCharacters(body),
+      promptCharacters,
       max_tokens: body.max_tokens,
       max_completion_tokens: body.max_completion_tokens,
       n: body.n,
@@ -135,13 +159,6 @@ export class ChatProxy {
       { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
       'or lower max_tokens',
     );
-    try {
-      const response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', upstreamChatBody(model, body), { signal: context.signal, accept });
-      if (response.statusCode < 200 || response.statusCode >= 300) throw await upstreamRefusal(response, model.upstream);
-      return { model, reservation, holdTokens, response, spendTokens };
-    } catch (error) {
-      reservation.release();
-      throw error;
-    }
+    return { model, reservation, holdTokens, spendTokens, payload };
   }
 }

@@ -34,9 +34,9 @@ export class ImageProxy {
     let text: string;
     let answer: unknown;
     try {
-      const response = await this.options.upstreams.postJson(model.upstream, '/images/generations', { ...body, model: model.upstream_model }, { signal: context.signal, accept: 'application/json' });
-      if (response.statusCode < 200 || response.statusCode >= 300) throw await upstreamRefusal(response, model.upstream);
-      text = await response.body.text();
+      const response = await this.options.upstreams.postJsonWhole(model.upstream, '/images/generations', JSON.stringify({ ...body, model: model.upstream_model }), { signal: context.signal, accept: 'application/json' });
+      if (response.statusCode < 200 || response.statusCode >= 300) throw upstreamRefusal(response, model.upstream);
+      text = response.text;
       try {
         answer = JSON.parse(text);
       } catch {

@@ -3,6 +3,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
+import { AnswerBrokeOff, readWholeAnswer, type WholeAnswer } from './whole-answer.ts';
 
 // One keep-alive connection pool per OpenAI-compatible upstream, shared by every request, so a
 // call reuses a warm socket instead of paying a TCP (and TLS) handshake each time.
@@ -66,30 +67,48 @@ export class OpenAiUpstreams {
     this.bodyTimeoutMs = options.bodyTimeoutMs ?? 300_000;
   }
 
-  /** POSTs JSON to `path` under the upstream's base URL. Resolves with any HTTP answer; throws
-   * a GatewayError (503) when the upstream cannot be reached, and the abort reason when `signal`
-   * fires first. */
-  async postJson(upstreamName: string, path: string, body: unknown, options: { signal: ClientDisconnect; accept: string }): Promise<UpstreamResponse> {
+  /** POSTs `payload` (JSON text) to `path` under the upstream's base URL and resolves with the
+   * answer's head, its body left to stream (a streamed completion). Resolves with any HTTP
+   * answer; throws a GatewayError (503) when the upstream cannot be reached, and the abort
+   * reason when `signal` fires first. */
+  async postJson(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<UpstreamResponse> {
+    const { pool, request } = this.prepare(upstreamName, path, payload, options.accept);
+    return this.withRetries(options.signal, () => pool.request({ ...request, signal: options.signal }));
+  }
+
+  /** As postJson, with the whole body read (a completion, images). An answer that breaks off
+   * after its head is a GatewayError (502) and is not repeated. */
+  async postJsonWhole(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<WholeAnswer> {
+    const { pool, request } = this.prepare(upstreamName, path, payload, options.accept);
+    try {
+      return await this.withRetries(options.signal, () => readWholeAnswer(pool, request, options.signal));
+    } catch (error) {
+      if (!(error instanceof AnswerBrokeOff)) throw error;
+      throw new GatewayError('upstream_error', `The model provider's answer broke off (${describe(error.cause)}); nothing was charged. Retry later.`);
+    }
+  }
+
+  private prepare(upstreamName: string, path: string, payload: string, accept: string): { pool: Pool; request: Dispatcher.DispatchOptions } {
     const connection = this.connection(upstreamName);
-    const payload = JSON.stringify(body);
-    const headers = {
-      authorization: `Bearer ${connection.apiKey}`,
-      'content-type': 'application/json',
-      accept: options.accept,
+    const request: Dispatcher.DispatchOptions = {
+      method: 'POST',
+      path: `${connection.basePath}${path}`,
+      headers: { authorization: `Bearer ${connection.apiKey}`, 'content-type': 'application/json', accept },
+      body: payload,
+      headersTimeout: this.headersTimeoutMs,
+      bodyTimeout: this.bodyTimeoutMs,
     };
+    return { pool: connection.pool, request };
+  }
+
+  /** Repeats `send` after connection failures (see the top of this file); translates what is
+   * left into the gateway's errors, except the abort reason and AnswerBrokeOff. */
+  private async withRetries<T>(signal: ClientDisconnect, send: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await connection.pool.request({
-          method: 'POST',
-          path: `${connection.basePath}${path}`,
-          headers,
-          body: payload,
-          signal: options.signal,
-          headersTimeout: this.headersTimeoutMs,
-          bodyTimeout: this.bodyTimeoutMs,
-        });
+        return await send();
       } catch (error) {
-        if (options.signal.aborted) throw error;
+        if (signal.aborted || error instanceof AnswerBrokeOff) throw error;
         if (isRetryableConnectionError(error) && attempt < this.retries) {
           await sleep(this.retryDelayMs * (attempt + 1));
           continue;

@@ -2,6 +2,7 @@ import { GatewayError, type ErrorCode } from '../../../core/errors.ts';
 import { vendorErrors } from '../../../core/metrics.ts';
 import { readUpstreamError } from '../../../core/upstream-error-body.ts';
 import type { UpstreamResponse } from './upstream-client.ts';
+import type { WholeAnswer } from './whole-answer.ts';
 
 // An upstream's refusal, translated into the gateway's error body (spec 7). A 4xx is the
 // caller's problem and keeps its status and the upstream's own words, except a 401: the caller's
@@ -22,23 +23,13 @@ const codeByStatus: Partial<Record<number, ErrorCode>> = {
   429: 'rate_limit_exceeded',
 };
 
-async function readBoundedText(response: UpstreamResponse): Promise<string> {
-  try {
-    const text = await response.body.text();
-    return text.slice(0, MAX_ERROR_BODY_CHARACTERS);
-  } catch {
-    return '';
-  }
-}
-
-/** The GatewayError for a non-2xx upstream answer; consumes the body. */
-/** Counts the refusal on the vendor-errors metric (5xx and 429 pass; other 4xx are final),
- * then translates it. */
-export async function upstreamRefusal(response: UpstreamResponse, upstream: string): Promise<GatewayError> {
-  const status = response.statusCode;
+/** The GatewayError for a non-2xx upstream answer read whole. Counts the refusal on the
+ * vendor-errors metric (5xx and 429 pass; other 4xx are final), then translates it. */
+export function upstreamRefusal(answer: WholeAnswer, upstream: string): GatewayError {
+  const status = answer.statusCode;
   vendorErrors.inc({ vendor: upstream, kind: status >= 500 || status === 429 ? 'transient' : 'rejected' });
-  const detail = readUpstreamError(await readBoundedText(response));
-  const retryAfter = response.headers['retry-after'];
+  const detail = readUpstreamError(answer.text.slice(0, MAX_ERROR_BODY_CHARACTERS));
+  const retryAfter = answer.headers['retry-after'];
   const headers: Record<string, string> = typeof retryAfter === 'string' ? { 'retry-after': retryAfter } : {};
 
   if (status >= 500) {
@@ -50,6 +41,17 @@ export async function upstreamRefusal(response: UpstreamResponse, upstream: stri
   const code = codeByStatus[status];
   if (code) return new GatewayError(code, detail.message, detail.param, headers);
   return new GatewayError('upstream_error', `The model provider answered ${status}: ${detail.message} Nothing was charged.`, detail.param, headers);
+}
+
+/** upstreamRefusal for an answer whose body was left to stream; reads (and so consumes) it. */
+export async function streamedRefusal(response: UpstreamResponse, upstream: string): Promise<GatewayError> {
+  let text = '';
+  try {
+    text = await response.body.text();
+  } catch {
+    // What the upstream said is lost; its status still tells what happened.
+  }
+  return upstreamRefusal({ statusCode: response.statusCode, headers: response.headers, text }, upstream);
 }
 
 /** A 2xx whose body is not what the protocol promises. */

@@ -1,0 +1,78 @@
+import type { Dispatcher } from 'undici';
+import type { ClientDisconnect } from './client-disconnect.ts';
+
+// An upstream answer read whole into memory (a non-streamed chat completion, an image response)
+// straight from undici's dispatch callbacks. undici's request() wraps every answer in a Readable
+// stream and an AsyncResource, which an answer read whole at once has no use for: in a loop
+// against a loopback server, 15 to 18 µs of CPU per call against 19 to 21 µs for request() and
+// body.text(), a few percent of the chat proxy's own work per call.
+
+export interface WholeAnswer {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** The answer broke off (or stalled past the body timeout) after its head arrived: the upstream
+ * did answer, so the request is not repeated. `cause` is undici's error. */
+export class AnswerBrokeOff extends Error {
+  constructor(cause: unknown) {
+    super('the upstream answer broke off before its end', { cause });
+  }
+}
+
+class WholeAnswerHandler implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private statusCode = 0;
+  private headers: WholeAnswer['headers'] = {};
+  private readonly chunks: Buffer[] = [];
+  private started = false;
+
+  constructor(
+    private readonly signal: ClientDisconnect,
+    private readonly resolve: (answer: WholeAnswer) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    signal.once('abort', this.cancel);
+  }
+
+  /** The caller left: stop the upstream request, queued, in flight or answering. */
+  private readonly cancel = (reason: Error) => this.controller?.abort(reason);
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.signal.aborted) controller.abort(this.signal.reason ?? new Error('the client disconnected'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: WholeAnswer['headers']): void {
+    // 1xx answers (100 Continue) come before the real one.
+    if (statusCode < 200) return;
+    this.started = true;
+    this.statusCode = statusCode;
+    this.headers = headers;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.signal.off('abort', this.cancel);
+    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, text: body.toString('utf8') });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.signal.off('abort', this.cancel);
+    this.reject(this.started && !this.signal.aborted ? new AnswerBrokeOff(error) : error);
+  }
+}
+
+/** Sends one request and resolves with its whole answer, any status. Rejects with undici's
+ * error when no answer came (connection failures, the headers timeout), with the signal's
+ * reason once it fired, and with AnswerBrokeOff when the body did not arrive whole. */
+export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect): Promise<WholeAnswer> {
+  return new Promise((resolve, reject) => {
+    dispatcher.dispatch(options, new WholeAnswerHandler(signal, resolve, reject));
+  });
+}
