@@ -3,7 +3,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
-import { AnswerBrokeOff, readWholeAnswer, type WholeAnswer } from './whole-answer.ts';
+import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type WholeAnswer } from './whole-answer.ts';
 
 // One keep-alive connection pool per OpenAI-compatible upstream, shared by every request, so a
 // call reuses a warm socket instead of paying a TCP (and TLS) handshake each time.
@@ -24,7 +24,12 @@ export interface UpstreamClientOptions {
   headersTimeoutMs?: number;
   /** Longest silence between two pieces of the body (stream chunks). */
   bodyTimeoutMs?: number;
+  /** Largest answer read whole (a completion, images); a larger one is a 502. */
+  maxAnswerBytes?: number;
 }
+
+/** Ten 1536×1024 images as base64 PNGs fit several times over. */
+const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
 
 interface UpstreamConnection {
   pool: Pool;
@@ -56,6 +61,7 @@ export class OpenAiUpstreams {
   private readonly retryDelayMs: number;
   private readonly headersTimeoutMs: number;
   private readonly bodyTimeoutMs: number;
+  private readonly maxAnswerBytes: number;
 
   constructor(
     private readonly catalog: Catalog,
@@ -65,6 +71,7 @@ export class OpenAiUpstreams {
     this.retryDelayMs = options.retryDelayMs ?? 50;
     this.headersTimeoutMs = options.headersTimeoutMs ?? 600_000;
     this.bodyTimeoutMs = options.bodyTimeoutMs ?? 300_000;
+    this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
   }
 
   /** POSTs `payload` (JSON text) to `path` under the upstream's base URL and resolves with the
@@ -77,12 +84,15 @@ export class OpenAiUpstreams {
   }
 
   /** As postJson, with the whole body read (a completion, images). An answer that breaks off
-   * after its head is a GatewayError (502) and is not repeated. */
+   * after its head, or grows past maxAnswerBytes, is a GatewayError (502) and is not repeated. */
   async postJsonWhole(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<WholeAnswer> {
     const { pool, request } = this.prepare(upstreamName, path, payload, options.accept);
     try {
-      return await this.withRetries(options.signal, () => readWholeAnswer(pool, request, options.signal));
+      return await this.withRetries(options.signal, () => readWholeAnswer(pool, request, options.signal, this.maxAnswerBytes));
     } catch (error) {
+      if (error instanceof AnswerTooLarge) {
+        throw new GatewayError('upstream_error', `The model provider's answer was larger than ${error.maxBytes / 1_048_576} MiB and was cut off; nothing was charged.`);
+      }
       if (!(error instanceof AnswerBrokeOff)) throw error;
       throw new GatewayError('upstream_error', `The model provider's answer broke off (${describe(error.cause)}); nothing was charged. Retry later.`);
     }

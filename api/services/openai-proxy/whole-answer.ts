@@ -21,14 +21,23 @@ export class AnswerBrokeOff extends Error {
   }
 }
 
+/** The answer grew past the bound read whole into memory; it was cut off here. */
+export class AnswerTooLarge extends AnswerBrokeOff {
+  constructor(readonly maxBytes: number) {
+    super(new Error(`the answer is larger than ${maxBytes} bytes`));
+  }
+}
+
 class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private statusCode = 0;
   private headers: WholeAnswer['headers'] = {};
   private readonly chunks: Buffer[] = [];
+  private bytes = 0;
   private started = false;
 
   constructor(
+    private readonly maxBytes: number,
     private readonly signal: ClientDisconnect,
     private readonly resolve: (answer: WholeAnswer) => void,
     private readonly reject: (error: unknown) => void,
@@ -52,7 +61,13 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
     this.headers = headers;
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.bytes += chunk.length;
+    // One answer must not take the process's memory (a broken upstream streaming forever).
+    if (this.bytes > this.maxBytes) {
+      controller.abort(new AnswerTooLarge(this.maxBytes));
+      return;
+    }
     this.chunks.push(chunk);
   }
 
@@ -64,15 +79,17 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.signal.off('abort', this.cancel);
-    this.reject(this.started && !this.signal.aborted ? new AnswerBrokeOff(error) : error);
+    if (error instanceof AnswerTooLarge || !this.started || this.signal.aborted) this.reject(error);
+    else this.reject(new AnswerBrokeOff(error));
   }
 }
 
 /** Sends one request and resolves with its whole answer, any status. Rejects with undici's
  * error when no answer came (connection failures, the headers timeout), with the signal's
- * reason once it fired, and with AnswerBrokeOff when the body did not arrive whole. */
-export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect): Promise<WholeAnswer> {
+ * reason once it fired, with AnswerBrokeOff when the body did not arrive whole, and with
+ * AnswerTooLarge once it passed `maxBytes`. */
+export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect, maxBytes: number): Promise<WholeAnswer> {
   return new Promise((resolve, reject) => {
-    dispatcher.dispatch(options, new WholeAnswerHandler(signal, resolve, reject));
+    dispatcher.dispatch(options, new WholeAnswerHandler(maxBytes, signal, resolve, reject));
   });
 }

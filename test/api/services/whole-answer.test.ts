@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { EventEmitter, once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { Pool } from 'undici';
+import { ClientDisconnect } from '../../../api/services/openai-proxy/client-disconnect.ts';
+import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer } from '../../../api/services/openai-proxy/whole-answer.ts';
+
+// readWholeAnswer against a real loopback server: answers read whole, answers bounded, answers
+// that break off, and a caller who leaves while the answer is still coming.
+
+const MEBIBYTE = 1024 * 1024;
+
+/** A stand-in for the caller's response, so a ClientDisconnect can be fired by hand. */
+class FakeCallerResponse extends EventEmitter {
+  writableFinished = false;
+}
+
+function callerSignal(): { signal: ClientDisconnect; leave: () => void } {
+  const response = new FakeCallerResponse();
+  const signal = new ClientDisconnect(response as unknown as ServerResponse);
+  return { signal, leave: () => response.emit('close') };
+}
+
+describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
+  let server: ReturnType<typeof createServer>;
+  let pool: Pool;
+  const closedMidway: string[] = [];
+  const seen: string[] = [];
+
+  before(async () => {
+    server = createServer((request: IncomingMessage, response: ServerResponse) => {
+      request.resume();
+      seen.push(request.url!);
+      const size = Number(new URL(request.url!, 'http://x').searchParams.get('mib') ?? '0') * MEBIBYTE;
+      response.on('close', () => {
+        if (!response.writableFinished) closedMidway.push(request.url!);
+      });
+      if (request.url!.startsWith('/break')) {
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+        response.write('{"half":');
+        setTimeout(() => response.socket?.destroy(), 20);
+        return;
+      }
+      if (request.url!.startsWith('/slow')) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write('{"first":');
+        return; // the rest never comes: the caller leaves first
+      }
+      response.writeHead(200, { 'content-type': 'application/json', 'retry-after': '3' });
+      // 64 KiB writes, so the answer arrives in many pieces.
+      const piece = 'x'.repeat(64 * 1024);
+      let written = 0;
+      const writeMore = () => {
+        while (written < size) {
+          written += piece.length;
+          if (!response.write(piece)) return void response.once('drain', writeMore);
+        }
+        response.end();
+      };
+      writeMore();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    pool = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  });
+  after(async () => {
+    // destroy, not close: a request the code under test failed to stop would hold close forever.
+    await pool.destroy();
+    server.closeAllConnections();
+    server.close();
+  });
+
+  const get = (path: string, signal: ClientDisconnect, maxBytes: number) => readWholeAnswer(pool, { method: 'GET', path }, signal, maxBytes);
+
+  it('resolves with the whole text, the status and the headers', async () => {
+    const answer = await get('/whole?mib=3', callerSignal().signal, 4 * MEBIBYTE);
+    assert.equal(answer.statusCode, 200);
+    assert.equal(answer.headers['retry-after'], '3');
+    assert.equal(answer.text.length, 3 * MEBIBYTE);
+    assert.match(answer.text, /^x+$/);
+  });
+
+  it('cuts an answer off once it passes the bound, and stops reading it', async () => {
+    await assert.rejects(get('/large?mib=8', callerSignal().signal, 1 * MEBIBYTE), (error: unknown) => {
+      assert.ok(error instanceof AnswerTooLarge);
+      assert.equal(error.maxBytes, MEBIBYTE);
+      return true;
+    });
+    await waitFor(() => closedMidway.includes('/large?mib=8'));
+    // The pool still answers afterwards.
+    assert.equal((await get('/whole?mib=1', callerSignal().signal, 2 * MEBIBYTE)).text.length, MEBIBYTE);
+  });
+
+  it('tells an answer that broke off after its head apart from one that never came', async () => {
+    await assert.rejects(get('/break', callerSignal().signal, MEBIBYTE), (error: unknown) => {
+      assert.ok(error instanceof AnswerBrokeOff);
+      assert.ok(!(error instanceof AnswerTooLarge));
+      return true;
+    });
+    const nowhere = new Pool('http://127.0.0.1:1');
+    try {
+      await assert.rejects(readWholeAnswer(nowhere, { method: 'GET', path: '/' }, callerSignal().signal, MEBIBYTE), (error: unknown) => {
+        assert.ok(!(error instanceof AnswerBrokeOff));
+        assert.equal((error as { code?: string }).code, 'ECONNREFUSED');
+        return true;
+      });
+    } finally {
+      await nowhere.close();
+    }
+  });
+
+  it('stops the request when the caller leaves mid-answer, rejecting with the reason', async () => {
+    const { signal, leave } = callerSignal();
+    const reading = get('/slow', signal, MEBIBYTE);
+    await waitFor(() => seen.includes('/slow'));
+    leave();
+    await assert.rejects(reading, (error: unknown) => {
+      assert.ok(!(error instanceof AnswerBrokeOff));
+      assert.match(String((error as Error).message), /client disconnected/);
+      return true;
+    });
+    await waitFor(() => closedMidway.includes('/slow'));
+  });
+});
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!condition()) {
+    assert.ok(Date.now() < deadline, 'timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
