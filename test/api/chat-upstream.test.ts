@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
-import { answerScripted, FLOOD_CHUNKS, floodState, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
+import { answerScripted, endlessState, FLOOD_CHUNKS, floodState, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
@@ -114,7 +114,7 @@ describe('chat against a scripted upstream', () => {
   });
 
   it('ends a stream whose upstream dies with an error event, and bills nothing', async () => {
-    for (const said of ['die mid-stream', 'error mid-stream']) {
+    for (const said of ['die mid-stream', 'error mid-stream', 'endless event']) {
       const before = await stack.settledAccount(accountId);
       const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: said }], stream: true });
       let text = '';
@@ -125,11 +125,14 @@ describe('chat against a scripted upstream', () => {
         (error: unknown) => {
           assert.ok(error instanceof OpenAI.APIError, String(error));
           assert.match(error.message, /mid-stream/);
+          if (said === 'endless event') assert.match(error.message, /more than 16 MiB without ending an event/);
           return true;
         },
         said,
       );
       assert.equal(text, 'Hello there');
+      // An event without end is cut off, not read to its last byte.
+      if (said === 'endless event') await waitUntil(() => endlessState.cutOff);
       const after = await stack.settledAccount(accountId);
       assert.equal(after.balance_micros, before.balance_micros, said);
       assert.equal(after.held_micros, 0, said);
@@ -263,3 +266,11 @@ describe('chat with an unreachable upstream', () => {
     }
   });
 });
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    assert.ok(Date.now() < deadline, 'timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -112,12 +112,36 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.socket?.destroy();
     return;
   }
+  if (said === 'endless event') {
+    await endlessEvent(response);
+    return;
+  }
   if (said === 'error mid-stream') {
     send({ error: { message: 'The server had an error while processing your request.', type: 'server_error' } });
     response.end();
     return;
   }
   endStream(send, response);
+}
+
+/** How much of an event that never ends 'endless event' wrote before the gateway cut it off. */
+export const endlessState = { written: 0, cutOff: false };
+
+// An event that never ends: 64 KiB writes with no newline, up to 64 MiB, then the end.
+async function endlessEvent(response: ServerResponse): Promise<void> {
+  endlessState.written = 0;
+  endlessState.cutOff = false;
+  response.write('data: {"choices":[{"delta":{"content":"');
+  const filler = 'y'.repeat(64 * 1024);
+  while (endlessState.written < 64 * 1024 * 1024) {
+    if (response.destroyed) {
+      endlessState.cutOff = true;
+      return;
+    }
+    endlessState.written += filler.length;
+    if (!response.write(filler)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+  }
+  response.end();
 }
 
 // A stream far larger than every socket buffer between the upstream and the caller, written as

@@ -51,6 +51,11 @@ interface RelayState {
   failure?: string;
 }
 
+/** The most bytes the upstream may send without completing an event. A chat chunk is a few
+ * hundred bytes; the parser keeps an unfinished event in memory, so an upstream that never ends
+ * one must not be able to take the process's memory. */
+export const MAX_EVENT_BYTES = 16 * 1024 * 1024;
+
 const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
 
 /** An SSE data event; a multi-line payload becomes several data lines. */
@@ -121,6 +126,8 @@ class ChatStreamRelay {
   // every chunk through it, about 8 µs more per stream on a cold process (3 chunks, measured).
   private readonly decoder = new StringDecoder('utf8');
   private pending = '';
+  /** Bytes fed since the last complete event (give or take the rest of one read). */
+  private bytesSinceEvent = 0;
   private firstTextSent = false;
   private finished = false;
   readonly outcome: Promise<RelayOutcome>;
@@ -148,12 +155,14 @@ class ChatStreamRelay {
   }
 
   private onEvent(event: EventSourceMessage): void {
+    this.bytesSinceEvent = 0;
     if (this.state.sawDone || this.state.failure !== undefined) return;
     this.pending += translate(event.data, this.state, this.options);
   }
 
   // Keep-alive comments keep idle proxies between the caller and us from timing out.
   private onComment(comment: string): void {
+    this.bytesSinceEvent = 0;
     this.pending += `:${comment}\n\n`;
   }
 
@@ -165,11 +174,15 @@ class ChatStreamRelay {
       // A throw in a stream listener would take the process down: end this stream instead.
       return this.finish(this.result('upstream_failed', `the stream could not be relayed (${error instanceof Error ? error.message : String(error)})`));
     }
+    if (this.bytesSinceEvent > MAX_EVENT_BYTES) {
+      return this.finish(this.result('upstream_failed', `the model provider sent more than ${MAX_EVENT_BYTES / 1_048_576} MiB without ending an event`));
+    }
     if (this.state.failure !== undefined || this.options.signal.aborted) this.finish(this.ended());
   }
 
   private relay(bytes: Buffer): void {
     const { response, upstream, signal } = this.options;
+    this.bytesSinceEvent += bytes.length;
     this.parser.feed(this.decoder.write(bytes));
     if (this.pending !== '') {
       const text = this.pending;
