@@ -32,10 +32,11 @@ import { complete, mergeLoads, streamCapacity, type ChatTarget, type StreamCapac
 // reads: reading Framegate's log lines here cost the load generator CPU and, once the pipe was
 // full, stalled Framegate's synchronous log writes, which showed up as Framegate's own cost.
 
-// 2,000 samples put the p99 on the 20th slowest call rather than the 5th. 3,000 throughput
+// 10,000 samples put the p99 on the 100th slowest call: with 2,000 (the 20th slowest) two runs
+// of the same code on one day read +3.70 and +4.26 ms added p99. 3,000 throughput
 // requests used to end a direct run in 1.4 s, too short to be steady: runs are now bound by
 // time (15 s) for every target but LiteLLM's slowest.
-const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 2000);
+const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 10_000);
 const THROUGHPUT_REQUESTS = Number(process.env.BENCH_THROUGHPUT_REQUESTS ?? 40_000);
 const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 15);
 const PAUSED_CALLS = Number(process.env.BENCH_PAUSED_CALLS ?? 15);
@@ -43,8 +44,9 @@ const PAUSED_CALLS = Number(process.env.BENCH_PAUSED_CALLS ?? 15);
 // and than a key read is good for without the change feed (KEY_CACHE_MS).
 const PAUSE_MS = Number(process.env.BENCH_PAUSE_MS ?? 6_000);
 // A p99 needs 100 samples to be more than the slowest one: with 16 streams the TTFT "p99" was
-// simply the slowest stream. 100 streams, 4 at a time, take about 33 s per target.
-const STREAMS = Number(process.env.BENCH_STREAMS ?? 100);
+// simply the slowest stream, with 100 the second slowest. 200 streams, 4 at a time, take about
+// 65 s per target.
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 200);
 const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS ?? '50,100,200,400,800').split(',').map(Number);
 
 // Before anything is measured, every target serves WARM_CALLS calls and WARM_STREAMS short
@@ -108,7 +110,7 @@ try {
   }
 
   // 1. Added latency at concurrency 1, in turns (lib/chat-sections.ts).
-  const latency = pooled(await inTurns(targets, ROUNDS, (target) => measureLatency(target, Math.ceil(LATENCY_REQUESTS / ROUNDS), 60 / ROUNDS)), mergeLoads);
+  const latency = pooled(await inTurns(targets, ROUNDS, (target) => measureLatency(target, Math.ceil(LATENCY_REQUESTS / ROUNDS), 120 / ROUNDS)), mergeLoads);
 
   // 1b. Calls after a pause: a round calls each target once, rounds PAUSE_MS apart, so every
   // call meets a process that has been idle that long (caches aged, leases possibly given back).
@@ -131,7 +133,7 @@ try {
 
   // 3. Streaming: 64 chunks 20 ms apart, in turns as in 1 (the TTFT tail is where a
   // disturbance of a few seconds shows first).
-  const streams = pooled(await inTurns(targets, ROUNDS, (target) => measureStreams(target, Math.ceil(STREAMS / ROUNDS), 60 / ROUNDS)), mergeStreamBlocks);
+  const streams = pooled(await inTurns(targets, ROUNDS, (target) => measureStreams(target, Math.ceil(STREAMS / ROUNDS), 120 / ROUNDS)), mergeStreamBlocks);
 
   // 4. The most concurrent streams held with no lost chunk.
   const capacity = new Map<string, StreamCapacity>();
