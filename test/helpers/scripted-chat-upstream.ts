@@ -127,19 +127,31 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
 /** How much of an event that never ends 'endless event' wrote before the gateway cut it off. */
 export const endlessState = { written: 0, cutOff: false };
 
-// An event that never ends: 64 KiB writes with no newline, up to 64 MiB, then the end.
+// An event that never ends: data lines of 64 KiB, each followed by a keep-alive comment, and
+// never the blank line that would end the event; up to 64 MiB, then the end. (A comment does
+// not end an event: the parser still holds every data line.)
 async function endlessEvent(response: ServerResponse): Promise<void> {
   endlessState.written = 0;
   endlessState.cutOff = false;
-  response.write('data: {"choices":[{"delta":{"content":"');
-  const filler = 'y'.repeat(64 * 1024);
+  const filler = `data: ${'y'.repeat(64 * 1024)}\n: keep-alive\n`;
+  // One close listener for the whole run: a race of once(drain) and once(close) per write would
+  // leave a listener behind every time.
+  let wake = () => {};
+  response.once('close', () => wake());
   while (endlessState.written < 64 * 1024 * 1024) {
     if (response.destroyed) {
       endlessState.cutOff = true;
       return;
     }
     endlessState.written += filler.length;
-    if (!response.write(filler)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+    if (!response.write(filler)) {
+      let drained = () => {};
+      await new Promise<void>((resolve) => {
+        wake = drained = resolve;
+        response.once('drain', drained);
+      });
+      response.off('drain', drained);
+    }
   }
   response.end();
 }

@@ -52,8 +52,8 @@ interface AdmittedChatCall {
   payload: string;
 }
 
-/** A streamed call whose upstream answered 2xx. */
-export interface StartedChatCall extends AdmittedChatCall {
+/** A streamed call whose upstream answered 2xx (it keeps no copy of the prompt). */
+export interface StartedChatCall extends Omit<AdmittedChatCall, 'payload'> {
   response: UpstreamResponse;
 }
 
@@ -121,8 +121,8 @@ export class ChatProxy {
   /** Starts a streamed completion. Errors before the upstream's first byte are thrown (and
    * answered as JSON); from then on the stream settles and ends itself. */
   async openStream(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<ChatStream> {
-    const admitted = await this.admit(principal, body, context);
-    const { model, reservation, payload } = admitted;
+    const { payload, ...admitted } = await this.admit(principal, body, context);
+    const { model, reservation } = admitted;
     let response: UpstreamResponse;
     try {
       response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', payload, { signal: context.signal, accept: 'text/event-stream' });

@@ -162,7 +162,7 @@ class ChatStreamRelay {
 
   // Keep-alive comments keep idle proxies between the caller and us from timing out.
   private onComment(comment: string): void {
-    this.bytesSinceEvent = 0;
+    // Not a reset of bytesSinceEvent: a comment line can sit inside an unfinished event.
     this.pending += `:${comment}\n\n`;
   }
 

@@ -43,14 +43,24 @@ export function upstreamRefusal(answer: WholeAnswer, upstream: string): GatewayE
   return new GatewayError('upstream_error', `The model provider answered ${status}: ${detail.message} Nothing was charged.`, detail.param, headers);
 }
 
-/** upstreamRefusal for an answer whose body was left to stream; reads (and so consumes) it. */
+/** upstreamRefusal for an answer whose body was left to stream: reads what the message needs
+ * of it (at most MAX_ERROR_BODY_CHARACTERS characters' worth of bytes), then drops the rest. */
 export async function streamedRefusal(response: UpstreamResponse, upstream: string): Promise<GatewayError> {
-  let text = '';
+  const chunks: Buffer[] = [];
+  let bytes = 0;
   try {
-    text = await response.body.text();
+    for await (const chunk of response.body) {
+      chunks.push(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+      // UTF-8 takes up to 4 bytes a character.
+      if (bytes >= MAX_ERROR_BODY_CHARACTERS * 4) break;
+    }
   } catch {
-    // What the upstream said is lost; its status still tells what happened.
+    // What the upstream said is lost past this point; its status still tells what happened.
+  } finally {
+    response.body.destroy();
   }
+  const text = Buffer.concat(chunks).toString('utf8');
   return upstreamRefusal({ statusCode: response.statusCode, headers: response.headers, text }, upstream);
 }
 

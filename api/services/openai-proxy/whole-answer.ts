@@ -35,6 +35,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   private readonly chunks: Buffer[] = [];
   private bytes = 0;
   private started = false;
+  private settled = false;
 
   constructor(
     private readonly maxBytes: number,
@@ -45,8 +46,12 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
     signal.once('abort', this.cancel);
   }
 
-  /** The caller left: stop the upstream request, queued, in flight or answering. */
-  private readonly cancel = (reason: Error) => this.controller?.abort(reason);
+  /** The caller left: stop the upstream request, and answer with the reason at once, even while
+   * the request still waits for a connection (it is stopped as soon as it gets one). */
+  private readonly cancel = (reason: Error) => {
+    this.controller?.abort(reason);
+    this.fail(reason);
+  };
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
@@ -72,22 +77,37 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    this.succeed();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (error instanceof AnswerTooLarge || !this.started || this.signal.aborted) return this.fail(error);
+    // A refusal is told by its status (and Retry-After): what arrived of its body is enough.
+    if (this.statusCode < 200 || this.statusCode >= 300) return this.succeed();
+    this.fail(new AnswerBrokeOff(error));
+  }
+
+  private succeed(): void {
+    if (this.settled) return;
+    this.settled = true;
     this.signal.off('abort', this.cancel);
     const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
     this.resolve({ statusCode: this.statusCode, headers: this.headers, text: body.toString('utf8') });
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+  private fail(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
     this.signal.off('abort', this.cancel);
-    if (error instanceof AnswerTooLarge || !this.started || this.signal.aborted) this.reject(error);
-    else this.reject(new AnswerBrokeOff(error));
+    this.reject(error);
   }
 }
 
-/** Sends one request and resolves with its whole answer, any status. Rejects with undici's
- * error when no answer came (connection failures, the headers timeout), with the signal's
- * reason once it fired, with AnswerBrokeOff when the body did not arrive whole, and with
- * AnswerTooLarge once it passed `maxBytes`. */
+/** Sends one request and resolves with its whole answer, any status (a refusal whose body
+ * broke off, with what arrived of it). Rejects with undici's error when no answer came
+ * (connection failures, the headers timeout), with the signal's reason once it fired, with
+ * AnswerBrokeOff when a 2xx body did not arrive whole, and with AnswerTooLarge once it passed
+ * `maxBytes`. */
 export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect, maxBytes: number): Promise<WholeAnswer> {
   return new Promise((resolve, reject) => {
     dispatcher.dispatch(options, new WholeAnswerHandler(maxBytes, signal, resolve, reject));

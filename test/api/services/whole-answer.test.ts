@@ -43,6 +43,27 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
         setTimeout(() => response.socket?.destroy(), 20);
         return;
       }
+      if (request.url!.startsWith('/refuse-break')) {
+        response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7', 'content-length': '100' });
+        response.write('{"error":{"message":"Rate limit');
+        setTimeout(() => response.socket?.destroy(), 20);
+        return;
+      }
+      if (request.url!.startsWith('/endless')) {
+        // Until the reader hangs up (or 256 MiB, should it never).
+        response.writeHead(200, { 'content-type': 'application/json' });
+        const piece = 'z'.repeat(64 * 1024);
+        let written = 0;
+        const writeMore = () => {
+          while (!response.destroyed && written < 256 * MEBIBYTE) {
+            written += piece.length;
+            if (!response.write(piece)) return void response.once('drain', writeMore);
+          }
+          if (!response.destroyed) response.end();
+        };
+        writeMore();
+        return;
+      }
       if (request.url!.startsWith('/slow')) {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.write('{"first":');
@@ -75,7 +96,9 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
   const get = (path: string, signal: ClientDisconnect, maxBytes: number) => readWholeAnswer(pool, { method: 'GET', path }, signal, maxBytes);
 
   it('resolves with the whole text, the status and the headers', async () => {
-    const answer = await get('/whole?mib=3', callerSignal().signal, 4 * MEBIBYTE);
+    const { signal } = callerSignal();
+    const answer = await get('/whole?mib=3', signal, 4 * MEBIBYTE);
+    assert.equal(signal.listenerCount('abort'), 0);
     assert.equal(answer.statusCode, 200);
     assert.equal(answer.headers['retry-after'], '3');
     assert.equal(answer.text.length, 3 * MEBIBYTE);
@@ -83,22 +106,26 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
   });
 
   it('cuts an answer off once it passes the bound, and stops reading it', async () => {
-    await assert.rejects(get('/large?mib=8', callerSignal().signal, 1 * MEBIBYTE), (error: unknown) => {
+    const { signal } = callerSignal();
+    await assert.rejects(get('/endless', signal, 1 * MEBIBYTE), (error: unknown) => {
       assert.ok(error instanceof AnswerTooLarge);
       assert.equal(error.maxBytes, MEBIBYTE);
       return true;
     });
-    await waitFor(() => closedMidway.includes('/large?mib=8'));
+    assert.equal(signal.listenerCount('abort'), 0);
+    await waitFor(() => closedMidway.includes('/endless'));
     // The pool still answers afterwards.
     assert.equal((await get('/whole?mib=1', callerSignal().signal, 2 * MEBIBYTE)).text.length, MEBIBYTE);
   });
 
   it('tells an answer that broke off after its head apart from one that never came', async () => {
-    await assert.rejects(get('/break', callerSignal().signal, MEBIBYTE), (error: unknown) => {
+    const { signal } = callerSignal();
+    await assert.rejects(get('/break', signal, MEBIBYTE), (error: unknown) => {
       assert.ok(error instanceof AnswerBrokeOff);
       assert.ok(!(error instanceof AnswerTooLarge));
       return true;
     });
+    assert.equal(signal.listenerCount('abort'), 0);
     const nowhere = new Pool('http://127.0.0.1:1');
     try {
       await assert.rejects(readWholeAnswer(nowhere, { method: 'GET', path: '/' }, callerSignal().signal, MEBIBYTE), (error: unknown) => {
@@ -111,17 +138,55 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
     }
   });
 
+  it('keeps the status and Retry-After of a refusal whose body broke off', async () => {
+    const answer = await get('/refuse-break', callerSignal().signal, MEBIBYTE);
+    assert.equal(answer.statusCode, 429);
+    assert.equal(answer.headers['retry-after'], '7');
+    assert.equal(answer.text, '{"error":{"message":"Rate limit');
+  });
+
   it('stops the request when the caller leaves mid-answer, rejecting with the reason', async () => {
     const { signal, leave } = callerSignal();
     const reading = get('/slow', signal, MEBIBYTE);
     await waitFor(() => seen.includes('/slow'));
+    // The head and the first bytes are on their way: leave while the answer is being read.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     leave();
     await assert.rejects(reading, (error: unknown) => {
       assert.ok(!(error instanceof AnswerBrokeOff));
       assert.match(String((error as Error).message), /client disconnected/);
       return true;
     });
+    assert.equal(signal.listenerCount('abort'), 0);
     await waitFor(() => closedMidway.includes('/slow'));
+  });
+
+  it('answers a caller who leaves while the request waits for a connection at once', async () => {
+    const single = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
+    try {
+      const first = callerSignal();
+      const occupying = readWholeAnswer(single, { method: 'GET', path: '/slow?occupy' }, first.signal, MEBIBYTE);
+      await waitFor(() => seen.includes('/slow?occupy'));
+      const queued = callerSignal();
+      const waiting = readWholeAnswer(single, { method: 'GET', path: '/whole?mib=1&queued' }, queued.signal, MEBIBYTE);
+      queued.leave();
+      await assert.rejects(waiting, /client disconnected/);
+      assert.equal(queued.signal.listenerCount('abort'), 0);
+      first.leave();
+      await assert.rejects(occupying, /client disconnected/);
+      // The queued request was dropped, never sent.
+      assert.ok(!seen.includes('/whole?mib=1&queued'));
+    } finally {
+      await single.destroy();
+    }
+  });
+
+  it('removes its listener when the pool refuses the request outright', async () => {
+    const closed = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    await closed.close();
+    const { signal } = callerSignal();
+    await assert.rejects(readWholeAnswer(closed, { method: 'GET', path: '/whole' }, signal, MEBIBYTE), /closed|destroyed/i);
+    assert.equal(signal.listenerCount('abort'), 0);
   });
 });
 
