@@ -196,6 +196,22 @@ describe('chat against a scripted upstream', () => {
     assert.equal(upstream.received.length - before, 2);
   });
 
+  it('does not repeat a request whose connection dropped after the upstream had it a while', async () => {
+    const before = await stack.settledAccount(accountId);
+    const sent = upstream.received.length;
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'drop late' }] }, { maxRetries: 0 }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError);
+      assert.equal(error.status, 502);
+      assert.match(error.message, /dropped the connection after 1\.\d s without answering/);
+      return true;
+    });
+    // It may have been generating: a second try would pay the provider twice.
+    assert.equal(upstream.received.length - sent, 1);
+    const after = await stack.settledAccount(accountId);
+    assert.equal(after.balance_micros, before.balance_micros);
+    assert.equal(after.held_micros, 0);
+  });
+
   it('answers 502 without repeating the request when a completion breaks off or is not JSON, and bills nothing', async () => {
     const before = await stack.settledAccount(accountId);
     for (const [said, message] of [['break off', /answer broke off/], ['not json', /malformed chat completion/]] as const) {

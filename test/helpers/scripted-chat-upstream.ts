@@ -56,6 +56,12 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.socket?.destroy();
     return;
   }
+  if (said === 'drop late') {
+    // Takes the request, works on it for a while, then the connection goes (an idle timeout).
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    response.socket?.destroy();
+    return;
+  }
   if (said === 'refuse') {
     response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'logit_bias is malformed', type: 'invalid_request_error', param: 'logit_bias', code: null } }));
     return;

@@ -8,12 +8,21 @@ import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type WholeAnswer } fro
 // One keep-alive connection pool per OpenAI-compatible upstream, shared by every request, so a
 // call reuses a warm socket instead of paying a TCP (and TLS) handshake each time.
 //
-// Retries are for connection failures only, before the upstream has answered anything: the
-// request either never arrived or arrived on a socket the upstream had already closed (the
-// keep-alive race), so repeating it cannot double an answer the caller will see. Anything the
-// upstream did answer, even a 5xx, goes back to the caller, who decides (spec 7 rule 3).
+// Retries are for requests the upstream cannot have worked on: no connection could be made, or
+// the connection failed right away, as when the request went out on a keep-alive socket the
+// upstream had just closed. A connection that drops later, before any answer, may have been
+// dropped mid-generation (a load balancer's idle timeout during a long completion): repeating
+// that would pay the provider again and keep the caller waiting as long again, so it is a 502.
+// Anything the upstream did answer, even a 5xx, goes back to the caller, who decides (spec 7
+// rule 3).
 
-const RETRYABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+/** The request never reached the upstream. */
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+/** The connection failed after it was made; retried only when that came at once. */
+const DROPPED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+/** A drop within this long of sending is the keep-alive race (a round trip), not a dropped
+ * generation. */
+const QUICK_DROP_MS = 1_000;
 
 export interface UpstreamClientOptions {
   /** Extra attempts after a connection failure. */
@@ -44,9 +53,8 @@ function errorCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-export function isRetryableConnectionError(error: unknown): boolean {
-  const code = errorCode(error) ?? errorCode((error as { cause?: unknown } | null)?.cause);
-  return code !== undefined && RETRYABLE_CODES.has(code);
+function connectionErrorCode(error: unknown): string | undefined {
+  return errorCode(error) ?? errorCode((error as { cause?: unknown } | null)?.cause);
 }
 
 function describe(error: unknown): string {
@@ -115,13 +123,20 @@ export class OpenAiUpstreams {
    * left into the gateway's errors, except the abort reason and AnswerBrokeOff. */
   private async withRetries<T>(signal: ClientDisconnect, send: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
+      const sentAt = performance.now();
       try {
         return await send();
       } catch (error) {
         if (signal.aborted || error instanceof AnswerBrokeOff) throw error;
-        if (isRetryableConnectionError(error) && attempt < this.retries) {
+        const code = connectionErrorCode(error);
+        const waitedMs = performance.now() - sentAt;
+        const neverWorkedOn = code !== undefined && (CONNECT_CODES.has(code) || (DROPPED_CODES.has(code) && waitedMs < QUICK_DROP_MS));
+        if (neverWorkedOn && attempt < this.retries) {
           await sleep(this.retryDelayMs * (attempt + 1));
           continue;
+        }
+        if (code !== undefined && DROPPED_CODES.has(code) && !neverWorkedOn) {
+          throw new GatewayError('upstream_error', `The model provider dropped the connection after ${(waitedMs / 1000).toFixed(1)} s without answering (${describe(error)}); nothing was charged. Retry later.`);
         }
         if (errorCode(error) === 'UND_ERR_HEADERS_TIMEOUT') {
           throw new GatewayError('upstream_error', `The model provider did not answer within ${this.headersTimeoutMs / 1000} s; nothing was charged. Retry later.`);
