@@ -202,7 +202,7 @@ describe('chat against a scripted upstream', () => {
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'drop late' }] }, { maxRetries: 0 }), (error: unknown) => {
       assert.ok(error instanceof OpenAI.InternalServerError);
       assert.equal(error.status, 502);
-      assert.match(error.message, /dropped the connection after 1\.\d s without answering/);
+      assert.match(error.message, /dropped the connection after \d+\.\d s without answering/);
       return true;
     });
     // It may have been generating: a second try would pay the provider twice.

@@ -3,16 +3,18 @@ import { Pool, type Dispatcher } from 'undici';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
-import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type WholeAnswer } from './whole-answer.ts';
+import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type AttemptTiming, type WholeAnswer } from './whole-answer.ts';
 
 // One keep-alive connection pool per OpenAI-compatible upstream, shared by every request, so a
 // call reuses a warm socket instead of paying a TCP (and TLS) handshake each time.
 //
-// Retries are for requests the upstream cannot have worked on: no connection could be made, or
-// the connection failed right away, as when the request went out on a keep-alive socket the
-// upstream had just closed. A connection that drops later, before any answer, may have been
-// dropped mid-generation (a load balancer's idle timeout during a long completion): repeating
-// that would pay the provider again and keep the caller waiting as long again, so it is a 502.
+// Retries are for requests the upstream cannot have worked on: no connection could be made (or
+// it failed while being set up, TLS included), or it failed right after the request went out,
+// as when a keep-alive socket the upstream had just closed was reused. A non-streamed answer
+// that drops later, before any answer, may have been dropped mid-generation (a load balancer's
+// idle timeout during a long completion): repeating that would pay the provider again and keep
+// the caller waiting as long again, so it is a 502. A stream answers its head before it
+// generates, so a stream's connection failing before the head is always retried.
 // Anything the upstream did answer, even a 5xx, goes back to the caller, who decides (spec 7
 // rule 3).
 
@@ -20,8 +22,8 @@ import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type WholeAnswer } fro
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 /** The connection failed after it was made; retried only when that came at once. */
 const DROPPED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
-/** A drop within this long of sending is the keep-alive race (a round trip), not a dropped
- * generation. */
+/** A drop within this long of the request going out on a connected socket is the keep-alive
+ * race (a round trip), not a dropped generation. */
 const QUICK_DROP_MS = 1_000;
 
 export interface UpstreamClientOptions {
@@ -96,7 +98,7 @@ export class OpenAiUpstreams {
   async postJsonWhole(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<WholeAnswer> {
     const { pool, request } = this.prepare(upstreamName, path, payload, options.accept);
     try {
-      return await this.withRetries(options.signal, () => readWholeAnswer(pool, request, options.signal, this.maxAnswerBytes));
+      return await this.withRetries(options.signal, (timing) => readWholeAnswer(pool, request, options.signal, this.maxAnswerBytes, timing));
     } catch (error) {
       if (error instanceof AnswerTooLarge) {
         throw new GatewayError('upstream_error', `The model provider's answer was larger than ${error.maxBytes / 1_048_576} MiB and was cut off; nothing was charged.`);
@@ -121,18 +123,20 @@ export class OpenAiUpstreams {
 
   /** Repeats `send` after connection failures (see the top of this file); translates what is
    * left into the gateway's errors, except the abort reason and AnswerBrokeOff. */
-  private async withRetries<T>(signal: ClientDisconnect, send: () => Promise<T>): Promise<T> {
+  private async withRetries<T>(signal: ClientDisconnect, send: (timing: AttemptTiming) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const sentAt = performance.now();
+      // Unset unless `send` reports when the request went out (whole answers do, streams not).
+      const timing: AttemptTiming = {};
       try {
-        return await send();
+        return await send(timing);
       } catch (error) {
         if (signal.aborted || error instanceof AnswerBrokeOff) throw error;
         const code = connectionErrorCode(error);
-        const waitedMs = performance.now() - sentAt;
+        const waitedMs = timing.sentAt === undefined ? 0 : performance.now() - timing.sentAt;
         const neverWorkedOn = code !== undefined && (CONNECT_CODES.has(code) || (DROPPED_CODES.has(code) && waitedMs < QUICK_DROP_MS));
         if (neverWorkedOn && attempt < this.retries) {
           await sleep(this.retryDelayMs * (attempt + 1));
+          if (signal.aborted) throw signal.reason ?? error;
           continue;
         }
         if (code !== undefined && DROPPED_CODES.has(code) && !neverWorkedOn) {

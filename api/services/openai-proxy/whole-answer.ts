@@ -7,6 +7,13 @@ import type { ClientDisconnect } from './client-disconnect.ts';
 // against a loopback server, 15 to 18 µs of CPU per call against 19 to 21 µs for request() and
 // body.text(), a few percent of the chat proxy's own work per call.
 
+/** Filled in by readWholeAnswer, for the caller's retry decision. */
+export interface AttemptTiming {
+  /** performance.now() when the request was handed to a connected socket; unset while it had
+   * no connection (its failure then came while connecting). */
+  sentAt?: number;
+}
+
 export interface WholeAnswer {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
@@ -39,6 +46,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly maxBytes: number,
+    private readonly timing: AttemptTiming,
     private readonly signal: ClientDisconnect,
     private readonly resolve: (answer: WholeAnswer) => void,
     private readonly reject: (error: unknown) => void,
@@ -47,7 +55,8 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   }
 
   /** The caller left: stop the upstream request, and answer with the reason at once, even while
-   * the request still waits for a connection (it is stopped as soon as it gets one). */
+   * the request still waits for a connection (it is stopped as soon as it gets one; undici then
+   * closes that socket rather than reuse it). */
   private readonly cancel = (reason: Error) => {
     this.controller?.abort(reason);
     this.fail(reason);
@@ -55,6 +64,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
+    this.timing.sentAt = performance.now();
     if (this.signal.aborted) controller.abort(this.signal.reason ?? new Error('the client disconnected'));
   }
 
@@ -82,17 +92,17 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error instanceof AnswerTooLarge || !this.started || this.signal.aborted) return this.fail(error);
-    // A refusal is told by its status (and Retry-After): what arrived of its body is enough.
-    if (this.statusCode < 200 || this.statusCode >= 300) return this.succeed();
+    // A refusal is told by its status (and Retry-After); half its message is not worth showing.
+    if (this.statusCode < 200 || this.statusCode >= 300) return this.succeed('');
     this.fail(new AnswerBrokeOff(error));
   }
 
-  private succeed(): void {
+  private succeed(text?: string): void {
     if (this.settled) return;
     this.settled = true;
     this.signal.off('abort', this.cancel);
     const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, text: body.toString('utf8') });
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, text: text ?? body.toString('utf8') });
   }
 
   private fail(error: unknown): void {
@@ -104,12 +114,14 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 }
 
 /** Sends one request and resolves with its whole answer, any status (a refusal whose body
- * broke off, with what arrived of it). Rejects with undici's error when no answer came
+ * broke off, with no text). Rejects with undici's error when no answer came
  * (connection failures, the headers timeout), with the signal's reason once it fired, with
  * AnswerBrokeOff when a 2xx body did not arrive whole, and with AnswerTooLarge once it passed
  * `maxBytes`. */
-export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect, maxBytes: number): Promise<WholeAnswer> {
+export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect, maxBytes: number, timing: AttemptTiming = {}): Promise<WholeAnswer> {
+  // The caller may have left already (during a retry's pause): 'abort' will not fire again.
+  if (signal.aborted) return Promise.reject(signal.reason ?? new Error('the client disconnected'));
   return new Promise((resolve, reject) => {
-    dispatcher.dispatch(options, new WholeAnswerHandler(maxBytes, signal, resolve, reject));
+    dispatcher.dispatch(options, new WholeAnswerHandler(maxBytes, timing, signal, resolve, reject));
   });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Pool } from 'undici';
 import { ClientDisconnect } from '../../../api/services/openai-proxy/client-disconnect.ts';
@@ -142,7 +142,8 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
     const answer = await get('/refuse-break', callerSignal().signal, MEBIBYTE);
     assert.equal(answer.statusCode, 429);
     assert.equal(answer.headers['retry-after'], '7');
-    assert.equal(answer.text, '{"error":{"message":"Rate limit');
+    // Half a message is not shown to anyone.
+    assert.equal(answer.text, '');
   });
 
   it('stops the request when the caller leaves mid-answer, rejecting with the reason', async () => {
@@ -174,10 +175,45 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
       assert.equal(queued.signal.listenerCount('abort'), 0);
       first.leave();
       await assert.rejects(occupying, /client disconnected/);
-      // The queued request was dropped, never sent.
+      // The next request on the one connection is served after the queued one would have been:
+      // once it is answered, the queued one was dropped, never sent.
+      assert.equal((await readWholeAnswer(single, { method: 'GET', path: '/whole?mib=1&after' }, callerSignal().signal, 2 * MEBIBYTE)).statusCode, 200);
+      assert.ok(seen.includes('/whole?mib=1&after'));
       assert.ok(!seen.includes('/whole?mib=1&queued'));
     } finally {
       await single.destroy();
+    }
+  });
+
+  it('answers a caller who already left without sending anything', async () => {
+    const { signal, leave } = callerSignal();
+    leave();
+    await assert.rejects(get('/whole?mib=1&gone', signal, MEBIBYTE), /client disconnected/);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(!seen.includes('/whole?mib=1&gone'));
+    assert.equal(signal.listenerCount('abort'), 0);
+  });
+
+  it('leaves the send time unset when the connection fails while being set up', async () => {
+    // Accepts TCP, never answers the TLS handshake, and drops the connection after 300 ms.
+    const silent = createNetServer((socket) => setTimeout(() => socket.destroy(), 300));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const tls = new Pool(`https://127.0.0.1:${(silent.address() as AddressInfo).port}`);
+    try {
+      const timing: { sentAt?: number } = {};
+      await assert.rejects(readWholeAnswer(tls, { method: 'GET', path: '/' }, callerSignal().signal, MEBIBYTE, timing), (error: unknown) => {
+        assert.ok(!(error instanceof AnswerBrokeOff));
+        return true;
+      });
+      // Never sent: the retry rule may repeat it however long the setup took.
+      assert.equal(timing.sentAt, undefined);
+      const sentTiming: { sentAt?: number } = {};
+      await readWholeAnswer(pool, { method: 'GET', path: '/whole?mib=1&timed2' }, callerSignal().signal, 2 * MEBIBYTE, sentTiming);
+      assert.equal(typeof sentTiming.sentAt, 'number');
+    } finally {
+      await tls.destroy();
+      silent.close();
     }
   });
 
