@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
 import { answerScripted, endlessState, FLOOD_CHUNKS, floodState, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
@@ -282,11 +283,3 @@ describe('chat with an unreachable upstream', () => {
     }
   });
 });
-
-async function waitUntil(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    assert.ok(Date.now() < deadline, 'timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

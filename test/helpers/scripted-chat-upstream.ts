@@ -130,26 +130,26 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
   endStream(send, response);
 }
 
-/** How much of an event that never ends 'endless event' wrote before the gateway cut it off. */
-export const endlessState = { written: 0, cutOff: false };
+/** Whether the gateway cut off 'endless event' before it was written to its end. */
+export const endlessState = { cutOff: false };
 
 // An event that never ends: data lines of 64 KiB, each followed by a keep-alive comment, and
 // never the blank line that would end the event; up to 64 MiB, then the end. (A comment does
 // not end an event: the parser still holds every data line.)
 async function endlessEvent(response: ServerResponse): Promise<void> {
-  endlessState.written = 0;
   endlessState.cutOff = false;
+  let written = 0;
   const filler = `data: ${'y'.repeat(64 * 1024)}\n: keep-alive\n`;
   // One close listener for the whole run: a race of once(drain) and once(close) per write would
   // leave a listener behind every time.
   let wake = () => {};
   response.once('close', () => wake());
-  while (endlessState.written < 64 * 1024 * 1024) {
+  while (written < 64 * 1024 * 1024) {
     if (response.destroyed) {
       endlessState.cutOff = true;
       return;
     }
-    endlessState.written += filler.length;
+    written += filler.length;
     if (!response.write(filler)) {
       let drained = () => {};
       await new Promise<void>((resolve) => {

@@ -11,7 +11,7 @@ import { countChatCharge } from '../../../core/metrics.ts';
 import { ChatStream } from './chat-stream.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
-import { malformedUpstreamAnswer, streamedRefusal, upstreamRefusal } from './upstream-errors.ts';
+import { malformedUpstreamAnswer, streamedRefusal } from './upstream-errors.ts';
 import { isObject, readUsage, type Json } from './wire.ts';
 
 // POST /v1/chat/completions against an OpenAI-compatible upstream: resolve the model, reserve
@@ -48,12 +48,10 @@ interface AdmittedChatCall {
   spendTokens: (tokens: TokenCounts) => void;
   /** The reservation's token counts; its input side is the prompt estimate. */
   holdTokens: TokenCounts;
-  /** The body for the upstream, as JSON text. */
-  payload: string;
 }
 
-/** A streamed call whose upstream answered 2xx (it keeps no copy of the prompt). */
-export interface StartedChatCall extends Omit<AdmittedChatCall, 'payload'> {
+/** A streamed call whose upstream answered 2xx. */
+export interface StartedChatCall extends AdmittedChatCall {
   response: UpstreamResponse;
 }
 
@@ -93,18 +91,12 @@ export class ChatProxy {
 
   /** A non-streamed completion: the upstream's JSON text, answering with the caller's model id. */
   async complete(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<string> {
-    const { model, reservation, holdTokens, spendTokens, payload } = await this.admit(principal, body, context);
+    const { call, payload } = await this.admit(principal, body, context);
+    const { model, reservation, holdTokens, spendTokens } = call;
     let completion: unknown;
     let text: string;
     try {
-      const answer = await this.options.upstreams.postJsonWhole(model.upstream, '/chat/completions', payload, { signal: context.signal, accept: 'application/json' });
-      if (answer.statusCode < 200 || answer.statusCode >= 300) throw upstreamRefusal(answer, model.upstream);
-      text = answer.text;
-      try {
-        completion = JSON.parse(text);
-      } catch {
-        throw malformedUpstreamAnswer('chat completion');
-      }
+      ({ text, json: completion } = await this.options.upstreams.postForJson(model.upstream, '/chat/completions', payload, { signal: context.signal, what: 'chat completion' }));
       if (!isObject(completion)) throw malformedUpstreamAnswer('chat completion');
     } catch (error) {
       reservation.release();
@@ -121,8 +113,8 @@ export class ChatProxy {
   /** Starts a streamed completion. Errors before the upstream's first byte are thrown (and
    * answered as JSON); from then on the stream settles and ends itself. */
   async openStream(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<ChatStream> {
-    const { payload, ...admitted } = await this.admit(principal, body, context);
-    const { model, reservation } = admitted;
+    const { call, payload } = await this.admit(principal, body, context);
+    const { model, reservation } = call;
     let response: UpstreamResponse;
     try {
       response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', payload, { signal: context.signal, accept: 'text/event-stream' });
@@ -131,7 +123,7 @@ export class ChatProxy {
       reservation.release();
       throw error;
     }
-    return new ChatStream({ ...admitted, response }, {
+    return new ChatStream({ ...call, response }, {
       forwardUsage: body.stream_options?.include_usage === true,
       signal: context.signal,
       log: context.log,
@@ -139,8 +131,9 @@ export class ChatProxy {
     });
   }
 
-  /** Resolves the model, passes the token limit and reserves the call's worst-case price. */
-  private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<AdmittedChatCall> {
+  /** Resolves the model, passes the token limit and reserves the call's worst-case price; with
+   * the body for the upstream as JSON text, kept apart so a stream holds no copy of the prompt. */
+  private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
     const { payload, promptCharacters } = upstreamChatRequest(model, body);
     const holdTokens = chatHoldTokens(model, {
@@ -159,6 +152,6 @@ export class ChatProxy {
       { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
       'or lower max_tokens',
     );
-    return { model, reservation, holdTokens, spendTokens, payload };
+    return { call: { model, reservation, holdTokens, spendTokens }, payload };
   }
 }

@@ -7,7 +7,7 @@ import type { Principal } from '../../plugins/api-key-auth.ts';
 import type { AccountBudgets } from '../billing/account-budgets.ts';
 import type { CallContext } from './chat-proxy.ts';
 import type { OpenAiUpstreams } from './upstream-client.ts';
-import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
+import { malformedUpstreamAnswer } from './upstream-errors.ts';
 
 // POST /v1/images/generations against an OpenAI-compatible upstream, billed per image: reserve
 // n × the image price from the account's spend lease, charge the images that actually came back.
@@ -34,14 +34,7 @@ export class ImageProxy {
     let text: string;
     let answer: unknown;
     try {
-      const response = await this.options.upstreams.postJsonWhole(model.upstream, '/images/generations', JSON.stringify({ ...body, model: model.upstream_model }), { signal: context.signal, accept: 'application/json' });
-      if (response.statusCode < 200 || response.statusCode >= 300) throw upstreamRefusal(response, model.upstream);
-      text = response.text;
-      try {
-        answer = JSON.parse(text);
-      } catch {
-        throw malformedUpstreamAnswer('image response');
-      }
+      ({ text, json: answer } = await this.options.upstreams.postForJson(model.upstream, '/images/generations', JSON.stringify({ ...body, model: model.upstream_model }), { signal: context.signal, what: 'image response' }));
     } catch (error) {
       reservation.release();
       throw error;

@@ -3,6 +3,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
+import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
 import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type AttemptTiming, type WholeAnswer } from './whole-answer.ts';
 
 // One keep-alive connection pool per OpenAI-compatible upstream, shared by every request, so a
@@ -93,9 +94,22 @@ export class OpenAiUpstreams {
     return this.withRetries(options.signal, () => pool.request({ ...request, signal: options.signal }));
   }
 
-  /** As postJson, with the whole body read (a completion, images). An answer that breaks off
-   * after its head, or grows past maxAnswerBytes, is a GatewayError (502) and is not repeated. */
-  async postJsonWhole(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<WholeAnswer> {
+  /** As postJson, for a JSON answer read whole (a completion, images): resolves with its text
+   * and its parsed value. A non-2xx answer throws its refusal (upstream-errors.ts), a body that
+   * is not JSON throws malformedUpstreamAnswer(`what`). */
+  async postForJson(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; what: string }): Promise<{ text: string; json: unknown }> {
+    const answer = await this.postJsonWhole(upstreamName, path, payload, { signal: options.signal, accept: 'application/json' });
+    if (answer.statusCode < 200 || answer.statusCode >= 300) throw upstreamRefusal(answer, upstreamName);
+    try {
+      return { text: answer.text, json: JSON.parse(answer.text) };
+    } catch {
+      throw malformedUpstreamAnswer(options.what);
+    }
+  }
+
+  /** As postJson, with the whole body read. An answer that breaks off after its head, or grows
+   * past maxAnswerBytes, is a GatewayError (502) and is not repeated. */
+  private async postJsonWhole(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<WholeAnswer> {
     const { pool, request } = this.prepare(upstreamName, path, payload, options.accept);
     try {
       return await this.withRetries(options.signal, (timing) => readWholeAnswer(pool, request, options.signal, this.maxAnswerBytes, timing));
@@ -142,7 +156,7 @@ export class OpenAiUpstreams {
         if (code !== undefined && DROPPED_CODES.has(code) && !neverWorkedOn) {
           throw new GatewayError('upstream_error', `The model provider dropped the connection after ${(waitedMs / 1000).toFixed(1)} s without answering (${describe(error)}); nothing was charged. Retry later.`);
         }
-        if (errorCode(error) === 'UND_ERR_HEADERS_TIMEOUT') {
+        if (code === 'UND_ERR_HEADERS_TIMEOUT') {
           throw new GatewayError('upstream_error', `The model provider did not answer within ${this.headersTimeoutMs / 1000} s; nothing was charged. Retry later.`);
         }
         throw new GatewayError(

@@ -41,7 +41,6 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   private headers: WholeAnswer['headers'] = {};
   private readonly chunks: Buffer[] = [];
   private bytes = 0;
-  private started = false;
   private settled = false;
 
   constructor(
@@ -71,7 +70,6 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: WholeAnswer['headers']): void {
     // 1xx answers (100 Continue) come before the real one.
     if (statusCode < 200) return;
-    this.started = true;
     this.statusCode = statusCode;
     this.headers = headers;
   }
@@ -91,7 +89,8 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    if (error instanceof AnswerTooLarge || !this.started || this.signal.aborted) return this.fail(error);
+    // statusCode stays 0 until the final answer's head arrived.
+    if (error instanceof AnswerTooLarge || this.statusCode === 0 || this.signal.aborted) return this.fail(error);
     // A refusal is told by its status (and Retry-After); half its message is not worth showing.
     if (this.statusCode < 200 || this.statusCode >= 300) return this.succeed('');
     this.fail(new AnswerBrokeOff(error));

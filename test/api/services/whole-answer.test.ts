@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Pool } from 'undici';
 import { ClientDisconnect } from '../../../api/services/openai-proxy/client-disconnect.ts';
 import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer } from '../../../api/services/openai-proxy/whole-answer.ts';
+import { waitUntil } from '../../helpers/wait-until.ts';
 
 // readWholeAnswer against a real loopback server: answers read whole, answers bounded, answers
 // that break off, and a caller who leaves while the answer is still coming.
@@ -113,7 +114,7 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
       return true;
     });
     assert.equal(signal.listenerCount('abort'), 0);
-    await waitFor(() => closedMidway.includes('/endless'));
+    await waitUntil(() => closedMidway.includes('/endless'), 5_000);
     // The pool still answers afterwards.
     assert.equal((await get('/whole?mib=1', callerSignal().signal, 2 * MEBIBYTE)).text.length, MEBIBYTE);
   });
@@ -149,7 +150,7 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
   it('stops the request when the caller leaves mid-answer, rejecting with the reason', async () => {
     const { signal, leave } = callerSignal();
     const reading = get('/slow', signal, MEBIBYTE);
-    await waitFor(() => seen.includes('/slow'));
+    await waitUntil(() => seen.includes('/slow'), 5_000);
     // The head and the first bytes are on their way: leave while the answer is being read.
     await new Promise((resolve) => setTimeout(resolve, 100));
     leave();
@@ -159,7 +160,7 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
       return true;
     });
     assert.equal(signal.listenerCount('abort'), 0);
-    await waitFor(() => closedMidway.includes('/slow'));
+    await waitUntil(() => closedMidway.includes('/slow'), 5_000);
   });
 
   it('answers a caller who leaves while the request waits for a connection at once', async () => {
@@ -167,7 +168,7 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
     try {
       const first = callerSignal();
       const occupying = readWholeAnswer(single, { method: 'GET', path: '/slow?occupy' }, first.signal, MEBIBYTE);
-      await waitFor(() => seen.includes('/slow?occupy'));
+      await waitUntil(() => seen.includes('/slow?occupy'), 5_000);
       const queued = callerSignal();
       const waiting = readWholeAnswer(single, { method: 'GET', path: '/whole?mib=1&queued' }, queued.signal, MEBIBYTE);
       queued.leave();
@@ -225,11 +226,3 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
     assert.equal(signal.listenerCount('abort'), 0);
   });
 });
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!condition()) {
-    assert.ok(Date.now() < deadline, 'timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
