@@ -19,6 +19,7 @@ import { answerFrameworkError, errorHandler } from './plugins/error-handler.ts';
 import { jsonBody } from './plugins/json-body.ts';
 import { metrics } from './plugins/metrics.ts';
 import { requestLog } from './plugins/request-log.ts';
+import { gracefulClose } from './plugins/graceful-close.ts';
 import { batchedStdout } from './log-destination.ts';
 import { lazyChildLogger } from './lazy-request-logger.ts';
 import { consolePlugin } from './console/plugin.ts';
@@ -124,6 +125,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const openAi = createOpenAiProxies({ catalog, budgets, limiter });
 
   await app.register(requestLog);
+  await app.register(gracefulClose, { calls: openAi.calls, graceMs: config.SHUTDOWN_GRACE_MS });
   await app.register(errorHandler);
   await app.register(jsonBody);
   // Before any route: the document is collected from the routes as they are registered.
@@ -153,8 +155,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
         vendorFor: createVendorLookup(catalog),
         upstreamOf: (modelId) => catalog.find(modelId)?.upstream,
       });
-      await v1.register(chatRoutes, { catalog, chat: openAi.chat, closeProxies: openAi.close });
-      await v1.register(imageRoutes, { catalog, images: openAi.images });
+      await v1.register(chatRoutes, { catalog, chat: openAi.chat, calls: openAi.calls, closeProxies: openAi.close });
+      await v1.register(imageRoutes, { catalog, images: openAi.images, calls: openAi.calls });
     },
     { prefix: '/v1' },
   );

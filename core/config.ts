@@ -30,6 +30,10 @@ export const environmentSchema = z.object({
   // ... unless the lease held at most a tenth of the account's free balance: then it is kept this
   // long, so a caller who calls every few seconds or minutes does not wait for a new one.
   SPEND_LEASE_SMALL_IDLE_MS: z.coerce.number().int().positive().default(300_000),
+  // When the api closes, chat and image calls still running this long after are ended (503 or
+  // a stream's error event, unbilled) so the process settles its leases and exits before an
+  // orchestrator kills it (api/services/openai-proxy/calls-in-flight.ts).
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   // The worker's Prometheus listener (GET /metrics); off when the port is unset.
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WORKER_METRICS_HOST: z.string().default('127.0.0.1'),

@@ -4,6 +4,7 @@ import type { Catalog } from '../../../core/catalog.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
+import type { CallsInFlight } from '../../services/openai-proxy/calls-in-flight.ts';
 import type { ChatProxy } from '../../services/openai-proxy/chat-proxy.ts';
 import { ClientDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
@@ -12,6 +13,7 @@ import { chatCompletionBodyFor, chatCompletionResponse, chatStreamEvent } from '
 export interface ChatRouteOptions {
   catalog: Catalog;
   chat: ChatProxy;
+  calls: CallsInFlight;
   /** Waits for running settlements and closes the upstream pools when the app closes. */
   closeProxies: () => Promise<void>;
 }
@@ -39,7 +41,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
 
   app.post('/chat/completions', { schema, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
     const principal = principalOf(request);
-    const context = { signal: new ClientDisconnect(reply.raw), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
+    const context = { signal: new ClientDisconnect(reply.raw, options.calls), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
     try {
       if (request.body.stream !== true) {
         const json = await options.chat.complete(principal, request.body, context);
@@ -54,7 +56,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
       return reply;
     } catch (error) {
       // The caller left before the answer: there is nobody to send an error to.
-      if (context.signal.aborted) return reply.hijack();
+      if (context.signal.callerGone) return reply.hijack();
       throw error;
     }
   });

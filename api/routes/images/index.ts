@@ -4,6 +4,7 @@ import type { Catalog } from '../../../core/catalog.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
+import type { CallsInFlight } from '../../services/openai-proxy/calls-in-flight.ts';
 import { ClientDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
 import type { ImageProxy } from '../../services/openai-proxy/image-proxy.ts';
 import { idempotencyHeaders } from '../idempotency-header.ts';
@@ -13,6 +14,7 @@ import { imageGenerationBodyFor, imageGenerationResponse } from './schemas.ts';
 export interface ImageRouteOptions {
   catalog: Catalog;
   images: ImageProxy;
+  calls: CallsInFlight;
 }
 
 export const imageRoutes: FastifyPluginAsyncZod<ImageRouteOptions> = async (app, options) => {
@@ -29,13 +31,13 @@ export const imageRoutes: FastifyPluginAsyncZod<ImageRouteOptions> = async (app,
   };
 
   app.post('/images/generations', { schema, preValidation: resolveModelFirst(options.catalog, 'image') }, async (request, reply) => {
-    const context = { signal: new ClientDisconnect(reply.raw), log: request.log };
+    const context = { signal: new ClientDisconnect(reply.raw, options.calls), log: request.log };
     try {
       const json = await options.images.generate(principalOf(request), request.body, context);
       // The upstream's text as is: b64 images are large, and re-serializing them buys nothing.
       return reply.type('application/json; charset=utf-8').send(json as unknown as z.infer<typeof imageGenerationResponse>);
     } catch (error) {
-      if (context.signal.aborted) return reply.hijack();
+      if (context.signal.callerGone) return reply.hijack();
       throw error;
     }
   });

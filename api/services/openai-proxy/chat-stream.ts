@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { GatewayError } from '../../../core/errors.ts';
 import { countChatCharge, observeTimeToFirstToken } from '../../../core/metrics.ts';
 import type { StartedChatCall } from './chat-proxy.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
@@ -17,6 +18,8 @@ import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
 //   estimate plus what was delivered (max of chunks and characters/4 as output tokens), capped
 //   at the reservation; nothing at all when not a single piece of text had been delivered.
 // - the upstream failed mid-stream: nothing (spec 7 rule 4, failed requests are not billed).
+// - the gateway ended it (a shutdown past its grace, calls-in-flight.ts): nothing, as a failure
+//   of ours; the caller's last event is the error, so it knows to retry.
 
 export interface ChatStreamOptions {
   forwardUsage: boolean;
@@ -71,6 +74,14 @@ export class ChatStream {
         upstream.body.destroy();
         break;
       }
+      case 'interrupted': {
+        // outcome.failure is the interruption's message (sse-relay.ts).
+        const error = new GatewayError('service_unavailable', outcome.failure ?? 'The gateway ended this stream.');
+        this.options.log.warn({ failure: outcome.failure }, 'chat stream interrupted by the gateway');
+        response.end(sseData(JSON.stringify(error.toBody())));
+        upstream.body.destroy();
+        break;
+      }
       case 'client_gone':
         upstream.body.destroy();
         response.destroy();
@@ -96,6 +107,7 @@ export class ChatStream {
         return;
       }
       case 'upstream_failed':
+      case 'interrupted':
         return reservation.release();
     }
   }

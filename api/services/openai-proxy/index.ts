@@ -1,6 +1,7 @@
 import type { Catalog } from '../../../core/catalog.ts';
 import type { AccountBudgets } from '../billing/account-budgets.ts';
 import type { RateLimiter } from '../rate-limits/rate-limiter.ts';
+import { CallsInFlight } from './calls-in-flight.ts';
 import { ChatProxy } from './chat-proxy.ts';
 import { ImageProxy } from './image-proxy.ts';
 import { OpenAiUpstreams, type UpstreamClientOptions } from './upstream-client.ts';
@@ -11,6 +12,8 @@ export { ImageProxy } from './image-proxy.ts';
 export interface OpenAiProxies {
   chat: ChatProxy;
   images: ImageProxy;
+  /** The calls being served, for a shutdown to interrupt (calls-in-flight.ts). */
+  calls: CallsInFlight;
   /** Closes the upstream pools; safe to call twice. */
   close(): Promise<void>;
 }
@@ -19,7 +22,9 @@ export interface OpenAiProxies {
 export function createOpenAiProxies(options: { catalog: Catalog; budgets: AccountBudgets; limiter?: RateLimiter; upstream?: UpstreamClientOptions }): OpenAiProxies {
   const upstreams = new OpenAiUpstreams(options.catalog, options.upstream);
   const dependencies = { catalog: options.catalog, upstreams, budgets: options.budgets };
+  const calls = new CallsInFlight();
   return {
+    calls,
     chat: new ChatProxy({ ...dependencies, ...(options.limiter ? { limiter: options.limiter } : {}) }),
     images: new ImageProxy(dependencies),
     async close() {

@@ -20,20 +20,23 @@ export interface DeliveredText {
   characters: number;
 }
 
-export type RelayEnd = 'completed' | 'client_gone' | 'upstream_failed';
+/** `interrupted`: the gateway ended the stream itself (a shutdown, calls-in-flight.ts). */
+export type RelayEnd = 'completed' | 'client_gone' | 'upstream_failed' | 'interrupted';
 
 export interface RelayOutcome {
   end: RelayEnd;
   usage?: TokenCounts;
   delivered: DeliveredText;
-  /** Why the upstream stream failed, for the caller's error event and the log. */
+  /** Why the upstream stream failed (or the gateway ended it), for the caller's error event
+   * and the log. */
   failure?: string;
 }
 
 export interface RelayOptions {
   upstream: Readable;
   response: ServerResponse;
-  /** Fires when the caller disconnects; it also aborts the upstream body. */
+  /** Fires when the caller disconnects or the gateway interrupts the call; it also aborts the
+   * upstream body. */
   signal: ClientDisconnect;
   /** The caller asked for stream_options.include_usage itself. */
   forwardUsage: boolean;
@@ -151,7 +154,7 @@ class ChatStreamRelay {
       .on('end', () => this.finish(this.ended()))
       .on('error', (error: unknown) => this.onError(error))
       // Destroyed without an error or an end: the stream stopped before it was complete.
-      .on('close', () => this.finish(this.options.signal.aborted ? this.result('client_gone') : this.result('upstream_failed', 'the stream from the model provider ended early')));
+      .on('close', () => this.finish(this.options.signal.aborted ? this.aborted() : this.result('upstream_failed', 'the stream from the model provider ended early')));
   }
 
   private onEvent(event: EventSourceMessage): void {
@@ -203,16 +206,22 @@ class ChatStreamRelay {
   }
 
   private onError(error: unknown): void {
-    if (this.options.signal.aborted) return this.finish(this.result('client_gone'));
+    if (this.options.signal.aborted) return this.finish(this.aborted());
     this.finish(this.result('upstream_failed', `the stream from the model provider broke off (${error instanceof Error ? error.message : String(error)})`));
   }
 
   private ended(): RelayOutcome {
     const { state } = this;
-    if (this.options.signal.aborted) return this.result('client_gone');
+    if (this.options.signal.aborted) return this.aborted();
     if (state.failure !== undefined) return this.result('upstream_failed', state.failure);
     if (!state.sawDone && !state.sawFinish) return this.result('upstream_failed', 'the stream from the model provider ended early');
     return this.result('completed');
+  }
+
+  /** The outcome once the signal fired: the caller left, or the gateway ended the call. */
+  private aborted(): RelayOutcome {
+    const { interruption } = this.options.signal;
+    return interruption ? this.result('interrupted', interruption.message) : this.result('client_gone');
   }
 
   private result(end: RelayEnd, failure?: string): RelayOutcome {

@@ -1,0 +1,55 @@
+import { GatewayError } from '../../../core/errors.ts';
+import type { ClientDisconnect } from './client-disconnect.ts';
+
+// The chat and image calls this process is serving, so that a shutdown does not wait on them
+// for ever. When the api closes, the server stops taking connections and waits for the
+// requests it is serving; a stream can run for minutes, longer than an orchestrator waits
+// before it kills the process (Kubernetes: 30 s). A kill leaves the caller with a cut stream and
+// no error, and the spend leases unsettled: the calls of their last seconds go unbilled and the
+// money stays held until the leases expire. So the calls still running `graceMs` after the
+// close began are interrupted: each caller gets a 503 (or, mid-stream, an error event), nothing
+// is charged for them, and the process goes on to settle its leases and exit.
+
+export class CallsInFlight {
+  private readonly calls = new Set<ClientDisconnect>();
+  private timer: NodeJS.Timeout | undefined;
+
+  add(call: ClientDisconnect): void {
+    this.calls.add(call);
+  }
+
+  delete(call: ClientDisconnect): void {
+    this.calls.delete(call);
+  }
+
+  get size(): number {
+    return this.calls.size;
+  }
+
+  /** Interrupts the calls still running `graceMs` from now. */
+  interruptAfter(graceMs: number): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => this.interruptAll(graceMs), graceMs);
+    // The close it belongs to may finish first; the process must not stay up for the timer.
+    this.timer.unref();
+  }
+
+  /** Stops the pending interruption (the close finished). */
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  private interruptAll(graceMs: number): void {
+    const seconds = Math.round(graceMs / 100) / 10;
+    for (const call of [...this.calls]) {
+      call.interrupt(
+        new GatewayError(
+          'service_unavailable',
+          `The gateway is restarting and ended this call after waiting ${seconds} s for it; nothing was charged. Retry: the next attempt goes to a running process.`,
+          undefined,
+          { 'retry-after': '1' },
+        ),
+      );
+    }
+  }
+}
