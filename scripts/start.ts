@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { loadConfig } from '../core/config.ts';
 import { buildApi, builtApiArgs } from './lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from './lib/engines.ts';
 import { startProcess, waitForOutput, waitForPort, type ManagedProcess } from './lib/processes.ts';
@@ -82,7 +83,10 @@ try {
   await waitForPort('127.0.0.1', ports.simulator, simulator);
   const worker = node('worker', 'worker/main.ts');
   await buildApi();
-  const api = watch(startProcess('api', process.execPath, builtApiArgs, { env: environment, output: 'inherit-prefixed' }));
+  // Stopping, the api lets running calls finish for SHUTDOWN_GRACE_MS, then settles its spend
+  // leases (at most 10 s): it is not killed before that.
+  const apiStopMs = loadConfig(environment).SHUTDOWN_GRACE_MS + 15_000;
+  const api = watch(startProcess('api', process.execPath, builtApiArgs, { env: environment, output: 'inherit-prefixed', stopTimeoutMs: apiStopMs }));
   await waitForPort('127.0.0.1', ports.api, api);
   // The worker bundles the workflow code first (a few seconds); tasks submitted before it polls
   // would simply wait in Temporal, but "up" should mean up.

@@ -26,6 +26,8 @@ export interface StartOptions {
    * test, and a full pipe makes that process's synchronous log writes wait on us.
    */
   logFile?: string;
+  /** How long stop() waits after SIGTERM before SIGKILL, unless it is given one (10 s). */
+  stopTimeoutMs?: number;
 }
 
 const RECENT_BYTES = 16_384;
@@ -88,7 +90,7 @@ export function startProcess(name: string, command: string, args: string[], opti
     name,
     child,
     exited,
-    async stop(timeoutMs = 10_000) {
+    async stop(timeoutMs = options.stopTimeoutMs ?? 10_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
