@@ -42,8 +42,15 @@ async function stopAll(exitCode: number): Promise<never> {
   }
   process.exit(exitCode);
 }
+// The children run in process groups of their own (ownProcessGroup), so a Ctrl-C reaches only
+// this process and the stack stops in order; a closed terminal (SIGHUP) must stop them too.
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
+process.on('SIGHUP', () => void stopAll(0));
+// Any other way out (a crash here): their own groups would outlive us, so signal them at least.
+process.on('exit', () => {
+  for (const child of children) if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGTERM');
+});
 
 function watch(child: ManagedProcess): ManagedProcess {
   children.push(child);
@@ -62,12 +69,12 @@ try {
 
   if (!process.env.MONGODB_URI) {
     console.log(`[framegate] starting FerretDB on 127.0.0.1:${ports.ferretdb} (data in .data/ferretdb)`);
-    watch(await startFerretDb({ port: ports.ferretdb, dataDir: path.join(dataDir, 'ferretdb') }));
+    watch(await startFerretDb({ port: ports.ferretdb, dataDir: path.join(dataDir, 'ferretdb'), ownProcessGroup: true }));
     environment.MONGODB_URI = `mongodb://127.0.0.1:${ports.ferretdb}/`;
   }
   if (!process.env.TEMPORAL_ADDRESS) {
     console.log(`[framegate] starting the Temporal dev server on 127.0.0.1:${ports.temporal} (history in .data/temporal.db)`);
-    watch(await startTemporalDevServer({ port: ports.temporal, uiPort: ports.temporalUi, dbFile: path.join(dataDir, 'temporal.db') }));
+    watch(await startTemporalDevServer({ port: ports.temporal, uiPort: ports.temporalUi, dbFile: path.join(dataDir, 'temporal.db'), ownProcessGroup: true }));
     environment.TEMPORAL_ADDRESS = `127.0.0.1:${ports.temporal}`;
     environment.TEMPORAL_UI_URL ??= `http://127.0.0.1:${ports.temporalUi}`;
   }
@@ -78,7 +85,7 @@ try {
   environment.OUTBOUND_ALLOWLIST ??= 'loopback';
 
   const node = (name: string, entry: string) =>
-    watch(startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed' }));
+    watch(startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed', ownProcessGroup: true }));
   const simulator = node('simulator', 'simulator/server.ts');
   await waitForPort('127.0.0.1', ports.simulator, simulator);
   const worker = node('worker', 'worker/main.ts');
@@ -86,7 +93,7 @@ try {
   // Stopping, the api lets running calls finish for SHUTDOWN_GRACE_MS, then settles its spend
   // leases (at most 10 s): it is not killed before that.
   const apiStopMs = loadConfig(environment).SHUTDOWN_GRACE_MS + 15_000;
-  const api = watch(startProcess('api', process.execPath, builtApiArgs, { env: environment, output: 'inherit-prefixed', stopTimeoutMs: apiStopMs }));
+  const api = watch(startProcess('api', process.execPath, builtApiArgs, { env: environment, output: 'inherit-prefixed', stopTimeoutMs: apiStopMs, ownProcessGroup: true }));
   await waitForPort('127.0.0.1', ports.api, api);
   // The worker bundles the workflow code first (a few seconds); tasks submitted before it polls
   // would simply wait in Temporal, but "up" should mean up.

@@ -21,7 +21,7 @@ export function provision(): void {
   }
 }
 
-export async function startFerretDb(options: { port: number; dataDir: string; output?: StartOptions['output'] }): Promise<ManagedProcess> {
+export async function startFerretDb(options: { port: number; dataDir: string; output?: StartOptions['output']; ownProcessGroup?: boolean }): Promise<ManagedProcess> {
   mkdirSync(options.dataDir, { recursive: true });
   const ferretdb = startProcess(
     'ferretdb',
@@ -40,7 +40,7 @@ export async function startFerretDb(options: { port: number; dataDir: string; ou
       '--telemetry=disable',
       '--log-level=warn',
     ],
-    { output: options.output ?? 'quiet' },
+    { output: options.output ?? 'quiet', ownProcessGroup: options.ownProcessGroup ?? false },
   );
   await waitForPort('127.0.0.1', options.port, ferretdb);
   return ferretdb;
@@ -51,6 +51,7 @@ export async function startTemporalDevServer(options: {
   uiPort?: number;
   dbFile?: string;
   output?: StartOptions['output'];
+  ownProcessGroup?: boolean;
 }): Promise<ManagedProcess> {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'warn'];
   if (options.uiPort) args.push('--ui-port', String(options.uiPort));
@@ -62,7 +63,7 @@ export async function startTemporalDevServer(options: {
     // nothing; only an OS crash may lose the last commits: the right trade for a local stack.
     args.push('--db-filename', options.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
   }
-  const temporal = startProcess('temporal', toolPaths.temporal, args, { output: options.output ?? 'quiet' });
+  const temporal = startProcess('temporal', toolPaths.temporal, args, { output: options.output ?? 'quiet', ownProcessGroup: options.ownProcessGroup ?? false });
   await waitForPort('127.0.0.1', options.port, temporal);
   if (options.uiPort) await waitForPort('127.0.0.1', options.uiPort, temporal);
   return temporal;

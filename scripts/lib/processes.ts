@@ -28,6 +28,12 @@ export interface StartOptions {
   logFile?: string;
   /** How long stop() waits after SIGTERM before SIGKILL, unless it is given one (10 s). */
   stopTimeoutMs?: number;
+  /**
+   * Start the process in a process group of its own, so a Ctrl-C in the terminal reaches only
+   * us and we stop the processes in order (npm start: the api settles its spend leases while
+   * the store is still up). The caller must then stop it on every way out (SIGHUP included).
+   */
+  ownProcessGroup?: boolean;
 }
 
 const RECENT_BYTES = 16_384;
@@ -65,6 +71,7 @@ export function startProcess(name: string, command: string, args: string[], opti
     cwd: options.cwd,
     env: options.env ?? process.env,
     stdio: logFd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', logFd, logFd],
+    detached: options.ownProcessGroup ?? false,
   });
   // The child holds its own copy of the descriptor.
   if (logFd !== undefined) closeSync(logFd);

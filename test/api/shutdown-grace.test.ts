@@ -41,7 +41,7 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     const headless = await stack.newCaller('stream-without-head');
     const statsBefore = await stack.simulatorStats();
 
-    const longStream = startChat(stack.baseUrl, streamer.key, 'Tell me a long story about graceful restarts [sim:slow]', true);
+    const longStream = startChat(stack.baseUrl, streamer.key, 'Tell me a long story about graceful restarts [sim:chunks=300 gap_ms=100]', true);
     const longCall = startChat(stack.baseUrl, waiter.key, 'Think about it for a while [sim:delay_ms=20000]', false);
     const quickCall = startChat(stack.baseUrl, quick.key, 'Answer soon [sim:delay_ms=600]', false);
     // A stream whose upstream has not even sent its head when the grace ends.
