@@ -3,13 +3,18 @@ import fp from 'fastify-plugin';
 import type { CallsInFlight } from '../services/openai-proxy/calls-in-flight.ts';
 
 // How the api closes (SIGTERM, server.ts): the server stops taking connections and waits for
-// the requests it is serving, then the onClose hooks settle the spend leases. Two things would
-// make that wait longer than an orchestrator gives it before a kill:
+// the requests it is serving, then the onClose hooks settle the spend leases. Three things
+// would make that wait longer than an orchestrator gives it before a kill, which would leave
+// the leases unsettled:
 // - a stream can run for minutes: past `graceMs` the chat and image calls still running are
 //   ended (calls-in-flight.ts);
 // - server.close() ends only the connections idle at that moment. One whose request was still
 //   running stays open after its answer, for the keep-alive timeout (72 s), and the close waits
-//   on it: such connections are closed as soon as they go idle.
+//   on it: such connections are closed as soon as they go idle;
+// - Node never counts a connection idle that was opened but sent no request (a client's spare
+//   socket), and once closing it no longer times out their headers; a caller that stopped
+//   reading never lets a last write finish. FORCE_AFTER_GRACE_MS after the grace, the
+//   connections still open are closed whatever they are doing.
 
 export interface GracefulCloseOptions {
   calls: CallsInFlight;
@@ -18,17 +23,24 @@ export interface GracefulCloseOptions {
 
 /** How often connections that went idle during the close are looked for. */
 const IDLE_SWEEP_MS = 50;
+/** Time after the grace for interrupted calls to write their last answer. */
+const FORCE_AFTER_GRACE_MS = 2_000;
 
 async function gracefulClosePlugin(app: FastifyInstance, options: GracefulCloseOptions): Promise<void> {
   let sweep: NodeJS.Timeout | undefined;
+  let force: NodeJS.Timeout | undefined;
   app.addHook('preClose', (done) => {
     options.calls.interruptAfter(options.graceMs);
     sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
+    force = setTimeout(() => app.server.closeAllConnections(), options.graceMs + FORCE_AFTER_GRACE_MS);
+    // The close they serve may finish first; the process must not stay up for them.
     sweep.unref();
+    force.unref();
     done();
   });
   app.addHook('onClose', (_instance, done) => {
     clearInterval(sweep);
+    clearTimeout(force);
     options.calls.stop();
     done();
   });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { bearer } from '../helpers/app.ts';
@@ -8,23 +9,44 @@ import { waitUntil } from '../helpers/wait-until.ts';
 // Closing the api (what SIGTERM does) waits for the calls it is serving, but only for
 // SHUTDOWN_GRACE_MS: a call that ends within it is answered and billed as usual; a stream or a
 // call still running after it is ended by the gateway, with a 503 or a last error event,
-// cancelled upstream and not billed. Then the spend leases settle and the close finishes.
+// cancelled upstream and not billed. Connections that go idle meanwhile are closed, and any
+// still open 2 s after the grace (a spare socket that never sent a request) are cut. Then the
+// spend leases settle and the close finishes.
 
 const GRACE_MS = 1_500;
+const FORCE_AFTER_GRACE_MS = 2_000;
 
-/** Sends a chat call and reads its answer as it comes, without waiting for the end. */
-function startChat(baseUrl: string, key: string, content: string, stream: boolean) {
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** Sends a call and reads its answer as it comes, without waiting for the end. */
+function startCall(baseUrl: string, key: string, path: string, body: object) {
   const received: string[] = [];
-  const answer = request(`${baseUrl}/v1/chat/completions`, {
+  let finished = false;
+  const answer: Promise<Answer> = request(`${baseUrl}/v1${path}`, {
     method: 'POST',
     headers: { ...bearer(key), 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content }] }),
+    body: JSON.stringify(body),
   }).then(async (response) => {
     response.body.setEncoding('utf8');
     for await (const piece of response.body) received.push(piece as string);
+    finished = true;
     return { status: response.statusCode, headers: response.headers, text: received.join('') };
   });
-  return { answer, soFar: () => received.join('') };
+  return { answer, soFar: () => received.join(''), finished: () => finished };
+}
+
+const chat = (content: string, stream: boolean) => ({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content }] });
+
+function assertRestartRefusal({ status, headers, text }: Answer): void {
+  assert.equal(status, 503);
+  assert.equal(headers['retry-after'], '1');
+  const refusal = JSON.parse(text) as { error: { code: string; message: string } };
+  assert.equal(refusal.error.code, 'service_unavailable');
+  assert.match(refusal.error.message, /restarting.*nothing was charged/);
 }
 
 describe('closing the api while calls run', { timeout: 30_000 }, () => {
@@ -37,38 +59,41 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
   it('answers calls that end within the grace, and ends the rest with a 503 or an error event, unbilled', async () => {
     const streamer = await stack.newCaller('long-stream');
     const waiter = await stack.newCaller('long-call');
-    const quick = await stack.newCaller('quick-call');
     const headless = await stack.newCaller('stream-without-head');
+    const painter = await stack.newCaller('long-image');
+    const quick = await stack.newCaller('quick-call');
     const statsBefore = await stack.simulatorStats();
 
-    const longStream = startChat(stack.baseUrl, streamer.key, 'Tell me a long story about graceful restarts [sim:chunks=300 gap_ms=100]', true);
-    const longCall = startChat(stack.baseUrl, waiter.key, 'Think about it for a while [sim:delay_ms=20000]', false);
-    const quickCall = startChat(stack.baseUrl, quick.key, 'Answer soon [sim:delay_ms=600]', false);
+    const longStream = startCall(stack.baseUrl, streamer.key, '/chat/completions', chat('Tell me a long story about graceful restarts [sim:chunks=300 gap_ms=100]', true));
+    const longCall = startCall(stack.baseUrl, waiter.key, '/chat/completions', chat('Think about it for a while [sim:delay_ms=20000]', false));
     // A stream whose upstream has not even sent its head when the grace ends.
-    const headlessStream = startChat(stack.baseUrl, headless.key, 'Take long to start [sim:delay_ms=20000]', true);
-    // All four reached the upstream, and the first stream has delivered text.
+    const headlessStream = startCall(stack.baseUrl, headless.key, '/chat/completions', chat('Take long to start [sim:delay_ms=20000]', true));
+    const longImage = startCall(stack.baseUrl, painter.key, '/images/generations', { model: 'gpt-image-1', prompt: 'a slow sunrise [sim:delay_ms=20000]' });
+    const quickCall = startCall(stack.baseUrl, quick.key, '/chat/completions', chat('Answer soon [sim:delay_ms=900]', false));
+    // Every chat call reached the upstream, and the first stream has delivered text.
     await waitUntil(async () => (await stack.simulatorStats()).chat_requests - statsBefore.chat_requests === 4, 5_000);
     await waitUntil(() => longStream.soFar().includes('"content"'), 5_000);
+    // A client's spare connection that never sends a request: Node never counts it idle.
+    const port = (stack.app.server.address() as { port: number }).port;
+    const spare = connect(port, '127.0.0.1');
+    await new Promise((resolve) => spare.once('connect', resolve));
+    const spareClosed = new Promise((resolve) => spare.once('close', resolve));
 
+    assert.ok(!quickCall.finished(), 'the quick call is still running when the close begins');
     const closing = Date.now();
     await stack.app.close();
     const closeMs = Date.now() - closing;
-    // Waited the grace for the long calls, not their end (the stream has minutes left).
-    assert.ok(closeMs >= GRACE_MS - 50, `closed after ${closeMs} ms`);
-    assert.ok(closeMs < GRACE_MS + 5_000, `closed after ${closeMs} ms`);
+    await spareClosed;
+    // Waited for the grace and then the spare socket, not for the long calls' end (the stream
+    // had 30 s left, the others 20 s).
+    assert.ok(closeMs >= GRACE_MS + FORCE_AFTER_GRACE_MS - 50, `closed after ${closeMs} ms`);
+    assert.ok(closeMs < GRACE_MS + FORCE_AFTER_GRACE_MS + 5_000, `closed after ${closeMs} ms`);
 
     const quickAnswer = await quickCall.answer;
     assert.equal(quickAnswer.status, 200);
     assert.equal(JSON.parse(quickAnswer.text).object, 'chat.completion');
 
-    for (const { answer } of [longCall, headlessStream]) {
-      const { status, headers, text } = await answer;
-      assert.equal(status, 503);
-      assert.equal(headers['retry-after'], '1');
-      const refusal = JSON.parse(text) as { error: { code: string; message: string } };
-      assert.equal(refusal.error.code, 'service_unavailable');
-      assert.match(refusal.error.message, /restarting.*nothing was charged/);
-    }
+    for (const call of [longCall, headlessStream, longImage]) assertRestartRefusal(await call.answer);
 
     const streamed = await longStream.answer;
     assert.equal(streamed.status, 200);
@@ -78,11 +103,11 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     const last = JSON.parse(events.at(-1)!.replace(/^data: /, '')) as { error: { code: string; message: string } };
     assert.equal(last.error.code, 'service_unavailable');
     assert.match(last.error.message, /restarting/);
-    // The upstream saw the stream cancelled.
-    await waitUntil(async () => (await stack.simulatorStats()).chat_streams_aborted > statsBefore.chat_streams_aborted, 5_000);
+    // The upstream saw both streams cancelled, the one relaying and the one without a head.
+    await waitUntil(async () => (await stack.simulatorStats()).chat_streams_aborted === statsBefore.chat_streams_aborted + 2, 5_000);
 
     // The close settled every lease: the ended calls cost nothing, the quick one its price.
-    for (const caller of [streamer, waiter, headless]) {
+    for (const caller of [streamer, waiter, headless, painter]) {
       const account = await stack.account(caller.accountId);
       assert.equal(account.spent_micros, 0);
       assert.equal(account.held_micros, 0);

@@ -13,8 +13,12 @@ import type { ClientDisconnect } from './client-disconnect.ts';
 export class CallsInFlight {
   private readonly calls = new Set<ClientDisconnect>();
   private timer: NodeJS.Timeout | undefined;
+  /** Set once the grace is over: calls whose handler starts later (their body was slow to
+   * arrive, say) are interrupted as they start. */
+  private interruption: GatewayError | undefined;
 
   add(call: ClientDisconnect): void {
+    if (this.interruption) return call.interrupt(this.interruption);
     this.calls.add(call);
   }
 
@@ -41,15 +45,13 @@ export class CallsInFlight {
 
   private interruptAll(graceMs: number): void {
     const seconds = Math.round(graceMs / 100) / 10;
-    for (const call of [...this.calls]) {
-      call.interrupt(
-        new GatewayError(
-          'service_unavailable',
-          `The gateway is restarting and ended this call after waiting ${seconds} s for it; nothing was charged. Retry: the next attempt goes to a running process.`,
-          undefined,
-          { 'retry-after': '1' },
-        ),
-      );
-    }
+    this.interruption = new GatewayError(
+      'service_unavailable',
+      `The gateway is restarting and ended this call after waiting ${seconds} s for it; nothing was charged. Retry shortly.`,
+      undefined,
+      { 'retry-after': '1' },
+    );
+    for (const call of [...this.calls]) call.interrupt(this.interruption);
+    this.calls.clear();
   }
 }

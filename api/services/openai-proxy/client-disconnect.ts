@@ -18,12 +18,19 @@ export class ClientDisconnect extends EventEmitter {
 
   constructor(response: ServerResponse, calls?: CallsInFlight) {
     super();
-    calls?.add(this);
+    // The caller may have left while a hook awaited (an idempotency claim): 'close' has fired.
+    if (response.destroyed) {
+      this.aborted = true;
+      this.reason = new Error('the client disconnected');
+      return;
+    }
     response.once('close', () => {
       calls?.delete(this);
       if (response.writableFinished || this.aborted) return;
       this.abort(new Error('the client disconnected'));
     });
+    // Last: a call that starts after the grace is interrupted at once.
+    calls?.add(this);
   }
 
   /** The caller left; nobody is there to answer. */
@@ -57,5 +64,34 @@ export function drained(response: ServerResponse, gone: ClientDisconnect): Promi
     };
     response.once('drain', done);
     gone.once('abort', done);
+  });
+}
+
+/** `request`, or the signal's reason as soon as it fires: undici keeps a request that waits for a
+ * connection until it has one (or the connect timeout), and the caller would wait as long. An
+ * answer that comes after all has its body destroyed, so its connection is not left half read. */
+export function untilAborted<T extends { body: { destroy(): unknown } }>(request: Promise<T>, signal: ClientDisconnect): Promise<T> {
+  if (signal.aborted) {
+    request.then((late) => late.body.destroy(), () => undefined);
+    return Promise.reject(signal.reason ?? new Error('the client disconnected'));
+  }
+  return new Promise((resolve, reject) => {
+    let aborted = false;
+    const onAbort = (reason: Error) => {
+      aborted = true;
+      reject(reason);
+    };
+    signal.once('abort', onAbort);
+    request.then(
+      (response) => {
+        signal.off('abort', onAbort);
+        if (aborted) response.body.destroy();
+        else resolve(response);
+      },
+      (error: unknown) => {
+        signal.off('abort', onAbort);
+        reject(error);
+      },
+    );
   });
 }

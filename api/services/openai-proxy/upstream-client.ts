@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool, type Dispatcher } from 'undici';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
-import type { ClientDisconnect } from './client-disconnect.ts';
+import { untilAborted, type ClientDisconnect } from './client-disconnect.ts';
 import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
 import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type AttemptTiming, type WholeAnswer } from './whole-answer.ts';
 
@@ -91,7 +91,7 @@ export class OpenAiUpstreams {
    * reason when `signal` fires first. */
   async postJson(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<UpstreamResponse> {
     const { pool, request } = this.prepare(upstreamName, path, payload, options.accept);
-    return this.withRetries(options.signal, () => pool.request({ ...request, signal: options.signal }));
+    return this.withRetries(options.signal, () => untilAborted(pool.request({ ...request, signal: options.signal }), options.signal));
   }
 
   /** As postJson, for a JSON answer read whole (a completion, images): resolves with its text
@@ -144,7 +144,10 @@ export class OpenAiUpstreams {
       try {
         return await send(timing);
       } catch (error) {
-        if (signal.aborted || error instanceof AnswerBrokeOff) throw error;
+        // Once aborted, the reason is the answer (a gateway interruption is a 503), not
+        // whatever the request failed with meanwhile (a connect timeout, say).
+        if (signal.aborted) throw signal.reason ?? error;
+        if (error instanceof AnswerBrokeOff) throw error;
         const code = connectionErrorCode(error);
         const waitedMs = timing.sentAt === undefined ? 0 : performance.now() - timing.sentAt;
         const neverWorkedOn = code !== undefined && (CONNECT_CODES.has(code) || (DROPPED_CODES.has(code) && waitedMs < QUICK_DROP_MS));
