@@ -146,14 +146,14 @@ export class OpenAiUpstreams {
       } catch (error) {
         // Once aborted, the reason is the answer (a gateway interruption is a 503), not
         // whatever the request failed with meanwhile (a connect timeout, say).
-        if (signal.aborted) throw signal.reason ?? error;
+        if (signal.aborted) throw signal.abortReason;
         if (error instanceof AnswerBrokeOff) throw error;
         const code = connectionErrorCode(error);
         const waitedMs = timing.sentAt === undefined ? 0 : performance.now() - timing.sentAt;
         const neverWorkedOn = code !== undefined && (CONNECT_CODES.has(code) || (DROPPED_CODES.has(code) && waitedMs < QUICK_DROP_MS));
         if (neverWorkedOn && attempt < this.retries) {
           await sleep(this.retryDelayMs * (attempt + 1));
-          if (signal.aborted) throw signal.reason ?? error;
+          if (signal.aborted) throw signal.abortReason;
           continue;
         }
         if (code !== undefined && DROPPED_CODES.has(code) && !neverWorkedOn) {

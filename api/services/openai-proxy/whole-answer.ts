@@ -64,7 +64,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     this.timing.sentAt = performance.now();
-    if (this.signal.aborted) controller.abort(this.signal.reason ?? new Error('the client disconnected'));
+    if (this.signal.aborted) controller.abort(this.signal.abortReason);
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: WholeAnswer['headers']): void {
@@ -119,7 +119,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
  * `maxBytes`. */
 export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect, maxBytes: number, timing: AttemptTiming = {}): Promise<WholeAnswer> {
   // The caller may have left already (during a retry's pause): 'abort' will not fire again.
-  if (signal.aborted) return Promise.reject(signal.reason ?? new Error('the client disconnected'));
+  if (signal.aborted) return Promise.reject(signal.abortReason);
   return new Promise((resolve, reject) => {
     dispatcher.dispatch(options, new WholeAnswerHandler(maxBytes, timing, signal, resolve, reject));
   });
