@@ -80,7 +80,11 @@ export async function startFramegate(
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
   // As production runs it: from its build, not under tsx (scripts/lib/build-api.ts says why).
   const entry = build?.entry ?? (await buildApi());
-  const api = startProcess(name, process.execPath, [...profile, ...apiRunArgs(entry)], {
+  // API_NODE_ARGS in a build's environment (`HEAD@API_NODE_ARGS=--single-threaded-gc`, say):
+  // node flags for that api process, for an A/B of a runtime setting (V8 takes few of them
+  // from NODE_OPTIONS).
+  const nodeArgs = (build?.env?.API_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const api = startProcess(name, process.execPath, [...profile, ...nodeArgs, ...apiRunArgs(entry)], {
     cwd: projectRoot,
     env: loopbackEnv({
       HOST: '127.0.0.1',
