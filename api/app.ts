@@ -67,7 +67,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
     genReqId: () => newId('req'),
-    return503OnClosing: true,
+    // Requests arriving during a close get the spec's 503 from api/plugins/graceful-close.ts.
+    return503OnClosing: false,
     // Path parameters are length-checked by the routes' schemas (400 in the spec's body); the
     // router's own limit (default 100 encoded characters) only guards against absurd paths.
     routerOptions: { maxParamLength: 2048 },

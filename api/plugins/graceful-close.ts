@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { GatewayError } from '../../core/errors.ts';
 import type { CallsInFlight } from '../services/openai-proxy/calls-in-flight.ts';
 
 // How the api closes (SIGTERM, server.ts): the server stops taking connections and waits for
@@ -15,6 +16,10 @@ import type { CallsInFlight } from '../services/openai-proxy/calls-in-flight.ts'
 //   socket), and once closing it no longer times out their headers; a caller that stopped
 //   reading never lets a last write finish. FORCE_AFTER_GRACE_MS after the grace, the
 //   connections still open are closed whatever they are doing.
+// A request that arrives during the close, on a connection that was already open, is refused
+// here with the spec's error body, Retry-After and `connection: close`, so the client's next
+// attempt opens a connection (to another process, behind a load balancer). Fastify's own
+// `return503OnClosing` answers its own body, without type, code or Retry-After.
 
 export interface GracefulCloseOptions {
   calls: CallsInFlight;
@@ -29,7 +34,14 @@ const FORCE_AFTER_GRACE_MS = 2_000;
 async function gracefulClosePlugin(app: FastifyInstance, options: GracefulCloseOptions): Promise<void> {
   let sweep: NodeJS.Timeout | undefined;
   let force: NodeJS.Timeout | undefined;
+  let closing = false;
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
+    const refusal = new GatewayError('service_unavailable', 'The gateway is restarting and takes no new calls; nothing was charged. Retry shortly.');
+    void reply.code(refusal.status).header('retry-after', '1').header('connection', 'close').send(refusal.toBody());
+  });
   app.addHook('preClose', (done) => {
+    closing = true;
     options.calls.interruptAfter(options.graceMs);
     sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
     force = setTimeout(() => app.server.closeAllConnections(), options.graceMs + FORCE_AFTER_GRACE_MS);

@@ -11,7 +11,8 @@ import { waitUntil } from '../helpers/wait-until.ts';
 // call still running after it is ended by the gateway, with a 503 or a last error event,
 // cancelled upstream and not billed. Connections that go idle meanwhile are closed, and any
 // still open 2 s after the grace (a spare socket that never sent a request) are cut. Then the
-// spend leases settle and the close finishes.
+// spend leases settle and the close finishes. A request that arrives during the close is
+// refused with the spec's 503.
 
 const GRACE_MS = 1_500;
 const FORCE_AFTER_GRACE_MS = 2_000;
@@ -79,15 +80,37 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     await new Promise((resolve) => spare.once('connect', resolve));
     const spareClosed = new Promise((resolve) => spare.once('close', resolve));
 
+    // A request whose head is half sent when the close begins, so it arrives during the close
+    // on a connection that was already open (Node does not count that connection idle).
+    const late = connect(port, '127.0.0.1');
+    await new Promise((resolve) => late.once('connect', resolve));
+    late.setEncoding('utf8');
+    let lateAnswer = '';
+    late.on('data', (piece: string) => (lateAnswer += piece));
+    late.write('GET /v1/models HTTP/1.1\r\nhost: 127.0.0.1\r\n');
+
     assert.ok(!quickCall.finished(), 'the quick call is still running when the close begins');
     const closing = Date.now();
-    await stack.app.close();
+    const closed = stack.app.close();
+    await waitUntil(() => !stack.app.server.listening, 2_000);
+    late.write(`authorization: Bearer ${quick.key}\r\n\r\n`);
+    await closed;
     const closeMs = Date.now() - closing;
     await spareClosed;
     // Waited for the grace and then the spare socket, not for the long calls' end (the stream
     // had 30 s left, the others 20 s).
     assert.ok(closeMs >= GRACE_MS + FORCE_AFTER_GRACE_MS - 50, `closed after ${closeMs} ms`);
     assert.ok(closeMs < GRACE_MS + FORCE_AFTER_GRACE_MS + 5_000, `closed after ${closeMs} ms`);
+
+    // The late request is refused in the spec's shape, and its connection is not kept.
+    const [lateHead = '', lateBody = ''] = lateAnswer.split('\r\n\r\n');
+    assert.match(lateHead, /^HTTP\/1\.1 503 /);
+    assert.match(lateHead, /^retry-after: 1$/im);
+    assert.match(lateHead, /^connection: close$/im);
+    const lateRefusal = JSON.parse(lateBody) as { error: { type: string; code: string; message: string } };
+    assert.equal(lateRefusal.error.type, 'service_unavailable_error');
+    assert.equal(lateRefusal.error.code, 'service_unavailable');
+    assert.match(lateRefusal.error.message, /restarting and takes no new calls/);
 
     const quickAnswer = await quickCall.answer;
     assert.equal(quickAnswer.status, 200);
