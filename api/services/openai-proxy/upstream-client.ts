@@ -60,10 +60,10 @@ function connectionErrorCode(error: unknown): string | undefined {
   return errorCode(error) ?? errorCode((error as { cause?: unknown } | null)?.cause);
 }
 
+/** A network failure, for the caller: its error code alone. The message would name the
+ * upstream's address ("connect ECONNREFUSED 10.0.0.7:443"), which is the gateway's internals. */
 function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const code = errorCode(error);
-  return code ? `${code}: ${error.message}` : error.message;
+  return connectionErrorCode(error) ?? 'a network error';
 }
 
 export class OpenAiUpstreams {
