@@ -34,7 +34,8 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
         description: 'The completion; with `stream: true`, Server-Sent Events ending with `data: [DONE]`.',
         content: { 'application/json': { schema: chatCompletionResponse }, 'text/event-stream': { schema: chatStreamEvent } },
       },
-      // The upstream's own 4xx keep their status (409 among them); its 5xx become 502.
+      // The upstream's 400, 403, 404, 409, 413, 415 and 429 keep their status, its 422 becomes
+      // 400; its 5xx and any other status become 502 (upstream-errors.ts).
       ...errorResponses(...BODY_ERRORS, 403, 404, 409, 502, ...AUTHENTICATED_ERRORS),
     },
   };
