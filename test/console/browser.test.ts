@@ -109,8 +109,10 @@ describe('console in a real browser', { timeout: 240_000 }, () => {
     const copy = page.locator('button[data-copy="#new-key"]');
     assert.equal(await copy.isVisible(), true, 'with JavaScript the copy button appears');
     await copy.click();
-    // Expressions as strings: they run in the page, and this project compiles without DOM types.
-    await page.waitForFunction("document.querySelector('button[data-copy]').textContent === 'Copied'");
+    // A locator, not waitForFunction: a string predicate is run by eval inside the page, which
+    // the console's CSP (script-src 'self') refuses whenever the first check does not already
+    // pass. Expressions below are strings: this project compiles without DOM types.
+    await copy.filter({ hasText: /^Copied$/ }).waitFor({ timeout: 5_000 });
     assert.equal(await page.evaluate('navigator.clipboard.readText()'), key, 'the copy button copies the key');
     await screenshot(page, '04-key-created');
     await page.reload();
