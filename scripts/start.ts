@@ -49,7 +49,7 @@ process.on('SIGTERM', () => void stopAll(0));
 process.on('SIGHUP', () => void stopAll(0));
 // Any other way out (a crash here): their own groups would outlive us, so signal them at least.
 process.on('exit', () => {
-  for (const child of children) if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGTERM');
+  for (const child of children) if (child.running()) child.child.kill('SIGTERM');
 });
 
 function watch(child: ManagedProcess): ManagedProcess {

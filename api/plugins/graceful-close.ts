@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { GatewayError } from '../../core/errors.ts';
-import type { CallsInFlight } from '../services/openai-proxy/calls-in-flight.ts';
+import { restartRefusal, type CallsInFlight } from '../services/openai-proxy/calls-in-flight.ts';
 
 // How the api closes (SIGTERM, server.ts): the server stops taking connections and waits for
 // the requests it is serving, then the onClose hooks settle the spend leases. Three things
@@ -37,8 +36,9 @@ async function gracefulClosePlugin(app: FastifyInstance, options: GracefulCloseO
   let closing = false;
   app.addHook('onRequest', (_request, reply, done) => {
     if (!closing) return done();
-    const refusal = new GatewayError('service_unavailable', 'The gateway is restarting and takes no new calls; nothing was charged. Retry shortly.');
-    void reply.code(refusal.status).header('retry-after', '1').header('connection', 'close').send(refusal.toBody());
+    const refusal = restartRefusal('The gateway is restarting and takes no new calls; nothing was charged. Retry shortly.');
+    // Not through the error handler, which logs every 5xx as a failure with its stack.
+    void reply.code(refusal.status).headers(refusal.headers).header('connection', 'close').send(refusal.toBody());
   });
   app.addHook('preClose', (done) => {
     closing = true;

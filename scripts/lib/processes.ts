@@ -10,6 +10,8 @@ export interface ManagedProcess {
   child: ChildProcess;
   /** Resolves with the exit code once the process has ended. */
   exited: Promise<number | null>;
+  /** Not yet exited (nor killed by a signal). */
+  running(): boolean;
   stop(timeoutMs?: number): Promise<void>;
   /** The last lines the process printed, for error reports. */
   recentOutput(): string;
@@ -93,12 +95,14 @@ export function startProcess(name: string, command: string, args: string[], opti
       resolve(127);
     });
   });
+  const running = () => child.exitCode === null && child.signalCode === null;
   return {
     name,
     child,
     exited,
+    running,
     async stop(timeoutMs = options.stopTimeoutMs ?? 10_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (!running()) return;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       await exited;

@@ -10,6 +10,13 @@ import type { ClientDisconnect } from './client-disconnect.ts';
 // close began are interrupted: each caller gets a 503 (or, mid-stream, an error event), nothing
 // is charged for them, and the process goes on to settle its leases and exit.
 
+/** A 503 telling the caller the gateway is restarting and to retry in a second (behind a load
+ * balancer, another process takes the retry). What an interrupted call gets, and a request
+ * arriving during the close (api/plugins/graceful-close.ts). */
+export function restartRefusal(message: string): GatewayError {
+  return new GatewayError('service_unavailable', message, undefined, { 'retry-after': '1' });
+}
+
 export class CallsInFlight {
   private readonly calls = new Set<ClientDisconnect>();
   private timer: NodeJS.Timeout | undefined;
@@ -45,12 +52,7 @@ export class CallsInFlight {
 
   private interruptAll(graceMs: number): void {
     const seconds = Math.round(graceMs / 100) / 10;
-    this.interruption = new GatewayError(
-      'service_unavailable',
-      `The gateway is restarting and ended this call after waiting ${seconds} s for it; nothing was charged. Retry shortly.`,
-      undefined,
-      { 'retry-after': '1' },
-    );
+    this.interruption = restartRefusal(`The gateway is restarting and ended this call after waiting ${seconds} s for it; nothing was charged. Retry shortly.`);
     for (const call of [...this.calls]) call.interrupt(this.interruption);
     this.calls.clear();
   }
