@@ -1,10 +1,16 @@
 import { MongoServerError, type Collection, type Db } from 'mongodb';
+import { StoreClock } from './store-clock.ts';
 
 // Idempotency-Key records: one per (API key, Idempotency-Key), kept 24 hours. The insert of
 // the record is the claim (a unique _id, atomic on FerretDB and MongoDB alike): whoever inserts
 // it runs the request, everyone else finds the record and gets the stored answer, a 409 while
 // it runs, or a 422 when their body differs. A video record carries its task id from the
 // start, so a retry after a crash can tell whether the task was created.
+//
+// The attempt that holds a record refreshes it while it runs (api/plugins/idempotency.ts), so a
+// retry tells a slow attempt (still refreshed: 409) from one whose process died (not refreshed
+// for a while: taken over). Times are the store's clock (store-clock.ts): a record refreshed by
+// one api process is judged by another, whose own clock may be off.
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1_000;
 
@@ -19,8 +25,17 @@ export interface IdempotencyRecord {
   status_code?: number;
   content_type?: string;
   body?: string;
+  /** When this attempt claimed the record (or took it over); identifies the attempt. */
   created_at: Date;
+  /** When the attempt last said it is still running; absent on records from before refreshes
+   * (their created_at stands in). */
+  refreshed_at?: Date;
   expires_at: Date;
+}
+
+/** When the attempt holding `record` was last known to be alive. */
+export function lastSignOfLife(record: IdempotencyRecord): Date {
+  return record.refreshed_at ?? record.created_at;
 }
 
 export type Claim = { kind: 'claimed'; record: IdempotencyRecord } | { kind: 'exists'; record: IdempotencyRecord };
@@ -28,8 +43,16 @@ export type Claim = { kind: 'claimed'; record: IdempotencyRecord } | { kind: 'ex
 export class IdempotencyStore {
   readonly collection: Collection<IdempotencyRecord>;
 
-  constructor(db: Db) {
+  constructor(
+    db: Db,
+    private readonly clock = new StoreClock(db),
+  ) {
     this.collection = db.collection<IdempotencyRecord>('idempotency_keys');
+  }
+
+  /** The store's time, which every process judges records by. */
+  now(): Date {
+    return new Date(this.clock.now());
   }
 
   /** Claims the record, or returns the one already there (an expired one is replaced). */
@@ -40,6 +63,7 @@ export class IdempotencyStore {
       state: 'in_flight',
       task_id: input.taskId,
       created_at: input.now,
+      refreshed_at: input.now,
       expires_at: new Date(input.now.getTime() + IDEMPOTENCY_TTL_MS),
     };
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -59,8 +83,14 @@ export class IdempotencyStore {
 
   /** Marks an abandoned in-flight record as taken over by a retry, which uses `taskId`. */
   async takeOver(id: string, createdAt: Date, now: Date, taskId: string): Promise<boolean> {
-    const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, task_id: taskId } });
+    const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
     return result.modifiedCount === 1;
+  }
+
+  /** Notes that the attempt that claimed the record at `createdAt` is still running; nothing
+   * when the record was answered, released or taken over meanwhile. */
+  async refresh(id: string, createdAt: Date): Promise<void> {
+    await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
   }
 
   async complete(id: string, answer: { statusCode: number; contentType: string; body: string }): Promise<void> {

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import type { IdempotencyRecord, IdempotencyStore } from '../../store/idempotency.ts';
+import { lastSignOfLife, type IdempotencyRecord, type IdempotencyStore } from '../../store/idempotency.ts';
 import { principalOf } from './api-key-auth.ts';
 
 // `Idempotency-Key` on the POST routes that create something billable. Scoped per API key and
@@ -12,10 +12,13 @@ import { principalOf } from './api-key-auth.ts';
 // duplicate while the first still runs is a 409. Only successful answers are kept: after a
 // refusal (say 403 for the balance) the caller fixes the cause and retries under the same key.
 //
-// A record whose request died with its process (or whose refusal could not be forgotten, the
-// store being down) stays `in_flight`. After `staleAfterMs` a retry asks `recover` whether the
-// work got done (a video task exists under the record's task id) and replays that; otherwise it
-// takes the record over and runs the request again, under the same task id or a new one.
+// While its request runs, the record is refreshed every `staleAfterMs` / 3, so a duplicate of a
+// slow request (an image model taking minutes) is a 409 however long it takes. A record whose
+// request died with its process (or whose refusal could not be forgotten, the store being down)
+// stays `in_flight` and is no longer refreshed. `staleAfterMs` after its last refresh a retry
+// asks `recover` whether the work got done (a video task exists under the record's task id) and
+// replays that; otherwise it takes the record over and runs the request again, under the same
+// task id or a new one.
 
 /** What a retry of an abandoned first attempt does. */
 export type Recovery =
@@ -27,6 +30,7 @@ export type Recovery =
   | { rerun: 'new-task' };
 
 export interface IdempotentRoute {
+  /** How long after its last refresh an in-flight record counts as abandoned. */
   staleAfterMs: number;
   recover?: (record: IdempotencyRecord, request: FastifyRequest) => Promise<Recovery>;
 }
@@ -36,6 +40,8 @@ interface IdempotentRequest {
   /** The task id a video submission under this key must use. */
   taskId: string;
   finished: boolean;
+  /** Refreshes the record until the request is finished. */
+  refresher: NodeJS.Timeout;
 }
 
 declare module 'fastify' {
@@ -45,6 +51,9 @@ declare module 'fastify' {
 }
 
 const HEADER = 'idempotency-key';
+/** Refreshes per stale window: one lost or late (a slow store) still leaves two before a retry
+ * would take a running request's record over. */
+const REFRESHES_PER_STALE_WINDOW = 3;
 /** What an Idempotency-Key may be; the OpenAPI document shows the same pattern. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -79,6 +88,24 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   const { store, routes } = options;
   app.decorateRequest('idempotency', null);
 
+  /** The request now holds the record: refresh it until the request is finished. */
+  const hold = (route: IdempotentRoute, request: FastifyRequest, claim: { recordId: string; claimedAt: Date; taskId: string }): IdempotentRequest => {
+    const refresh = () => {
+      store.refresh(claim.recordId, claim.claimedAt).catch((error: unknown) => request.log.warn({ err: error }, 'could not refresh an Idempotency-Key record'));
+    };
+    // unref: a request cut off mid-way must not keep a closing process alive.
+    const refresher = setInterval(refresh, route.staleAfterMs / REFRESHES_PER_STALE_WINDOW).unref();
+    return { recordId: claim.recordId, taskId: claim.taskId, finished: false, refresher };
+  };
+
+  /** Takes the request's record out of its hands: true the first time only. */
+  const finish = (idempotent: IdempotentRequest | null): idempotent is IdempotentRequest => {
+    if (!idempotent || idempotent.finished) return false;
+    idempotent.finished = true;
+    clearInterval(idempotent.refresher);
+    return true;
+  };
+
   const claimKey = async (route: IdempotentRoute, request: FastifyRequest, reply: FastifyReply) => {
     const header = request.headers[HEADER];
     if (header === undefined) return;
@@ -88,11 +115,11 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     const principal = principalOf(request);
     const id = `${principal.keyId}:${sha256(header)}`;
     const fingerprint = sha256(`${request.routeOptions.url}\n${canonicalJson(request.body)}`);
-    const now = new Date();
+    const now = store.now();
     const claim = await store.claim({ id, fingerprint, taskId: newId('task'), now });
     const { record } = claim;
     if (claim.kind === 'claimed') {
-      request.idempotency = { recordId: id, taskId: record.task_id, finished: false };
+      request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId: record.task_id });
       return;
     }
     if (record.fingerprint !== fingerprint) {
@@ -101,7 +128,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     if (record.state === 'completed') {
       return replay(reply, { statusCode: record.status_code ?? 200, body: record.body ?? '', ...(record.content_type ? { contentType: record.content_type } : {}) });
     }
-    if (now.getTime() - record.created_at.getTime() < route.staleAfterMs) {
+    if (now.getTime() - lastSignOfLife(record).getTime() < route.staleAfterMs) {
       throw new GatewayError('conflict', 'A request with this Idempotency-Key is still in progress. Retry after it finishes to get its answer.', 'Idempotency-Key');
     }
     const recovery: Recovery = (await route.recover?.(record, request)) ?? { rerun: 'same-task' };
@@ -113,13 +140,12 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     if (!(await store.takeOver(id, record.created_at, now, taskId))) {
       throw new GatewayError('conflict', 'A retry with this Idempotency-Key is already in progress.', 'Idempotency-Key');
     }
-    request.idempotency = { recordId: id, taskId, finished: false };
+    request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId });
   };
 
   const keepAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const idempotent = request.idempotency;
-    if (!idempotent || idempotent.finished) return payload;
-    idempotent.finished = true;
+    if (!finish(idempotent)) return payload;
     if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
       const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
       await store.complete(idempotent.recordId, { statusCode: reply.statusCode, contentType, body: payload });
@@ -129,14 +155,23 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     return payload;
   };
 
-  // A reply that ended without onSend (the caller left and the route gave the socket up): no
-  // answer exists to keep. Not on the abort itself: a video submission goes on after its caller
-  // leaves, and its record must then still lead a retry to the task it creates.
+  // A reply that ended without onSend: no answer exists to keep. Not on the caller's leaving
+  // itself: a video submission goes on after its caller leaves, and its record must then still
+  // lead a retry to the task it creates.
   const releaseUnanswered = async (request: FastifyRequest) => {
     const idempotent = request.idempotency;
-    if (!idempotent || idempotent.finished) return;
-    idempotent.finished = true;
-    await store.release(idempotent.recordId);
+    if (!finish(idempotent)) return;
+    await store.release(idempotent.recordId).catch((error: unknown) => request.log.warn({ err: error }, 'could not release an Idempotency-Key record'));
+  };
+
+  // A route that gave its socket up (reply.hijack() once the caller left, as the image route
+  // does) answers nothing, and neither onSend nor onResponse runs: its record is released when
+  // its handler is done and the connection closed, so the caller's retry runs at once instead
+  // of meeting a 409 until the record goes stale.
+  const releaseIfGivenUp = (request: FastifyRequest, reply: FastifyReply) => {
+    if (!reply.sent || reply.raw.writableEnded) return;
+    if (reply.raw.destroyed) void releaseUnanswered(request);
+    else reply.raw.once('close', () => void releaseUnanswered(request));
   };
 
   // The hooks go on the idempotent routes only: every other route (chat above all) would pay
@@ -147,6 +182,15 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     options.preHandler = [...asList(options.preHandler), (request, reply) => claimKey(route, request, reply)];
     options.onSend = [...asList(options.onSend), keepAnswer];
     options.onResponse = [...asList(options.onResponse), releaseUnanswered];
+    // The idempotent routes' handlers are async: the wrapper changes nothing of how they answer.
+    const handler = options.handler as (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+    options.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      try {
+        return await handler.call(this, request, reply);
+      } finally {
+        releaseIfGivenUp(request, reply);
+      }
+    } as typeof options.handler;
   });
 }
 

@@ -3,12 +3,11 @@ import { principalOf } from '../plugins/api-key-auth.ts';
 import type { TaskStore } from '../../store/tasks.ts';
 import { ABANDONED_TASK_ERROR } from '../services/video-tasks.ts';
 
-// The routes that honour Idempotency-Key (api/plugins/idempotency.ts), and how long a first
-// attempt may run before a retry treats it as abandoned.
+// The routes that honour Idempotency-Key (api/plugins/idempotency.ts), and how long after its
+// last refresh (every 10 s while it runs) a first attempt counts as abandoned: its process died.
 export function idempotentRoutes(tasks: TaskStore): Record<string, IdempotentRoute> {
   return {
     '/v1/video/generations': {
-      // A submission takes well under a second; after 30 s its process is gone.
       staleAfterMs: 30_000,
       // The record names the task id the first attempt used: if that task exists, the
       // submission went through and its answer is the same one every submission gets. Unless
@@ -22,7 +21,8 @@ export function idempotentRoutes(tasks: TaskStore): Record<string, IdempotentRou
         return { replay: { statusCode: 200, body: JSON.stringify({ task_id: task._id, status: 'submitted' }) } };
       },
     },
-    // Image generation can take a minute upstream; nothing to recover, so a retry runs again.
-    '/v1/images/generations': { staleAfterMs: 120_000 },
+    // However long the upstream takes, a running call is refreshed; nothing to recover, so a
+    // retry of an abandoned one runs again.
+    '/v1/images/generations': { staleAfterMs: 30_000 },
   };
 }

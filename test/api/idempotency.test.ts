@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { IDEMPOTENCY_TTL_MS, IdempotencyStore } from '../../store/idempotency.ts';
 import { adminHeaders, bearer, createKey } from '../helpers/app.ts';
 import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
 
 // Idempotency-Key on video submissions and image generations: one task and one charge for any
 // number of retries; 422 for another body under the same key; 409 while the first runs; scoped
@@ -105,7 +108,7 @@ describe('Idempotency-Key', () => {
     const first = await submit(caller.key, 'crashed');
     // As if the process died after creating the task, before keeping the answer.
     const longAgo = new Date(Date.now() - 60_000);
-    await records.collection.updateMany({ state: 'completed' }, { $set: { state: 'in_flight', created_at: longAgo }, $unset: { body: '', status_code: '' } });
+    await records.collection.updateMany({ state: 'completed' }, { $set: { state: 'in_flight', created_at: longAgo, refreshed_at: longAgo }, $unset: { body: '', status_code: '' } });
     const retry = await submit(caller.key, 'crashed');
     assert.equal(retry.statusCode, 200);
     assert.equal(retry.headers['idempotent-replayed'], 'true');
@@ -116,7 +119,7 @@ describe('Idempotency-Key', () => {
     const young = await submit(caller.key, 'died-early');
     const recordId = (await records.collection.findOne({ task_id: young.json().task_id }))!._id;
     await stack.database.db.collection('tasks').deleteOne({ _id: young.json().task_id });
-    await records.collection.updateOne({ _id: recordId }, { $set: { state: 'in_flight', created_at: longAgo } });
+    await records.collection.updateOne({ _id: recordId }, { $set: { state: 'in_flight', created_at: longAgo, refreshed_at: longAgo } });
     const rerun = await submit(caller.key, 'died-early');
     assert.equal(rerun.statusCode, 200, rerun.body);
     assert.equal(rerun.headers['idempotent-replayed'], undefined);
@@ -133,7 +136,7 @@ describe('Idempotency-Key', () => {
     const tasks = stack.database.db.collection<{ _id: string }>('tasks');
     await tasks.updateOne({ _id: closedId }, { $set: { status: 'failed', error: { code: 'gateway_unavailable', message: 'The task could not be scheduled.' } } });
     const longAgo = new Date(Date.now() - 60_000);
-    await records.collection.updateOne({ task_id: closedId }, { $set: { state: 'in_flight', created_at: longAgo }, $unset: { body: '', status_code: '' } });
+    await records.collection.updateOne({ task_id: closedId }, { $set: { state: 'in_flight', created_at: longAgo, refreshed_at: longAgo }, $unset: { body: '', status_code: '' } });
 
     const retry = await submit(caller.key, 'closed-first');
     assert.equal(retry.statusCode, 200, retry.body);
@@ -166,5 +169,26 @@ describe('Idempotency-Key', () => {
     assert.equal(again.body, first.body);
     const account = await stack.settledAccount(caller.accountId);
     assert.equal(account.spent_micros, 80_000, 'two images, charged once');
+  });
+
+  it('frees the key of an image call whose caller left, so the retry runs at once and is billed once', async () => {
+    const caller = await stack.newCaller('image-left');
+    const payload = JSON.stringify({ model: 'gpt-image-1', prompt: 'a lighthouse in fog [sim:delay_ms=1500]', n: 1, response_format: 'url' });
+    const headers = { ...bearer(caller.key), 'content-type': 'application/json', 'idempotency-key': 'img-left' };
+    const recordSuffix = `:${createHash('sha256').update('img-left').digest('hex')}`;
+    const inFlight = async () => (await records.collection.find({ state: 'in_flight' }).toArray()).filter((record) => record._id.endsWith(recordSuffix)).length;
+    const { hostname, port } = new URL(stack.baseUrl);
+    const leaving = httpRequest({ host: hostname, port, method: 'POST', path: '/v1/images/generations', headers: { ...headers, 'content-length': Buffer.byteLength(payload) } });
+    leaving.on('error', () => undefined);
+    leaving.end(payload);
+    await waitUntil(async () => (await inFlight()) === 1);
+    leaving.destroy();
+    // Long before the record could go stale (30 s): only its release lets the retry run.
+    await waitUntil(async () => (await inFlight()) === 0, 3_000);
+    const retried = await stack.app.inject({ method: 'POST', url: '/v1/images/generations', headers, payload });
+    assert.equal(retried.statusCode, 200, retried.body);
+    assert.equal(retried.headers['idempotent-replayed'], undefined);
+    const account = await stack.settledAccount(caller.accountId);
+    assert.equal(account.spent_micros, 40_000, 'the cancelled call unbilled, the retry billed');
   });
 });

@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { request } from 'undici';
+import { errorHandler } from '../../api/plugins/error-handler.ts';
+import { idempotency } from '../../api/plugins/idempotency.ts';
+import { IdempotencyStore } from '../../store/idempotency.ts';
+import { testDatabase } from '../helpers/engines.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
+
+// How the Idempotency-Key plugin tells a first attempt that is still running from one that is
+// gone, on the real store, with stale windows short enough to watch: a running request keeps
+// its record refreshed, so a duplicate is a 409 however long it runs; a record nobody refreshes
+// is taken over; a caller who leaves a request that gives its socket up frees the key at once.
+// The routes here wait as long as each request asks, as a slow image model does.
+
+const STALE_MS = 600;
+
+describe('Idempotency-Key records of requests still running', () => {
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let store: IdempotencyStore;
+  let app: FastifyInstance;
+  let origin: string;
+  const runs = new Map<string, number>();
+
+  before(async () => {
+    database = await testDatabase('idempotency_refresh');
+    store = new IdempotencyStore(database.db);
+    app = Fastify();
+    await app.register(errorHandler);
+    app.decorateRequest('principal', null);
+    app.addHook('onRequest', async (incoming) => {
+      incoming.principal = { accountId: 'acct_refresh', keyId: 'key_refresh', models: null };
+    });
+    await app.register(idempotency, {
+      store,
+      routes: { '/work': { staleAfterMs: STALE_MS }, '/cancellable': { staleAfterMs: 60_000 } },
+    });
+    // Runs for x-work-ms (a header: not part of the body the key is bound to); a caller who
+    // leaves first gets nothing, as the image route does.
+    const work = async (incoming: FastifyRequest, reply: FastifyReply) => {
+      const { name } = incoming.body as { name: string };
+      const ms = Number(incoming.headers['x-work-ms'] ?? 0);
+      runs.set(name, (runs.get(name) ?? 0) + 1);
+      const left = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), ms);
+        reply.raw.once('close', () => {
+          clearTimeout(timer);
+          resolve(!reply.raw.writableFinished);
+        });
+      });
+      if (left) return reply.hijack();
+      return { name, run: runs.get(name) };
+    };
+    app.post('/work', work);
+    app.post('/cancellable', work);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  });
+
+  after(async () => {
+    await app.close();
+    await database.drop();
+  });
+
+  const call = (path: string, key: string, name: string, ms = 0) =>
+    request(`${origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-work-ms': String(ms) }, body: JSON.stringify({ name }) });
+
+  it('refuses a duplicate of a request that runs for many stale windows, then replays its answer', async () => {
+    const first = call('/work', 'slow-key', 'slow', 5 * STALE_MS);
+    // Twice the stale window after the claim: judged by its claim alone, the first attempt
+    // would count as abandoned now and the duplicate would run (and be charged) again.
+    await new Promise((resolve) => setTimeout(resolve, 2 * STALE_MS));
+    const record = await store.collection.findOne({ state: 'in_flight' });
+    assert.ok(record?.refreshed_at, 'the running request has refreshed its record');
+    assert.ok(record.refreshed_at.getTime() - record.created_at.getTime() >= STALE_MS, `refreshed ${record.refreshed_at.getTime() - record.created_at.getTime()} ms after the claim`);
+
+    const duplicate = await call('/work', 'slow-key', 'slow');
+    assert.equal(duplicate.statusCode, 409, await duplicate.body.text());
+    const answered = await first;
+    assert.equal(answered.statusCode, 200);
+    const firstAnswer = await answered.body.json();
+    assert.deepEqual(firstAnswer, { name: 'slow', run: 1 });
+
+    const replayed = await call('/work', 'slow-key', 'slow');
+    assert.equal(replayed.statusCode, 200);
+    assert.equal(replayed.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(await replayed.body.json(), firstAnswer);
+    assert.equal(runs.get('slow'), 1, 'the work ran once');
+  });
+
+  it('judges a record abandoned by its last refresh, not by its claim', async () => {
+    assert.equal((await call('/work', 'orphan-key', 'orphan')).statusCode, 200);
+    // Claimed long ago and refreshed a moment ago: still running.
+    const now = Date.now();
+    const recordId = `key_refresh:${createHash('sha256').update('orphan-key').digest('hex')}`;
+    await store.collection.updateOne(
+      { _id: recordId, state: 'completed' },
+      { $set: { state: 'in_flight', created_at: new Date(now - 10 * STALE_MS), refreshed_at: new Date(now - STALE_MS / 3) }, $unset: { body: '', status_code: '' } },
+    );
+    const tooSoon = await call('/work', 'orphan-key', 'orphan');
+    assert.equal(tooSoon.statusCode, 409, 'refreshed within the window: still running');
+    // Its process died: no refresh for longer than the window.
+    await store.collection.updateOne({ _id: recordId }, { $set: { refreshed_at: new Date(now - 2 * STALE_MS) } });
+    const retried = await call('/work', 'orphan-key', 'orphan');
+    const text = await retried.body.text();
+    assert.equal(retried.statusCode, 200, text);
+    assert.equal(retried.headers['idempotent-replayed'], undefined, 'run again, not replayed');
+    assert.deepEqual(JSON.parse(text), { name: 'orphan', run: 2 });
+  });
+
+  it('frees the key as soon as a caller leaves a request that gives its socket up', async () => {
+    const payload = JSON.stringify({ name: 'left' });
+    const { port } = new URL(origin);
+    const leaving = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/cancellable', headers: { 'content-type': 'application/json', 'idempotency-key': 'left-key', 'x-work-ms': '30000', 'content-length': Buffer.byteLength(payload) } });
+    leaving.on('error', () => undefined);
+    leaving.end(payload);
+    await waitUntil(async () => (await store.collection.countDocuments({ state: 'in_flight' })) === 1);
+    leaving.destroy();
+    // Well inside the route's 60 s stale window: only a released record lets the retry run.
+    await waitUntil(async () => (await store.collection.countDocuments({ state: 'in_flight' })) === 0, 2_000);
+    const retried = await call('/cancellable', 'left-key', 'left');
+    const text = await retried.body.text();
+    assert.equal(retried.statusCode, 200, text);
+    assert.deepEqual(JSON.parse(text), { name: 'left', run: 2 });
+  });
+});
