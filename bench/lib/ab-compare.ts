@@ -1,5 +1,5 @@
 import type { StreamBlock } from './chat-sections.ts';
-import { percentile } from './stats.ts';
+import { percentile, seededRandom } from './stats.ts';
 import type { TimedLoad } from './proxy-load.ts';
 
 // The verdicts of bench/chat-ab.ts. Builds take turns, and every turn gives one value of each
@@ -69,18 +69,6 @@ export interface Comparison {
   /** Two-sided: the share of random deals that differ at least as much. */
   pValue: number;
   verdict: Verdict;
-}
-
-/** A small seeded generator (mulberry32), so a run's verdicts can be computed again. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;

@@ -1,3 +1,4 @@
+import { addedPercentileInterval } from './stats.ts';
 import { fmt, HELD_GAP_P99_MS, HELD_TTFT_P99_MS, p, type StreamCapacity, type StreamTiming, type TimedLoad } from './proxy-load.ts';
 
 // The tables and the summary of bench/chat-proxy.ts, from what it measured. Targets by name:
@@ -39,6 +40,19 @@ function cpuPerCallUs(load: TimedLoad): number {
   return ((load.cpuMs ?? Number.NaN) * 1000) / load.completed;
 }
 
+/** "node floor [+0.31, +1.20]": each proxy's 95 % interval of an added p99
+ * (stats.ts addedPercentileInterval), so a p99 target is read as met, missed or not told. */
+function p99Intervals(names: string[], samplesOf: (name: string) => number[]): string {
+  const base = samplesOf('direct');
+  return names
+    .filter((name) => name !== 'direct')
+    .map((name) => {
+      const [low, high] = addedPercentileInterval(samplesOf(name), base, 0.99);
+      return `${name} [${signed(low)}, ${signed(high)}]`;
+    })
+    .join(', ');
+}
+
 function firstError(load: TimedLoad): void {
   if (load.firstError) console.log(`    first error: ${load.firstError}`);
 }
@@ -58,6 +72,7 @@ export function printChatReport(m: ChatMeasurements): void {
     console.log(row(cells, w1));
     firstError(load);
   }
+  console.log(`   added p99, 95 % bootstrap interval (ms): ${p99Intervals(names, (name) => m.latency.get(name)!.latenciesMs)}`);
 
   const pausedBase = m.paused.calls.get('direct')!;
   const maxOf = (samples: number[]) => (samples.length ? Math.max(...samples) : Number.NaN);
@@ -113,6 +128,7 @@ export function printChatReport(m: ChatMeasurements): void {
     firstError(load);
   }
   console.log('   (all figures in ms; "chunks" = fewest content deltas one stream delivered; the upstream sends 64)');
+  console.log(`   added TTFT p99, 95 % bootstrap interval (ms): ${p99Intervals(names, ttftOf)}`);
 
   console.log(`\n4. Concurrent streams held: 64 chunks each, all delivered, gap p99 ≤ ${HELD_GAP_P99_MS} ms, TTFT p99 ≤ ${HELD_TTFT_P99_MS} ms (levels ${m.capacityLevels.join(', ')})`);
   const w4 = [10, 8, 12, 12, 40];
