@@ -10,6 +10,7 @@ import { ApiKeyStore } from '../store/api-keys.ts';
 import { BudgetLeaseStore } from '../store/budget-leases.ts';
 import { pingDatabase, type Database } from '../store/database.ts';
 import { Ledger } from '../store/ledger.ts';
+import { StoreClock } from '../store/store-clock.ts';
 import { TaskStore } from '../store/tasks.ts';
 import { UsageStore } from '../store/usage.ts';
 import { openApiDocument } from './openapi/document.ts';
@@ -93,9 +94,11 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const apiKeys = new ApiKeyStore(database.db);
   const tasks = new TaskStore(database.db);
   const ledger = new Ledger(database.db);
+  // One reading of the store's time for every record other processes judge by it.
+  const storeClock = new StoreClock(database.db);
   const budgets = new AccountBudgets({
     ledger,
-    leases: new BudgetLeaseStore(database.db),
+    leases: new BudgetLeaseStore(database.db, storeClock),
     usage: new UsageStore(database.db),
     log: app.log,
     timing: { idleMs: config.SPEND_LEASE_IDLE_MS, smallLeaseIdleMs: config.SPEND_LEASE_SMALL_IDLE_MS },
@@ -147,7 +150,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     async (v1) => {
       v1.addHook('onRequest', v1.requireApiKey);
       v1.addHook('onRequest', limitRequests(limiter));
-      await v1.register(idempotency, { store: new IdempotencyStore(database.db), routes: idempotentRoutes(tasks) });
+      await v1.register(idempotency, { store: new IdempotencyStore(database.db, storeClock), routes: idempotentRoutes(tasks) });
       await v1.register(modelRoutes, { catalog });
       await v1.register(videoRoutes, {
         catalog,

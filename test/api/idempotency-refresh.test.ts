@@ -46,6 +46,7 @@ describe('Idempotency-Key records of requests still running', () => {
       const ms = Number(incoming.headers['x-work-ms'] ?? 0);
       runs.set(name, (runs.get(name) ?? 0) + 1);
       const left = await new Promise<boolean>((resolve) => {
+        if (reply.raw.destroyed) return resolve(true);
         const timer = setTimeout(() => resolve(false), ms);
         reply.raw.once('close', () => {
           clearTimeout(timer);
