@@ -102,10 +102,15 @@ export class ChatProxy {
       reservation.release();
       throw error;
     }
-    const reported = readUsage(completion.usage);
-    const tokens = reported ?? { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
-    countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined }));
-    spendTokens(tokens);
+    try {
+      const reported = readUsage(completion.usage);
+      const tokens = reported ?? { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
+      countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined }));
+      spendTokens(tokens);
+    } finally {
+      // A reservation left unsettled would keep its lease from ever settling.
+      reservation.release();
+    }
     if (completion.model === model.id) return text;
     return JSON.stringify({ ...completion, model: model.id });
   }

@@ -86,7 +86,15 @@ export class ChatStream {
         upstream.body.destroy();
         response.destroy();
     }
-    this.settle(outcome);
+    try {
+      this.settle(outcome);
+    } catch (error) {
+      this.options.log.error({ err: error }, 'charging a chat stream failed; it is not billed');
+    } finally {
+      // Charged or released by now; released if charging threw: a reservation left unsettled
+      // would keep its lease from ever settling.
+      this.call.reservation.release();
+    }
   }
 
   private settle(outcome: RelayOutcome): void {
