@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
-import { answerScripted, endlessState, FLOOD_CHUNKS, floodState, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
+import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
@@ -229,6 +229,51 @@ describe('chat against a scripted upstream', () => {
     const after = await stack.settledAccount(accountId);
     assert.equal(after.balance_micros, before.balance_micros);
     assert.equal(after.held_micros, 0);
+  });
+
+  it('prices a call from its estimate when the upstream reports token counts that are not whole numbers', async () => {
+    const before = await stack.settledAccount(accountId);
+    const answered = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'fractional usage' }] });
+    assert.equal(answered.choices[0]?.message.content, 'Hello from the fake upstream.');
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'fractional usage' }], stream: true });
+    let text = '';
+    for await (const part of stream) text += part.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'Hello there');
+    // Both reservations settled (a lease with one left unsettled never settles), each for a
+    // few tokens of estimate: far less than the scripted usage's price.
+    const after = await stack.settledAccount(accountId);
+    const spent = before.balance_micros - after.balance_micros;
+    assert.ok(spent > 0 && spent < UPSTREAM_USAGE_PRICE, `spent ${spent}`);
+  });
+
+  it('hides usage the upstream puts on the finish chunk from a caller who did not ask, and bills it', async () => {
+    const before = await stack.settledAccount(accountId);
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'usage on the finish chunk' }], stream: true });
+    const chunks = [];
+    for await (const part of stream) chunks.push(part);
+    assert.equal(chunks.at(-1)?.choices[0]?.finish_reason, 'stop');
+    assert.ok(chunks.every((part) => part.usage === undefined), JSON.stringify(chunks.at(-1)));
+    const after = await stack.settledAccount(accountId);
+    assert.equal(before.balance_micros - after.balance_micros, UPSTREAM_USAGE_PRICE);
+  });
+
+  it('ends a stream at its [DONE] and bills it, whatever the upstream connection does next', async () => {
+    for (const said of ['reset after done', 'open after done']) {
+      const before = await stack.settledAccount(accountId);
+      const started = performance.now();
+      const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: said }], stream: true });
+      let text = '';
+      for await (const part of stream) text += part.choices[0]?.delta.content ?? '';
+      assert.equal(text, 'Hello there', said);
+      // Not held up by a body the upstream keeps open.
+      assert.ok(performance.now() - started < 1_500, `${said}: took ${performance.now() - started} ms`);
+      const after = await stack.settledAccount(accountId);
+      assert.equal(before.balance_micros - after.balance_micros, UPSTREAM_USAGE_PRICE, said);
+    }
+    // The body left open is dropped after a grace, not kept for the body timeout.
+    const [open] = afterDone.openBodies;
+    assert.ok(open);
+    await waitUntil(() => open.destroyed || open.socket === null || open.socket.destroyed, 5_000);
   });
 
   it('passes 4xx refusals on in the gateway\'s error body, keeping Retry-After on 429', async () => {

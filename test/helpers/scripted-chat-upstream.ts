@@ -32,6 +32,12 @@ const chunk = (delta: object, finish: string | null = null) => ({
   usage: null,
 });
 
+/** Token counts no call can have: the gateway must price the call from its estimate. */
+export const FRACTIONAL_USAGE = { prompt_tokens: 12.5, completion_tokens: 3, total_tokens: 15.5 };
+
+/** The bodies of 'open after done' streams, which the upstream never ends itself. */
+export const afterDone: { openBodies: ServerResponse[] } = { openBodies: [] };
+
 /** Released by the test once the caller of a 'think first' stream has the response head. */
 export const thinking: { release: () => void; promise: Promise<void> } = { release: () => {}, promise: Promise.resolve() };
 thinking.promise = new Promise((resolve) => (thinking.release = resolve));
@@ -104,6 +110,10 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     await splitCharacters(response);
     return;
   }
+  if (said === 'fractional usage' && recorded.body.stream !== true) {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...completion('Hello from the fake upstream.'), usage: FRACTIONAL_USAGE }));
+    return;
+  }
   if (recorded.body.stream !== true) {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('Hello from the fake upstream.')));
     return;
@@ -120,6 +130,30 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
   }
   if (said === 'endless event') {
     await endlessEvent(response);
+    return;
+  }
+  if (said === 'fractional usage') {
+    send(chunk({}, 'stop'));
+    send({ ...chunk({}), choices: [], usage: FRACTIONAL_USAGE });
+    send('[DONE]');
+    response.end();
+    return;
+  }
+  if (said === 'usage on the finish chunk') {
+    send({ ...chunk({}, 'stop'), usage: UPSTREAM_USAGE });
+    send('[DONE]');
+    response.end();
+    return;
+  }
+  if (said === 'reset after done' || said === 'open after done') {
+    send(chunk({}, 'stop'));
+    send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
+    send('[DONE]');
+    // The answer is whole; then the connection resets before the body's end, or the body
+    // stays open.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (said === 'reset after done') response.socket?.destroy();
+    else afterDone.openBodies.push(response);
     return;
   }
   if (said === 'error mid-stream') {

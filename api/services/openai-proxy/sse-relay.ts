@@ -59,6 +59,9 @@ interface RelayState {
  * one must not be able to take the process's memory. */
 export const MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
+/** How long an upstream body may stay open after its `[DONE]` before it is dropped. */
+const DONE_GRACE_MS = 2_000;
+
 const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
 
 /** An SSE data event; a multi-line payload becomes several data lines. */
@@ -113,9 +116,12 @@ function translate(data: string, state: RelayState, options: RelayOptions): stri
   // The usage-only chunk exists because the gateway asked for it; the caller did not.
   if (usage && choices.length === 0 && !options.forwardUsage) return '';
   countDelivered(choices, state);
-  if (typeof chunk.model === 'string' && chunk.model !== options.modelId) {
-    chunk.model = options.modelId;
-    if (!options.forwardUsage && chunk.usage === null) delete chunk.usage;
+  // Some upstreams put the usage on the finish chunk instead: the caller still does not see it.
+  const hideUsage = !options.forwardUsage && chunk.usage !== undefined && (usage !== undefined || chunk.usage === null);
+  const renamed = typeof chunk.model === 'string' && chunk.model !== options.modelId;
+  if (renamed || (usage && hideUsage)) {
+    if (renamed) chunk.model = options.modelId;
+    if (hideUsage) delete chunk.usage;
     return `data: ${JSON.stringify(chunk)}\n\n`;
   }
   return sseData(data);
@@ -180,7 +186,20 @@ class ChatStreamRelay {
     if (this.bytesSinceEvent > MAX_EVENT_BYTES) {
       return this.finish(this.result('upstream_failed', `the model provider sent more than ${MAX_EVENT_BYTES / 1_048_576} MiB without ending an event`));
     }
-    if (this.state.failure !== undefined || this.options.signal.aborted) this.finish(this.ended());
+    if (this.state.failure !== undefined || this.options.signal.aborted) return this.finish(this.ended());
+    // `[DONE]` is the answer's end: the caller gets it now, and the call is charged, whatever
+    // the upstream's connection does after it (a reset, or a body never closed, would otherwise
+    // turn a whole answer into a failure, or keep the caller waiting for the body timeout).
+    if (this.state.sawDone) this.finishAtDone();
+  }
+
+  private finishAtDone(): void {
+    const { upstream } = this.options;
+    this.finish(this.ended());
+    if (upstream.readableEnded || upstream.destroyed) return;
+    // The end usually follows in the same read; a body still open after a grace is dropped.
+    const timer = setTimeout(() => upstream.destroy(), DONE_GRACE_MS);
+    upstream.once('close', () => clearTimeout(timer));
   }
 
   private relay(bytes: Buffer): void {
