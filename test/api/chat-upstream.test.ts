@@ -276,7 +276,7 @@ describe('chat against a scripted upstream', () => {
     await waitUntil(() => open.destroyed || open.socket === null || open.socket.destroyed, 5_000);
   });
 
-  it('passes 4xx refusals on in the gateway\'s error body, keeping Retry-After on 429', async () => {
+  it('passes 4xx refusals on in the gateway\'s error body, and 429s and 5xx in its own words, keeping Retry-After', async () => {
     const before = await stack.settledAccount(accountId);
     const refused = await request(`${stack.baseUrl}/v1/chat/completions`, {
       method: 'POST',
@@ -289,7 +289,25 @@ describe('chat against a scripted upstream', () => {
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'slow down' }] }), (error: unknown) => {
       assert.ok(error instanceof OpenAI.RateLimitError);
       assert.equal(error.headers?.get('retry-after'), '7');
-      assert.match(error.message, /Rate limit reached/);
+      // The provider's words name the operator's organisation and limits: the caller gets ours.
+      assert.match(error.message, /rate limiting calls to this model right now; nothing was charged\. Retry after 7 s\./);
+      assert.doesNotMatch(error.message, /org-Operator123|Limit 500|2024-07-18/);
+      return true;
+    });
+
+    // The operator's account with the provider is out of credit: no rate limit to wait out.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'no quota' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
+      assert.equal(error.status, 502);
+      assert.match(error.message, /out of quota, which the operator must fix/);
+      return true;
+    });
+
+    // A proxy's error page in front of the provider stays out of the answer.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'provider down' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
+      assert.equal(error.status, 502);
+      assert.match(error.message, /^502 The model provider failed \(503\)\. Nothing was charged; retry with backoff\.$/);
       return true;
     });
 

@@ -32,6 +32,9 @@ const chunk = (delta: object, finish: string | null = null) => ({
   usage: null,
 });
 
+/** What a provider's 429 says: the operator's organisation, model and limits. */
+export const UPSTREAM_RATE_LIMIT_MESSAGE = 'Rate limit reached for gpt-4o-mini-2024-07-18 in organization org-Operator123 on requests per min (RPM): Limit 500, Used 500, Requested 1.';
+
 /** Token counts no call can have: the gateway must price the call from its estimate. */
 export const FRACTIONAL_USAGE = { prompt_tokens: 12.5, completion_tokens: 3, total_tokens: 15.5 };
 
@@ -77,7 +80,15 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     return;
   }
   if (said === 'slow down') {
-    response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end(JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } }));
+    response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end(JSON.stringify({ error: { message: UPSTREAM_RATE_LIMIT_MESSAGE, type: 'requests', code: 'rate_limit_exceeded' } }));
+    return;
+  }
+  if (said === 'no quota') {
+    response.writeHead(429, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } }));
+    return;
+  }
+  if (said === 'provider down') {
+    response.writeHead(503, { 'content-type': 'text/html' }).end('<html><body>upstream connect error: 10.0.7.12:8443 pool overflow</body></html>');
     return;
   }
   if (said === 'break off') {

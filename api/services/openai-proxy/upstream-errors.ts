@@ -9,6 +9,13 @@ import type { WholeAnswer } from './whole-answer.ts';
 // key was already accepted here, so an upstream 401 means the gateway's credentials for that
 // upstream are wrong, which is a gateway fault (502), not something the caller can fix.
 // A 429 keeps Retry-After so OpenAI clients back off as asked; every 5xx becomes 502.
+//
+// The upstream's words about a 429 or a 5xx concern the operator's account with the provider,
+// not the caller's request: a provider's rate-limit message names the operator's organisation,
+// the upstream model and its limits; a proxy's 5xx page may name hosts. The caller gets the
+// gateway's own sentence; the upstream's goes to the log (the error handler logs 5xx whole, and
+// `upstream` is on the error). A 429 for quota (`insufficient_quota`: the operator's account is
+// out of credit) is no rate limit a retry outwaits: it is a 502, the operator's to fix.
 
 const MAX_ERROR_BODY_CHARACTERS = 16_384;
 
@@ -32,11 +39,19 @@ export function upstreamRefusal(answer: WholeAnswer, upstream: string): GatewayE
   const retryAfter = answer.headers['retry-after'];
   const headers: Record<string, string> = typeof retryAfter === 'string' ? { 'retry-after': retryAfter } : {};
 
+  const forLog = (error: GatewayError) => Object.assign(error, { upstream: { status, message: detail.message, code: detail.code } });
   if (status >= 500) {
-    return new GatewayError('upstream_error', `The model provider failed (${status}): ${detail.message} Nothing was charged; retry with backoff.`, undefined, headers);
+    return forLog(new GatewayError('upstream_error', `The model provider failed (${status}). Nothing was charged; retry with backoff.`, undefined, headers));
   }
   if (status === 401) {
-    return new GatewayError('upstream_error', 'The model provider refused the gateway\'s credentials; the operator must fix the upstream key. Nothing was charged.');
+    return forLog(new GatewayError('upstream_error', 'The model provider refused the gateway\'s credentials; the operator must fix the upstream key. Nothing was charged.'));
+  }
+  if (status === 429 && detail.code === 'insufficient_quota') {
+    return forLog(new GatewayError('upstream_error', 'The model provider refused the call: the gateway\'s account with it is out of quota, which the operator must fix. Nothing was charged.'));
+  }
+  if (status === 429) {
+    const wait = typeof retryAfter === 'string' && /^\d+$/.test(retryAfter) ? `Retry after ${retryAfter} s.` : 'Retry with backoff.';
+    return new GatewayError('rate_limit_exceeded', `The model provider is rate limiting calls to this model right now; nothing was charged. ${wait}`, undefined, headers);
   }
   const code = codeByStatus[status];
   if (code) return new GatewayError(code, detail.message, detail.param, headers);
