@@ -54,6 +54,9 @@ const HEADER = 'idempotency-key';
 /** Refreshes per stale window: one lost or late (a slow store) still leaves two before a retry
  * would take a running request's record over. */
 const REFRESHES_PER_STALE_WINDOW = 3;
+/** Pauses before writing a record again that the store refused as its request ended: about
+ * a minute in all, past the stale window of every route. */
+const LATER_WRITE_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
 /** What an Idempotency-Key may be; the OpenAPI document shows the same pattern. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -143,16 +146,40 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId });
   };
 
+  // The answer goes out even when the store cannot take it: the work is done (an image call is
+  // charged), and a caller answered 503 instead would retry into a 409, then, once the record
+  // went stale, run and pay for it again. The record is written later, when the store is back.
   const keepAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const idempotent = request.idempotency;
     if (!finish(idempotent)) return payload;
+    const { recordId } = idempotent;
+    let write: () => Promise<unknown>;
     if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
       const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
-      await store.complete(idempotent.recordId, { statusCode: reply.statusCode, contentType, body: payload });
+      write = () => store.complete(recordId, { statusCode: reply.statusCode, contentType, body: payload });
     } else {
-      await store.release(idempotent.recordId);
+      write = () => store.release(recordId);
+    }
+    try {
+      await write();
+    } catch (error) {
+      request.log.warn({ err: error }, 'could not write an Idempotency-Key record; the answer goes out and the record is written once the store is back');
+      void writeLater(write, request);
     }
     return payload;
+  };
+
+  const writeLater = async (write: () => Promise<unknown>, request: FastifyRequest) => {
+    for (const delayMs of LATER_WRITE_DELAYS_MS) {
+      await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+      try {
+        await write();
+        return;
+      } catch {
+        // The store is still away: try again after a longer pause.
+      }
+    }
+    request.log.error('gave up writing an Idempotency-Key record; a retry under its key may run again once the record is stale');
   };
 
   // A reply that ended without onSend: no answer exists to keep. Not on the caller's leaving

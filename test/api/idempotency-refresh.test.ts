@@ -19,16 +19,29 @@ import { waitUntil } from '../helpers/wait-until.ts';
 
 const STALE_MS = 600;
 
+/** The real store, made to refuse the next `failures` completions (a store outage as a
+ * request ends). */
+class StoreRefusingCompletions extends IdempotencyStore {
+  failures = 0;
+  override async complete(...args: Parameters<IdempotencyStore['complete']>): ReturnType<IdempotencyStore['complete']> {
+    if (this.failures > 0) {
+      this.failures--;
+      throw new Error('store unreachable');
+    }
+    return super.complete(...args);
+  }
+}
+
 describe('Idempotency-Key records of requests still running', () => {
   let database: Awaited<ReturnType<typeof testDatabase>>;
-  let store: IdempotencyStore;
+  let store: StoreRefusingCompletions;
   let app: FastifyInstance;
   let origin: string;
   const runs = new Map<string, number>();
 
   before(async () => {
     database = await testDatabase('idempotency_refresh');
-    store = new IdempotencyStore(database.db);
+    store = new StoreRefusingCompletions(database.db);
     app = Fastify();
     await app.register(errorHandler);
     app.decorateRequest('principal', null);
@@ -111,6 +124,21 @@ describe('Idempotency-Key records of requests still running', () => {
     assert.equal(retried.statusCode, 200, text);
     assert.equal(retried.headers['idempotent-replayed'], undefined, 'run again, not replayed');
     assert.deepEqual(JSON.parse(text), { name: 'orphan', run: 2 });
+  });
+
+  it('answers when the store cannot keep the answer, and keeps it once the store is back', async () => {
+    store.failures = 2;
+    const answered = await call('/work', 'flaky-key', 'flaky');
+    const text = await answered.body.text();
+    assert.equal(answered.statusCode, 200, text);
+    assert.deepEqual(JSON.parse(text), { name: 'flaky', run: 1 });
+    // Written on the third try (0.25 s, then 0.5 s later), after which a retry is replayed.
+    await waitUntil(async () => (await store.collection.countDocuments({ state: 'completed', 'body': text })) === 1, 3_000);
+    assert.equal(store.failures, 0);
+    const replayed = await call('/work', 'flaky-key', 'flaky');
+    assert.equal(replayed.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(await replayed.body.json(), { name: 'flaky', run: 1 });
+    assert.equal(runs.get('flaky'), 1, 'the work ran once');
   });
 
   it('frees the key as soon as a caller leaves a request that gives its socket up', async () => {
