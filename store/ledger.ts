@@ -157,6 +157,9 @@ export class Ledger {
     amountMicros: number;
     /** Capture only: the amount that was held, when more than `amountMicros`. */
     heldMicros?: number;
+    /** Debit only: take what the balance has when it is less than `amountMicros` (the entry
+     * records what was taken) instead of refusing. */
+    upToBalance?: boolean;
   }): Promise<LedgerOutcome> {
     const hold = input.heldMicros ?? input.amountMicros;
     for (const value of [input.amountMicros, hold]) {
@@ -165,10 +168,14 @@ export class Ledger {
     if (hold < input.amountMicros || (input.heldMicros !== undefined && input.operation !== 'capture')) {
       throw new Error('heldMicros applies to capture only and must be at least the captured amount');
     }
+    if (input.upToBalance && input.operation !== 'debit') throw new Error('upToBalance applies to debit only');
     return serialized(input.accountId, () => this.applyNow(input, hold));
   }
 
-  private async applyNow(input: { accountId: string; keyId: string | null; reference: string; operation: LedgerOperation; amountMicros: number }, hold: number): Promise<LedgerOutcome> {
+  private async applyNow(
+    input: { accountId: string; keyId: string | null; reference: string; operation: LedgerOperation; amountMicros: number; upToBalance?: boolean },
+    hold: number,
+  ): Promise<LedgerOutcome> {
     const opId = opIdFor(input.reference, input.operation);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       // Head first, then the op: an entry the head already reflects is then surely seen below,
@@ -176,7 +183,8 @@ export class Ledger {
       const latest = await this.latest(input.accountId);
       const marker = await this.markers.findOne({ _id: opId });
       if (marker) return marker.operation === input.operation ? 'applied' : 'conflict';
-      const next = move(latest ?? ZERO, input.operation, input.amountMicros, hold);
+      const amountMicros = input.upToBalance ? Math.min(input.amountMicros, latest?.balance_micros ?? 0) : input.amountMicros;
+      const next = move(latest ?? ZERO, input.operation, amountMicros, hold);
       if (!next) return (await this.appliedWithoutMarker(opId, input.operation)) ?? 'insufficient_balance';
       const seq = latest ? latest.seq + 1 : 0;
       const entry: LedgerEntry = {
@@ -187,7 +195,7 @@ export class Ledger {
         reference: input.reference,
         operation: input.operation,
         key_id: input.keyId,
-        amount_micros: input.amountMicros,
+        amount_micros: amountMicros,
         ...next,
         created_at: new Date(),
       };

@@ -141,8 +141,10 @@ export class RetiredLeases {
     // the same: they are debited from the balance instead, as far as it goes.
     const owed = outcome === 'applied' ? statement.spentMicros - captured : outcome === 'conflict' ? statement.spentMicros : 0;
     if (owed > 0) {
-      const debited = await ledger.apply({ ...base, operation: 'debit', amountMicros: owed });
-      if (debited !== 'applied') log.error({ lease: lease.reference, owed, outcome }, "the balance could not cover what a spend lease's calls cost beyond its hold; the rest is lost");
+      // As far as the balance goes: a shortfall forgives only what the balance lacks.
+      await ledger.apply({ ...base, operation: 'debit', amountMicros: owed, upToBalance: true });
+      const debited = (await ledger.find(lease.reference, 'debit'))?.amount_micros ?? 0;
+      if (debited < owed) log.error({ lease: lease.reference, owed, debited, outcome }, "the balance could not cover all that a spend lease's calls cost beyond its hold; the rest is lost");
       else if (outcome !== 'applied') log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
     }
     await leases.remove(lease.reference);

@@ -115,6 +115,18 @@ describe('spend leases (account budgets)', () => {
     await budget.close();
   });
 
+  it('debits an overage the balance cannot cover in full as far as the balance goes', async () => {
+    const account = await accounts.create({ name: 'short overage', balanceMicros: 20_000 });
+    const budget = budgets({ minLeaseMicros: 10_000, reservationsPerLease: 1 });
+    const over = await budget.reserve(account._id, 10_000, chatCall, 'hint');
+    // 15,000 beyond the hold, with 10,000 left in the balance.
+    assert.equal(over.charge(25_000, {}, { allowOverage: true }), 25_000);
+    await budget.close();
+    const after = await settled(account._id);
+    assert.equal(after.balance_micros, 0);
+    assert.equal(after.spent_micros, 20_000);
+  });
+
   it('lets two API processes share one account without spending more than it has', async () => {
     const account = await accounts.create({ name: 'shared', balanceMicros: 100_000 });
     const processes = [budgets({ minLeaseMicros: 20_000 }), budgets({ minLeaseMicros: 20_000 })];
