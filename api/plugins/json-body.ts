@@ -9,6 +9,26 @@ import { GatewayError } from '../../core/errors.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
+/** Deeper than any request needs. JSON.parse takes thousands of levels, but what the routes do
+ * with a body recurses (JSON.stringify of a proxied body, validation, Idempotency-Key's
+ * canonical form) and would overflow the stack on some of them: a 500 for a bad request. */
+export const MAX_NESTING = 128;
+
+/** Each level takes at least two characters (`[` and `]`), so a shorter body is shallow enough
+ * without a look at it. */
+const SHORTEST_TOO_DEEP = 2 * (MAX_NESTING + 1);
+
+function nestedDeeperThan(value: unknown, levelsLeft: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (levelsLeft === 0) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (nestedDeeperThan(item, levelsLeft - 1)) return true;
+    return false;
+  }
+  for (const key in value) if (nestedDeeperThan((value as Record<string, unknown>)[key], levelsLeft - 1)) return true;
+  return false;
+}
+
 async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body: Buffer, done) => {
@@ -19,12 +39,17 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
     } catch {
       return done(new GatewayError('invalid_json', 'The request body is not valid UTF-8.'));
     }
+    let parsed: unknown;
     try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+      parsed = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
     } catch (error) {
       const reason = error instanceof RangeError ? 'it is nested too deeply' : error instanceof Error ? error.message : 'parse error';
-      done(new GatewayError('invalid_json', `The request body is not valid JSON: ${reason}.`));
+      return done(new GatewayError('invalid_json', `The request body is not valid JSON: ${reason}.`));
     }
+    if (text.length >= SHORTEST_TOO_DEEP && nestedDeeperThan(parsed, MAX_NESTING)) {
+      return done(new GatewayError('invalid_json', `The request body nests objects and arrays more than ${MAX_NESTING} levels deep.`));
+    }
+    done(null, parsed);
   });
 }
 

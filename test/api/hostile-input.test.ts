@@ -38,6 +38,25 @@ describe('hostile request bodies', () => {
     });
   }
 
+  // 5,000 levels parse, but recursing over them (forwarding the body upstream) overflowed the
+  // stack: a 500, which clients retry. 128 levels are taken, 129 are not.
+  const nested = (levels: number) => `${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}`;
+  for (const [url, fields] of [
+    ['/v1/chat/completions', '"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]'],
+    ['/v1/images/generations', '"model":"gpt-image-1","prompt":"a fox"'],
+    ['/v1/video/generations', '"model":"seedance-2.0","prompt":"x"'],
+  ] as const) {
+    it(`a pass-through field nested 5,000 levels deep on ${url} → 400`, async () => {
+      const response = await harness.app.inject({ method: 'POST', url, headers, payload: `{${fields},"vendor_knob":${nested(5_000)}}` });
+      assert.equal(response.statusCode, 400, response.body);
+      assert.match(response.json().error.message, /more than 128 levels deep/);
+      const deepest = await harness.app.inject({ method: 'POST', url, headers, payload: `{${fields},"vendor_knob":${nested(128)}}` });
+      assert.doesNotMatch(deepest.body, /levels deep/);
+      const tooDeep = await harness.app.inject({ method: 'POST', url, headers, payload: `{${fields},"vendor_knob":${nested(129)}}` });
+      assert.match(tooDeep.json().error.message, /more than 128 levels deep/);
+    });
+  }
+
   it('a body of exactly the limit is read; one byte more is a 413', async () => {
     const limit = harness.config.BODY_LIMIT_BYTES;
     const frame = '{"model":"seedance-2.0","prompt":""}';
