@@ -276,6 +276,15 @@ describe('chat against a scripted upstream', () => {
     await waitUntil(() => open.destroyed || open.socket === null || open.socket.destroyed, 5_000);
   });
 
+  it('hands over and bills the images asked for when the upstream sends more', async () => {
+    const before = await stack.settledAccount(accountId);
+    const generated = await client.images.generate({ model: 'gpt-image-1', prompt: 'a fox', n: 2 });
+    assert.deepEqual(generated.data?.map((image) => image.url), ['https://images.example/0.png', 'https://images.example/1.png']);
+    const after = await stack.settledAccount(accountId);
+    // gpt-image-1 costs $0.04 an image.
+    assert.equal(before.balance_micros - after.balance_micros, 2 * 40_000);
+  });
+
   it('passes 4xx refusals on in the gateway\'s error body, and 429s and 5xx in its own words, keeping Retry-After', async () => {
     const before = await stack.settledAccount(accountId);
     const refused = await request(`${stack.baseUrl}/v1/chat/completions`, {

@@ -58,6 +58,12 @@ function endStream(send: (data: unknown) => void, response: ServerResponse): voi
 
 /** Scripted behaviour, chosen by the last user message. */
 export async function answerScripted(recorded: RecordedRequest, response: ServerResponse): Promise<void> {
+  if (recorded.path.endsWith('/images/generations')) {
+    // Two images more than asked for, as a misbehaving upstream might.
+    const data = Array.from({ length: (recorded.body.n ?? 1) + 2 }, (_unused, index) => ({ url: `https://images.example/${index}.png` }));
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1_700_000_000, data }));
+    return;
+  }
   const said = String(recorded.body.messages?.at(-1)?.content ?? '');
   const attempt = (timesSaid.get(said) ?? 0) + 1;
   timesSaid.set(said, attempt);

@@ -46,6 +46,8 @@ export class ImageProxy {
     }
     const images = Math.min(data.length, asked);
     countImageCharge(model.id, reservation.charge(imagePriceMicros(model, images), { images }, { allowOverage: false }));
+    // The caller gets what it asked for and pays for: an upstream's extra images are dropped.
+    if (data.length > asked) return JSON.stringify({ ...(answer as object), data: data.slice(0, asked) });
     return text;
   }
 }
