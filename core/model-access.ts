@@ -9,6 +9,13 @@ export function mayUseModel(access: ModelAccess, modelId: string): boolean {
   return access.models === null || access.models.includes(modelId);
 }
 
+/** A model id as error messages quote it: a caller's typo in full, a 100 KB string not. */
+function quoted(modelId: string): string {
+  return modelId.length > 100 ? `'${modelId.slice(0, 100)}…'` : `'${modelId}'`;
+}
+
+const withArticle = (kind: string) => `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind}`;
+
 /** Finds the model a request names and checks the key may use it, in the spec's order:
  * unknown id → 404, not permitted → 403, wrong kind for this endpoint → 400. */
 export function resolveModel<Kind extends CatalogModel['kind']>(
@@ -19,13 +26,13 @@ export function resolveModel<Kind extends CatalogModel['kind']>(
 ): Extract<CatalogModel, { kind: Kind }> {
   const model = catalog.find(modelId);
   if (!model) {
-    throw new GatewayError('model_not_found', `The model '${modelId}' does not exist. GET /v1/models lists the models your key can use.`, 'model');
+    throw new GatewayError('model_not_found', `The model ${quoted(modelId)} does not exist. GET /v1/models lists the models your key can use.`, 'model');
   }
   if (!mayUseModel(access, modelId)) {
-    throw new GatewayError('model_not_allowed', `This API key may not use the model '${modelId}'.`, 'model');
+    throw new GatewayError('model_not_allowed', `This API key may not use the model ${quoted(modelId)}.`, 'model');
   }
   if (model.kind !== kind) {
-    throw new GatewayError('invalid_request', `The model '${modelId}' is a ${model.kind} model; this endpoint needs a ${kind} model.`, 'model');
+    throw new GatewayError('invalid_request', `The model ${quoted(modelId)} is ${withArticle(model.kind)} model; this endpoint needs ${withArticle(kind)} model.`, 'model');
   }
   return model as Extract<CatalogModel, { kind: Kind }>;
 }
