@@ -77,7 +77,8 @@ export function planAnswer(body: ChatCompletionBody, markers: Markers): PlannedA
   return { ok: true, answer: { kind: 'text', pieces, finishReason: 'stop' } };
 }
 
-/** One token per piece: what the stream sends is what usage reports. */
-export function completionTokens(answer: ChatAnswer): number {
-  return answer.pieces.length;
+/** One token per piece, for each of the `choices`: what the stream sends is what usage
+ * reports. */
+export function completionTokens(answer: ChatAnswer, choices = 1): number {
+  return answer.pieces.length * choices;
 }

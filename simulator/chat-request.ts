@@ -36,6 +36,8 @@ export const chatCompletionBody = z.object({
   tool_choice: toolChoice.nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
+  // OpenAI's own bound on choices per call.
+  n: z.number().int().min(1).max(128).nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
 });

@@ -21,6 +21,8 @@ export interface Usage {
 
 export interface StreamSettings extends CompletionIdentity {
   usage: Usage;
+  /** How many choices (`n`): each piece goes out once per choice, in index order. */
+  choices: number;
   includeUsage: boolean;
   gapMs: number;
   /** Aborted when the client disconnects before the stream ends. */
@@ -73,8 +75,12 @@ export async function streamAnswer(reply: FastifyReply, answer: ChatAnswer, sett
   // With include_usage OpenAI sends `usage: null` on every chunk before the usage chunk.
   const usageField = settings.includeUsage ? { usage: null } : {};
   const send = (payload: object) => response.write(`data: ${JSON.stringify(payload)}\n\n`);
-  const chunk = (delta: object, finishReason: string | null = null) =>
-    send({ ...identity, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }], ...usageField });
+  // One chunk per choice, as OpenAI sends them for n > 1.
+  const chunk = (delta: object, finishReason: string | null = null) => {
+    for (let index = 0; index < settings.choices; index++) {
+      send({ ...identity, choices: [{ index, delta, logprobs: null, finish_reason: finishReason }], ...usageField });
+    }
+  };
 
   chunk(firstDelta(answer));
   for (const piece of answer.pieces) {

@@ -30,12 +30,18 @@ function assistantMessage(answer: ChatAnswer) {
   };
 }
 
-function completionObject(identity: CompletionIdentity, answer: ChatAnswer, usage: Usage) {
+function completionObject(identity: CompletionIdentity, answer: ChatAnswer, choices: number, usage: Usage) {
   return {
     ...identity,
     object: 'chat.completion',
     system_fingerprint: systemFingerprint,
-    choices: [{ index: 0, message: assistantMessage(answer), logprobs: null, finish_reason: answer.kind === 'text' ? answer.finishReason : 'tool_calls' }],
+    // `n` choices, all the same answer: the simulator is deterministic.
+    choices: Array.from({ length: choices }, (_unused, index) => ({
+      index,
+      message: assistantMessage(answer),
+      logprobs: null,
+      finish_reason: answer.kind === 'text' ? answer.finishReason : 'tool_calls',
+    })),
     usage,
   };
 }
@@ -69,14 +75,16 @@ export async function chatRoutes(app: FastifyInstance, options: ChatOptions): Pr
     if (!planned.ok) return sendOpenAiError(reply, 400, planned.message, { param: planned.param });
 
     const prompt = promptTokens(body.messages);
-    const completion = completionTokens(planned.answer);
+    const choices = body.n ?? 1;
+    const completion = completionTokens(planned.answer, choices);
     const usage: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
     const identity: CompletionIdentity = { id: `chatcmpl-${randomBytes(12).toString('hex')}`, created: Math.floor(clock() / 1000), model: body.model };
-    if (!streaming) return completionObject(identity, planned.answer, usage);
+    if (!streaming) return completionObject(identity, planned.answer, choices, usage);
 
     await streamAnswer(reply, planned.answer, {
       ...identity,
       usage,
+      choices,
       includeUsage: body.stream_options?.include_usage === true,
       gapMs: markers.gapMs ?? (markers.slow ? slowGapMs : 0),
       signal,

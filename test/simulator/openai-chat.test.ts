@@ -85,6 +85,26 @@ describe('simulator: OpenAI chat completions', () => {
     assert.equal(chunks.filter((chunk) => chunk.choices[0]?.delta.content).length, 5, '[sim:chunks=5] gives five content chunks');
   });
 
+  it('answers n choices, each its own stream of chunks, with usage for all of them', async () => {
+    const whole = await chat({ n: 3, max_tokens: 2, messages: [{ role: 'user', content: 'three ways' }] });
+    assert.deepEqual(whole.json.choices.map((choice: { index: number }) => choice.index), [0, 1, 2]);
+    assert.ok(whole.json.choices.every((choice: { message: { content: string } }) => choice.message.content === 'This is'));
+    assert.deepEqual(whole.json.usage, { prompt_tokens: 2, completion_tokens: 6, total_tokens: 8 });
+
+    const streamed = await chat({ n: 2, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'two ways' }] });
+    const { done, chunks } = parseEvents(streamed.text);
+    assert.ok(done);
+    const textOf = (index: number) => chunks.map((chunk) => (chunk.choices[0]?.index === index ? chunk.choices[0].delta.content ?? '' : '')).join('');
+    assert.equal(textOf(0), 'This is a simulated reply to: two ways');
+    assert.equal(textOf(1), textOf(0));
+    const finishes = chunks.filter((chunk) => chunk.choices[0]?.finish_reason).map((chunk) => chunk.choices[0].index);
+    assert.deepEqual(finishes, [0, 1]);
+    assert.deepEqual(chunks.at(-1).usage, { prompt_tokens: 2, completion_tokens: 16, total_tokens: 18 });
+
+    const tooMany = await chat({ n: 129, messages: [{ role: 'user', content: 'many' }] });
+    assert.equal(tooMany.status, 400);
+  });
+
   it('stops at max_tokens with finish_reason length', async () => {
     const response = await chat({ max_tokens: 3, messages: [{ role: 'user', content: 'a long question here' }] });
     assert.equal(response.json.choices[0].message.content, 'This is a');
