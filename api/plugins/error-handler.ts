@@ -76,7 +76,12 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
     // The not-found route parses bodies too (e.g. a QUERY without Content-Type): whatever the
     // body's trouble, a request no route answers is a 404 or 405, not a 400 about its body.
     if (request.is404) return answerUnmatched(request, reply);
-    const gatewayError = toGatewayError(error, app.initialConfig.bodyLimit ?? 0);
+    // A POST with no body at all (and so no Content-Type) reaches the schema as nothing: say so
+    // rather than "expected object, received null".
+    const noBody = (request.body === undefined || request.body === null) && hasZodFastifySchemaValidationErrors(error) && error.validationContext === 'body';
+    const gatewayError = noBody
+      ? new GatewayError('empty_body', 'The request body is empty; send a JSON object with Content-Type: application/json.')
+      : toGatewayError(error, app.initialConfig.bodyLimit ?? 0);
     const dependency = unavailableDependency(error);
     if (dependency) {
       // An outage answers every request with this; one short line each, no stack trace.

@@ -31,7 +31,12 @@ function nestedDeeperThan(value: unknown, levelsLeft: number): boolean {
 
 async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body: Buffer, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+      // The bytes are compressed JSON, which is not read here: say so instead of "not UTF-8".
+      return done(new GatewayError('unsupported_media_type', `Content-Encoding '${encoding.slice(0, 40)}' is not supported; send the JSON body uncompressed.`));
+    }
     if (body.length === 0) return done(new GatewayError('empty_body', 'The request body is empty; send a JSON object.'));
     let text: string;
     try {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 
 // Malformed and hostile bodies answer 4xx in the spec's error shape, never 5xx, and leave the
@@ -56,6 +57,17 @@ describe('hostile request bodies', () => {
       assert.match(tooDeep.json().error.message, /more than 128 levels deep/);
     });
   }
+
+  it('no body at all, or a compressed one, is refused in words that say so', async () => {
+    const { authorization } = headers;
+    const empty = await harness.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { authorization } });
+    assert.equal(empty.statusCode, 400, empty.body);
+    assert.equal(empty.json().error.message, 'The request body is empty; send a JSON object with Content-Type: application/json.');
+    assert.equal(empty.json().error.code, 'empty_body');
+    const gzipped = await post(gzipSync('{"model":"seedance-2.0","prompt":"x"}'), { 'content-encoding': 'gzip' });
+    assert.equal(gzipped.statusCode, 415, gzipped.body);
+    assert.match(gzipped.json().error.message, /Content-Encoding 'gzip' is not supported/);
+  });
 
   it('a body of exactly the limit is read; one byte more is a 413', async () => {
     const limit = harness.config.BODY_LIMIT_BYTES;
