@@ -9,6 +9,8 @@ export const errorCatalog = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
   invalid_admin_token: { status: 401, type: 'authentication_error' },
   model_not_allowed: { status: 403, type: 'permission_error' },
+  /** An upstream's 403 passed on: its reason is in the message, not a model the key lacks. */
+  permission_denied: { status: 403, type: 'permission_error' },
   insufficient_balance: { status: 403, type: 'insufficient_quota' },
   model_not_found: { status: 404, type: 'not_found_error' },
   task_not_found: { status: 404, type: 'not_found_error' },

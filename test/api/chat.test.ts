@@ -217,6 +217,18 @@ describe('POST /v1/chat/completions through the openai client', () => {
       OpenAI.RateLimitError,
     );
 
+    // The upstream's 403 and 404 keep their status, but are not the gateway's own model checks.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'no [sim:error=403]' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.PermissionDeniedError);
+      assert.equal(error.code, 'permission_denied');
+      return true;
+    });
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'where [sim:error=404]' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.NotFoundError);
+      assert.equal(error.code, 'resource_not_found');
+      return true;
+    });
+
     await assert.rejects(
       client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'boom [sim:error=500]' }] }),
       (error: unknown) => {

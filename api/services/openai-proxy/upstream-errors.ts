@@ -21,8 +21,10 @@ const MAX_ERROR_BODY_CHARACTERS = 16_384;
 
 const codeByStatus: Partial<Record<number, ErrorCode>> = {
   400: 'invalid_request',
-  403: 'model_not_allowed',
-  404: 'model_not_found',
+  // Not model_not_allowed or model_not_found: the key's access and the model were checked
+  // here; the upstream's reason is in its message.
+  403: 'permission_denied',
+  404: 'resource_not_found',
   409: 'conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
