@@ -122,6 +122,15 @@ describe('console usage and spend', () => {
     assert.match(visibleText(backwards.body), /The range starts after it ends; showing the last 30 days\./);
     const tooLong = await browser.get(`/console/usage?from=2020-01-01&to=${yesterday}`);
     assert.match(visibleText(tooLong.body), /Choose at most 366 days/);
+    // The widest range the form takes, which the check weighs without listing its days (it
+    // once listed all 3.6 million first, seconds of CPU).
+    const everything = await browser.get('/console/usage?from=0000-01-01&to=9999-12-31');
+    assert.match(visibleText(everything.body), /Choose at most 366 days/);
+    const day = (offset: number) => new Date(Date.parse('2026-01-01T00:00:00Z') + offset * 86_400_000).toISOString().slice(0, 10);
+    const longest = await browser.get(`/console/usage?from=${day(0)}&to=${day(365)}`);
+    assert.doesNotMatch(visibleText(longest.body), /Choose at most/);
+    const oneTooMany = await browser.get(`/console/usage?from=${day(0)}&to=${day(366)}`);
+    assert.match(visibleText(oneTooMany.body), /Choose at most 366 days/);
     const notADay = await browser.get('/console/usage?from=2025-02-31');
     assert.match(visibleText(notADay.body), /Not a date\./);
     const foreignKey = await browser.get('/console/usage?key=key_someone_elses');
