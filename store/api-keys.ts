@@ -29,7 +29,18 @@ export function keyIdForHash(hash: string): string {
 
 // last_used_at is a hint for the console, not an audit log: writing it on every request would
 // double the database load of the hot path, so it is refreshed at most once a minute per key.
+// It lives in a collection of its own (api_key_last_use), never on the key: FerretDB applies an
+// update as a read-modify-write without isolation, so a use noted while the key was being
+// revoked wrote the old document back, revocation undone (15 races in 40 in a scratch run).
+// Listings read it from there; a key document's own last_used_at is from before the move.
 const LAST_USED_REFRESH_MS = 60_000;
+/** A revocation that another write to the key undid is written again, this many times. */
+const REVOKE_ATTEMPTS = 5;
+
+interface KeyLastUse {
+  _id: string;
+  last_used_at: Date;
+}
 
 // Authentication keeps the keys it read in memory: a store round trip per request would be
 // most of the gateway's own latency. Revoking through this store drops the entry at once, so
@@ -126,12 +137,14 @@ function liveKey(key: ApiKeyDocument | null, hash: string): ApiKeyDocument | nul
 
 export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
+  private readonly lastUse: Collection<KeyLastUse>;
   private readonly lastUsedWrites = new Map<string, number>();
   private readonly shared: SharedKeyState;
   private watching: 'not yet' | 'yes' | 'stopped' = 'not yet';
 
   constructor(db: Db) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
+    this.lastUse = db.collection<KeyLastUse>('api_key_last_use');
     // Shared by every store over the same database in this process, so a revocation through
     // any of them (admin API, console) reaches authentication at once.
     this.shared = sharedStateOf(db);
@@ -198,8 +211,14 @@ export class ApiKeyStore {
     return key;
   }
 
-  listForAccount(accountId: string): Promise<ApiKeyDocument[]> {
-    return this.collection.find({ account_id: accountId }).sort({ created_at: -1 }).toArray();
+  /** The account's keys, newest first, with when each was last used. */
+  async listForAccount(accountId: string): Promise<ApiKeyDocument[]> {
+    const keys = await this.collection.find({ account_id: accountId }).sort({ created_at: -1 }).toArray();
+    if (keys.length === 0) return keys;
+    const uses = await this.lastUse.find({ _id: { $in: keys.map((key) => key._id) } }).toArray();
+    const usedAt = new Map(uses.map((use) => [use._id, use.last_used_at]));
+    for (const key of keys) key.last_used_at = usedAt.get(key._id) ?? key.last_used_at ?? null;
+    return keys;
   }
 
   /** Sets the key's own per-minute limits (null fields fall back to the account's). */
@@ -220,12 +239,16 @@ export class ApiKeyStore {
     return feed.recordAround(keyId, async () => {
       revokedHere.set(keyId, now);
       cache.delete(keyId);
-      const revoked = await this.collection.findOneAndUpdate(
-        { _id: keyId, revoked_at: null },
-        { $set: { revoked_at: new Date() } },
-        { returnDocument: 'after' },
-      );
-      return revoked ?? (await this.collection.findOne({ _id: keyId }));
+      // Read back: on FerretDB another write to the key (its rate limits, set from the console
+      // at the same moment) can land the document it read before this update, revocation
+      // undone; it is written again then. A write landing after the read-back can still undo
+      // it: two operator actions on one key within milliseconds.
+      for (let attempt = 0; attempt < REVOKE_ATTEMPTS; attempt++) {
+        await this.collection.updateOne({ _id: keyId, revoked_at: null }, { $set: { revoked_at: new Date() } });
+        const current = await this.collection.findOne({ _id: keyId });
+        if (!current || current.revoked_at !== null) return current;
+      }
+      throw new Error(`key ${keyId}: the revocation did not hold after ${REVOKE_ATTEMPTS} writes`);
     });
   }
 
@@ -233,7 +256,8 @@ export class ApiKeyStore {
     const last = this.lastUsedWrites.get(keyId) ?? 0;
     if (now - last < LAST_USED_REFRESH_MS) return;
     this.lastUsedWrites.set(keyId, now);
-    // Fire and forget: a failed hint must never fail the request it rides on.
-    this.collection.updateOne({ _id: keyId }, { $set: { last_used_at: new Date(now) } }).catch(() => {});
+    // Fire and forget: a failed hint must never fail the request it rides on (two processes
+    // inserting the first one at once: one gets a duplicate key, and the other's time stands).
+    this.lastUse.updateOne({ _id: keyId }, { $set: { last_used_at: new Date(now) } }, { upsert: true }).catch(() => {});
   }
 }

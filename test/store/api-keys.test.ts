@@ -68,6 +68,26 @@ describe('API key lookups', () => {
     other.stopWatching();
   });
 
+  it('keeps a revocation that races the key being used, and still reports when it was used', async () => {
+    // On FerretDB an update is a read-modify-write without isolation: noting a use on the key
+    // document itself wrote revoked keys back as live, 15 races in 40. Uses are noted apart.
+    const users = [new ApiKeyStore(database.db), new ApiKeyStore(database.db), new ApiKeyStore(database.db)];
+    const admin = new ApiKeyStore(database.db);
+    for (let trial = 0; trial < 40; trial++) {
+      const { key, plaintext } = await admin.create({ accountId: 'acct_race', name: `k${trial}`, models: null });
+      await Promise.all([admin.revoke(key._id), ...users.map((user, index) => user.noteUsed(key._id, Date.now() + trial * 60_000 + index))]);
+      await pause(20);
+      const stored = await admin.collection.findOne({ _id: key._id });
+      assert.ok(stored?.revoked_at, `trial ${trial}: the revocation was undone`);
+      const fresh = otherInstance();
+      assert.equal(await fresh.findActiveByPlaintext(plaintext), null, `trial ${trial}`);
+      fresh.stopWatching();
+    }
+    const listed = await admin.listForAccount('acct_race');
+    assert.equal(listed.length, 40);
+    assert.ok(listed.every((key) => key.last_used_at instanceof Date && key.revoked_at instanceof Date));
+  });
+
   it('answers an idle key from memory while the change feed is live, and reads it again when the feed is not', async () => {
     const live = otherInstance();
     const stalled = otherInstance();
