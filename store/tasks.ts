@@ -20,7 +20,8 @@ export interface TaskDocument {
   content_via_gateway?: boolean;
   error?: TaskError;
   request_id: string;
-  /** False until workflow.start returned; lets a sweeper start workflows an api crash left behind. */
+  /** Inserted false and never written since: a start is recorded in `task_workflow_starts`
+   * (see markWorkflowStarted). True on tasks stored before that. */
   workflow_started: boolean;
   /** What the workflow was (or will be) started with, so the sweeper can start it again. */
   workflow_input: VideoTaskWorkflowInput;
@@ -31,11 +32,21 @@ export interface TaskDocument {
 
 const OPEN_STATUSES: TaskStatus[] = ['submitted', 'running'];
 
+/** That a task's workflow was started: one insert per task, never an update of the task. */
+interface WorkflowStart {
+  _id: string;
+  at: Date;
+}
+
+const isDuplicateKey = (error: unknown) => (error as { code?: unknown } | null)?.code === 11000;
+
 export class TaskStore {
   readonly collection: Collection<TaskDocument>;
+  private readonly starts: Collection<WorkflowStart>;
 
   constructor(db: Db) {
     this.collection = db.collection<TaskDocument>('tasks');
+    this.starts = db.collection<WorkflowStart>('task_workflow_starts');
   }
 
   async insert(task: TaskDocument): Promise<void> {
@@ -56,8 +67,19 @@ export class TaskStore {
     await this.collection.deleteOne({ _id: taskId });
   }
 
+  /** Records that the task's workflow was started, so the sweeper leaves the task alone. Not on
+   * the task document: FerretDB applies an update as a read-modify-write without isolation, and
+   * this one (from the api or the sweeper) ran beside the worker's writes of the task's states,
+   * which it could write back over: a succeeded task read `running` again (9 races in 100). */
   async markWorkflowStarted(taskId: string): Promise<void> {
-    await this.collection.updateOne({ _id: taskId }, { $set: { workflow_started: true } });
+    await this.starts.insertOne({ _id: taskId, at: new Date() }).catch((error: unknown) => {
+      if (!isDuplicateKey(error)) throw error;
+    });
+  }
+
+  async workflowStarted(taskId: string): Promise<boolean> {
+    if ((await this.starts.countDocuments({ _id: taskId }, { limit: 1 })) > 0) return true;
+    return (await this.find(taskId))?.workflow_started === true;
   }
 
   /** Moves an open task to `running` (idempotent). Final states are never touched. */
@@ -106,8 +128,16 @@ export class TaskStore {
     return this.collection.find(query).sort({ created_at: -1 }).limit(Math.max(1, Math.min(filter.limit, 100))).toArray();
   }
 
-  /** Tasks whose workflow start was never confirmed (the api died between insert and start). */
-  findUnstarted(olderThan: Date, limit: number): Promise<TaskDocument[]> {
-    return this.collection.find({ workflow_started: false, status: 'submitted', created_at: { $lt: olderThan } }).limit(limit).toArray();
+  /** Tasks whose workflow start was never confirmed (the api died between insert and start).
+   * Every old task still `submitted` is a candidate (ids only: during a vendor outage there may
+   * be thousands), then those with a recorded start are left out. */
+  async findUnstarted(olderThan: Date, limit: number): Promise<TaskDocument[]> {
+    const candidates = await this.collection.find({ workflow_started: false, status: 'submitted', created_at: { $lt: olderThan } }, { projection: { _id: 1 } }).toArray();
+    if (candidates.length === 0) return [];
+    const ids = candidates.map((task) => task._id);
+    const started = new Set((await this.starts.find({ _id: { $in: ids } }, { projection: { _id: 1 } }).toArray()).map((start) => start._id));
+    const unstarted = ids.filter((id) => !started.has(id)).slice(0, limit);
+    if (unstarted.length === 0) return [];
+    return this.collection.find({ _id: { $in: unstarted } }).toArray();
   }
 }

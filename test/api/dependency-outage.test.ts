@@ -132,8 +132,9 @@ describe('Temporal is unreachable', () => {
       for (;;) {
         const tasks = await harness.database.db.collection('tasks').find({ account_id: account.id }).toArray();
         assert.equal(tasks.length, 1);
-        if (tasks[0]!.status === 'failed' && tasks[0]!.workflow_started === true) break;
-        assert.ok(Date.now() < deadline, `the task is still ${tasks[0]!.status}, workflow_started ${tasks[0]!.workflow_started}`);
+        const started = (await harness.database.db.collection('task_workflow_starts').countDocuments({ _id: tasks[0]!._id })) === 1;
+        if (tasks[0]!.status === 'failed' && started) break;
+        assert.ok(Date.now() < deadline, `the task is still ${tasks[0]!.status}, start recorded: ${started}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       const settled = await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders });

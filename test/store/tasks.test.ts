@@ -37,6 +37,33 @@ describe('task snapshots', () => {
     assert.equal(stored?.progress, 100);
   });
 
+  it('recording a started workflow never writes over the states the worker writes meanwhile', async () => {
+    // On FerretDB an update is an unisolated read-modify-write: a "started" flag set on the
+    // task beside the worker's final write put 9 of 100 succeeded tasks back to running.
+    for (let trial = 0; trial < 100; trial++) {
+      const id = `task_started_race_${trial}`;
+      await tasks.insert({ ...task(id), status: 'running', workflow_started: false });
+      await Promise.all([tasks.markWorkflowStarted(id), tasks.finish(id, { status: 'succeeded', url: 'https://cdn.example/clip.mp4' })]);
+      assert.equal((await tasks.find(id))?.status, 'succeeded', `trial ${trial}`);
+      assert.equal(await tasks.workflowStarted(id), true);
+    }
+  });
+
+  it('the sweeper is shown only tasks still submitted whose start was never recorded', async () => {
+    const longAgo = new Date(Date.now() - 3_600_000);
+    const stored = async (id: string, status: TaskDocument['status'], workflowStarted: boolean) =>
+      tasks.insert({ ...task(id), account_id: 'acct_sweep', status, workflow_started: workflowStarted, created_at: longAgo });
+    await stored('task_sweep_unstarted', 'submitted', false);
+    await stored('task_sweep_recorded', 'submitted', false);
+    await tasks.markWorkflowStarted('task_sweep_recorded');
+    await tasks.markWorkflowStarted('task_sweep_recorded');
+    await stored('task_sweep_legacy', 'submitted', true);
+    await stored('task_sweep_running', 'running', false);
+    const found = (await tasks.findUnstarted(new Date(), 100)).map((found) => found._id).filter((id) => id.startsWith('task_sweep_'));
+    assert.deepEqual(found, ['task_sweep_unstarted']);
+    assert.equal((await tasks.findUnstarted(new Date(), 100)).find((found) => found._id === 'task_sweep_unstarted')?.workflow_input !== undefined, true);
+  });
+
   it('another account cannot read a task', async () => {
     await tasks.insert(task('task_owned'));
     assert.equal((await tasks.findForAccount('task_owned', 'acct_a'))?._id, 'task_owned');

@@ -105,7 +105,7 @@ describe('video submissions that fail halfway', () => {
 
     await eventually(async () => {
       const task = await tasks.find(taskId);
-      return task?.status === 'failed' && task.workflow_started;
+      return task?.status === 'failed' && (await tasks.workflowStarted(taskId));
     }, 'the stored task is closed');
     assert.equal((await tasks.find(taskId))?.error?.code, 'gateway_unavailable');
     assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0, 'nothing for the sweeper');
@@ -139,7 +139,8 @@ describe('video submissions that fail halfway', () => {
     stuck.openGate();
     await eventually(async () => {
       const stored = await tasks.collection.find({ account_id: principal.accountId }).toArray();
-      return stored.length === 4 && stored.every((task) => task.status === 'failed' && task.workflow_started);
+      const started = await Promise.all(stored.map((task) => tasks.workflowStarted(task._id)));
+      return stored.length === 4 && stored.every((task, index) => task.status === 'failed' && started[index]);
     }, 'the four stored tasks are closed');
     await eventually(async () => (await ledger.totals(principal.accountId)).held_micros === 0, 'nothing stays held');
     assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0);

@@ -39,7 +39,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
 
     const started = await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
     assert.equal(started, 1);
-    assert.equal((await tasks.find(taskId))?.workflow_started, true);
+    assert.equal(await tasks.workflowStarted(taskId), true);
     assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue }), 0, 'a second sweep finds nothing');
 
     const result = await stack.temporal.client.workflow.getHandle(taskId).result();
@@ -59,6 +59,6 @@ describe('sweeper for tasks an api crash left unstarted', () => {
       created_at: now, updated_at: now,
     });
     assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
-    assert.equal((await tasks.find(taskId))?.workflow_started, false);
+    assert.equal(await tasks.workflowStarted(taskId), false);
   });
 });
