@@ -42,6 +42,8 @@ interface IdempotentRequest {
   finished: boolean;
   /** Refreshes the record until the request is finished. */
   refresher: NodeJS.Timeout;
+  /** The refresh on its way to the store, if any. */
+  refreshing?: Promise<void>;
 }
 
 declare module 'fastify' {
@@ -94,11 +96,15 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   /** The request now holds the record: refresh it until the request is finished. */
   const hold = (route: IdempotentRoute, request: FastifyRequest, claim: { recordId: string; claimedAt: Date; taskId: string }): IdempotentRequest => {
     const refresh = () => {
-      store.refresh(claim.recordId, claim.claimedAt).catch((error: unknown) => request.log.warn({ err: error }, 'could not refresh an Idempotency-Key record'));
+      held.refreshing = store
+        .refresh(claim.recordId, claim.claimedAt)
+        .catch((error: unknown) => request.log.warn({ err: error }, 'could not refresh an Idempotency-Key record'))
+        .finally(() => (held.refreshing = undefined));
     };
     // unref: a request cut off mid-way must not keep a closing process alive.
     const refresher = setInterval(refresh, route.staleAfterMs / REFRESHES_PER_STALE_WINDOW).unref();
-    return { recordId: claim.recordId, taskId: claim.taskId, finished: false, refresher };
+    const held: IdempotentRequest = { recordId: claim.recordId, taskId: claim.taskId, finished: false, refresher };
+    return held;
   };
 
   /** Takes the request's record out of its hands: true the first time only. */
@@ -161,6 +167,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       write = () => store.release(recordId);
     }
     try {
+      // After a refresh still on its way: on FerretDB an update is an unisolated read-modify-
+      // write, and a refresh landing after the answer could write `in_flight` back over it.
+      await idempotent.refreshing;
       await write();
     } catch (error) {
       request.log.warn({ err: error }, 'could not write an Idempotency-Key record; the answer goes out and the record is written once the store is back');
@@ -188,6 +197,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   const releaseUnanswered = async (request: FastifyRequest) => {
     const idempotent = request.idempotency;
     if (!finish(idempotent)) return;
+    await idempotent.refreshing;
     await store.release(idempotent.recordId).catch((error: unknown) => request.log.warn({ err: error }, 'could not release an Idempotency-Key record'));
   };
 

@@ -20,15 +20,25 @@ import { waitUntil } from '../helpers/wait-until.ts';
 const STALE_MS = 600;
 
 /** The real store, made to refuse the next `failures` completions (a store outage as a
- * request ends). */
+ * request ends), and to take `refreshMs` longer over each refresh, noting the order of writes. */
 class StoreRefusingCompletions extends IdempotencyStore {
   failures = 0;
+  refreshMs = 0;
+  readonly writes: string[] = [];
   override async complete(...args: Parameters<IdempotencyStore['complete']>): ReturnType<IdempotencyStore['complete']> {
     if (this.failures > 0) {
       this.failures--;
       throw new Error('store unreachable');
     }
+    this.writes.push('complete');
     return super.complete(...args);
+  }
+
+  override async refresh(...args: Parameters<IdempotencyStore['refresh']>): ReturnType<IdempotencyStore['refresh']> {
+    await new Promise((resolve) => setTimeout(resolve, this.refreshMs));
+    const result = await super.refresh(...args);
+    this.writes.push('refresh');
+    return result;
   }
 }
 
@@ -139,6 +149,20 @@ describe('Idempotency-Key records of requests still running', () => {
     assert.equal(replayed.headers['idempotent-replayed'], 'true');
     assert.deepEqual(await replayed.body.json(), { name: 'flaky', run: 1 });
     assert.equal(runs.get('flaky'), 1, 'the work ran once');
+  });
+
+  it('writes the answer after a refresh still on its way, not under it', async () => {
+    // On FerretDB a refresh landing after the answer could carry `in_flight` back over it.
+    store.refreshMs = 250;
+    store.writes.length = 0;
+    // The first refresh starts at a third of the window (200 ms) and lands 250 ms later; the
+    // answer is ready in between.
+    const answered = await call('/work', 'overlap-key', 'overlap', STALE_MS / 3 + 50);
+    assert.equal(answered.statusCode, 200);
+    store.refreshMs = 0;
+    assert.deepEqual(store.writes.slice(0, 2), ['refresh', 'complete']);
+    const replayed = await call('/work', 'overlap-key', 'overlap');
+    assert.equal(replayed.headers['idempotent-replayed'], 'true');
   });
 
   it('frees the key as soon as a caller leaves a request that gives its socket up', async () => {
