@@ -75,6 +75,32 @@ describe('console sign-in', () => {
     }
   });
 
+  it('refuses sign-ins for a while after repeated failures, without locking the owner out from elsewhere', async () => {
+    const guessed = `${uniqueName('guessed')}@example.com`;
+    await createAccountWithSignIn(harness.app, { name: 'Guessed', balance_usd: 1, console_email: guessed, console_password: PASSWORD });
+    const attacker = new ConsoleClient(harness.app, '203.0.113.7');
+    for (let guess = 0; guess < 5; guess++) assert.equal((await attacker.signIn(guessed, `wrong guess number ${guess}`)).statusCode, 401);
+    // The sixth try is refused before its password is even looked at, the right one included.
+    const refused = await attacker.signIn(guessed, PASSWORD);
+    assert.equal(refused.statusCode, 429);
+    assert.match(visibleText(refused.body), /Too many failed sign-ins\. Try again in 15 minutes\./);
+    const retryAfter = Number(refused.headers['retry-after']);
+    assert.ok(retryAfter > 14 * 60 && retryAfter <= 15 * 60, `Retry-After ${retryAfter}`);
+    assert.ok(!refused.cookies.some((cookie) => cookie.name === 'fg_console_session'));
+    // The owner, from another address, still gets in.
+    const owner = new ConsoleClient(harness.app, '198.51.100.20');
+    assert.equal((await owner.signIn(guessed, PASSWORD)).statusCode, 303);
+    // Spraying one password over many emails from one address stops after 20 failures.
+    const sprayer = new ConsoleClient(harness.app, '203.0.113.99');
+    for (let index = 0; index < 20; index++) assert.equal((await sprayer.signIn(`nobody-${index}-${guessed}`, 'password123456')).statusCode, 401);
+    assert.equal((await sprayer.signIn(`nobody-else-${guessed}`, 'password123456')).statusCode, 429);
+    // The operator form counts its own failures the same way.
+    const operatorGuesser = new ConsoleClient(harness.app, '203.0.113.50');
+    for (let guess = 0; guess < 5; guess++) assert.equal((await operatorGuesser.signInAsOperator(`not-the-token-${guess}-xxxxxxxx`)).statusCode, 401);
+    assert.equal((await operatorGuesser.signInAsOperator()).statusCode, 429);
+    assert.equal((await new ConsoleClient(harness.app, '198.51.100.21').signInAsOperator()).statusCode, 303);
+  });
+
   it('refuses forms without the CSRF token, with a wrong one, or without the CSRF cookie (403, an HTML page)', async () => {
     const browser = new ConsoleClient(harness.app);
     await browser.get('/console/sign-in');

@@ -11,7 +11,11 @@ export class ConsoleClient {
   readonly cookies = new Map<string, string>();
   lastPage = '';
 
-  constructor(private readonly app: FastifyInstance) {}
+  /** `remoteAddress`: the address the requests come from (127.0.0.1 unless told). */
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly remoteAddress?: string,
+  ) {}
 
   private remember(response: LightMyRequestResponse): void {
     for (const cookie of response.cookies as Array<{ name: string; value: string; maxAge?: number; expires?: Date }>) {
@@ -28,7 +32,7 @@ export class ConsoleClient {
   }
 
   async get(url: string): Promise<LightMyRequestResponse> {
-    const response = await this.app.inject({ method: 'GET', url, headers: this.cookieHeader() });
+    const response = await this.app.inject({ method: 'GET', url, headers: this.cookieHeader(), ...(this.remoteAddress ? { remoteAddress: this.remoteAddress } : {}) });
     this.remember(response);
     return response;
   }
@@ -54,6 +58,7 @@ export class ConsoleClient {
       url,
       headers: { ...this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
       payload: body.toString(),
+      ...(this.remoteAddress ? { remoteAddress: this.remoteAddress } : {}),
     });
     this.remember(response);
     return response;

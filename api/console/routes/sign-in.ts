@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
 import { isAdminToken } from '../../plugins/admin-auth.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
+import { SignInThrottle } from '../sign-in-throttle.ts';
 import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
 import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_OUT_NOTICE } from '../views/sign-in.ts';
 
@@ -9,6 +10,11 @@ import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_O
 // was wrong (unknown email or bad password), and an unknown email costs a hash all the same.
 
 const WRONG_CREDENTIALS = 'The email or password is not right.';
+
+function tooManyFailures(seconds: number): string {
+  const minutes = Math.ceil(seconds / 60);
+  return `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}
 
 function noticeFrom(request: FastifyRequest) {
   const query = request.query as Record<string, unknown>;
@@ -19,6 +25,7 @@ function noticeFrom(request: FastifyRequest) {
 
 export async function signInRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
   const { sessions, credentials, accounts, config } = context;
+  const throttle = new SignInThrottle();
 
   app.get('/', async (request, reply) => {
     await sessions.load(request);
@@ -37,14 +44,23 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     const form = parseForm(signInForm, request.body);
     const csrfToken = reply.generateCsrf();
     if (!form.ok) return sendPage(reply, accountSignInPage({ csrfToken, state: form }), 400);
+    const attempt = { who: form.data.email, address: request.ip };
+    const wait = throttle.waitSeconds(attempt);
+    if (wait > 0) {
+      request.log.warn('console sign-in throttled after repeated failures');
+      reply.header('retry-after', String(wait));
+      return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: tooManyFailures(wait) } } }), 429);
+    }
     const credential = await credentials.find(form.data.email);
     const passwordMatches = credential ? await verifyPassword(form.data.password, credential.password_hash) : (await spendDecoyVerification(form.data.password), false);
     const account = credential && passwordMatches ? await accounts.find(credential.account_id) : null;
     if (!credential || !account) {
+      throttle.failed(attempt);
       request.log.info({ email_known: Boolean(credential) }, 'console sign-in refused');
       const state = { values: { email: form.data.email }, errors: { form: WRONG_CREDENTIALS } };
       return sendPage(reply, accountSignInPage({ csrfToken, state }), 401);
     }
+    throttle.succeeded(attempt);
     await sessions.start(reply, { kind: 'account', accountId: account._id, signIn: credential._id, secret: credential.password_hash });
     return reply.redirect('/console/keys', 303);
   });
@@ -61,10 +77,19 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     if (!config.ADMIN_TOKEN) return sendPage(reply, operatorSignInPage({ csrfToken, disabled }), 503);
     const form = parseForm(operatorSignInForm, request.body);
     if (!form.ok) return sendPage(reply, operatorSignInPage({ csrfToken, state: form, disabled }), 400);
+    const attempt = { who: 'operator', address: request.ip };
+    const wait = throttle.waitSeconds(attempt);
+    if (wait > 0) {
+      request.log.warn('console operator sign-in throttled after repeated failures');
+      reply.header('retry-after', String(wait));
+      return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: tooManyFailures(wait) } }, disabled }), 429);
+    }
     if (!isAdminToken(form.data.admin_token, config.ADMIN_TOKEN)) {
+      throttle.failed(attempt);
       request.log.info('console operator sign-in refused');
       return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: 'That is not the admin token.' } }, disabled }), 401);
     }
+    throttle.succeeded(attempt);
     await sessions.start(reply, { kind: 'operator', accountId: null, signIn: null, secret: config.ADMIN_TOKEN });
     return reply.redirect('/console/operator', 303);
   });
