@@ -148,9 +148,8 @@ export class ChatProxy {
       n: body.n,
     });
     const { limiter } = this.options;
-    const admittedAt = Date.now();
-    if (limiter) context.setHeaders?.(limitHeaders('tokens', await limiter.admitTokens(principal, admittedAt)));
-    const spendTokens = (tokens: TokenCounts) => limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens, admittedAt);
+    if (limiter) context.setHeaders?.(limitHeaders('tokens', await limiter.admitTokens(principal)));
+    const spendTokens = (tokens: TokenCounts) => limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens);
     const reservation = await this.options.budgets.reserve(
       principal.accountId,
       chatPriceMicros(model, holdTokens),

@@ -165,12 +165,14 @@ export class RateLimiter {
     return status;
   }
 
-  /** Spends the tokens a call used, in the minute it was admitted in. */
-  spendTokens(caller: LimitedCaller, tokens: number, admittedAt: number): void {
+  /** Spends the tokens a call used, in the minute they are reported in: a stream admitted at
+   * :59 that ends in the next minute counts there. Counted in the minute it was admitted in,
+   * whose allowance is usually gone by then, such a call's tokens were never counted. */
+  spendTokens(caller: LimitedCaller, tokens: number, now = Date.now()): void {
     if (tokens <= 0) return;
-    const allowance = this.allowanceInMemory(caller, 'tokens', admittedAt);
+    const allowance = this.allowanceInMemory(caller, 'tokens', now);
     if (allowance) return allowance.spend(tokens, this.tokensNotCounted);
-    this.allowance(caller, 'tokens', admittedAt).then((claimed) => claimed.spend(tokens, this.tokensNotCounted), this.tokensNotCounted);
+    this.allowance(caller, 'tokens', now).then((claimed) => claimed.spend(tokens, this.tokensNotCounted), this.tokensNotCounted);
   }
 
   // Made once, not per call.

@@ -77,6 +77,18 @@ describe('rate limiter: rounds on its own timer', () => {
     assert.equal(status.limit, 30);
   });
 
+  it('counts tokens in the minute they are spent in, whichever minute admitted the call', async () => {
+    const limits = limiter();
+    const caller = { accountId: 'acct_late', keyId: 'key_late', rateLimits: { tokens_per_minute: 1_000 } };
+    const minute = Math.floor(Date.now() / 60_000) + 20;
+    const at = (offsetMs: number) => minute * 60_000 + offsetMs;
+    // A stream admitted in the last tenth of a second of its minute, ending in the next.
+    assert.equal((await limits.admitTokens(caller, at(59_900))).remaining, 1_000);
+    limits.spendTokens(caller, 600, at(60_400));
+    await pause(100);
+    assert.equal((await limits.admitTokens(caller, at(60_500))).remaining, 400);
+  });
+
   it("claims the next minute's first block ahead for the keys in use, so its first call waits for nothing", async () => {
     const limits = limiter();
     const without = limiter();
