@@ -30,6 +30,7 @@ import { healthRoutes } from './routes/health/index.ts';
 import { imageRoutes } from './routes/images/index.ts';
 import { modelRoutes } from './routes/models/index.ts';
 import { videoRoutes } from './routes/video/index.ts';
+import type { ClipSources } from './services/task-clips.ts';
 import { AccountBudgets } from './services/billing/account-budgets.ts';
 import { RateLimiter, type AccountRateLimits } from './services/rate-limits/rate-limiter.ts';
 import { RateLimitSettings } from './services/rate-limits/limit-settings.ts';
@@ -145,7 +146,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding });
   const rateLimitSettings = new RateLimitSettings({ accounts: accountLimits, apiKeys, limiter });
   await app.register(adminRateLimitRoutes, { prefix: '/admin', settings: rateLimitSettings });
-  await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding, rateLimits: rateLimitSettings });
+  const clipSources: ClipSources = { vendorFor: createVendorLookup(catalog), upstreamOf: (modelId) => catalog.find(modelId)?.upstream };
+  await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding, rateLimits: rateLimitSettings, clipSources });
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', v1.requireApiKey);
@@ -156,8 +158,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
         catalog,
         service: videoTasks,
         publicBaseUrl: publicBaseUrl(config),
-        vendorFor: createVendorLookup(catalog),
-        upstreamOf: (modelId) => catalog.find(modelId)?.upstream,
+        ...clipSources,
       });
       await v1.register(chatRoutes, { catalog, chat: openAi.chat, calls: openAi.calls, closeProxies: openAi.close });
       await v1.register(imageRoutes, { catalog, images: openAi.images, calls: openAi.calls });

@@ -8,6 +8,7 @@ import type { TaskStore } from '../../store/tasks.ts';
 import type { UsageReports } from '../../store/usage-reports.ts';
 import type { AccountOnboarding } from '../services/account-onboarding.ts';
 import type { RateLimitSettings } from '../services/rate-limits/limit-settings.ts';
+import type { ClipSources } from '../services/task-clips.ts';
 import type { Html } from './html.ts';
 import type { ConsoleSessions } from './sessions.ts';
 
@@ -28,6 +29,8 @@ export interface ConsoleContext {
   publicBaseUrl: string;
   /** Cookies get the Secure attribute when the console is served over https. */
   secureCookies: boolean;
+  /** Where finished clips come from (the console streams those only the gateway can fetch). */
+  clipSources: ClipSources;
 }
 
 declare module 'fastify' {

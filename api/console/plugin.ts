@@ -12,6 +12,7 @@ import type { TaskStore } from '../../store/tasks.ts';
 import { UsageReports } from '../../store/usage-reports.ts';
 import type { AccountOnboarding } from '../services/account-onboarding.ts';
 import type { RateLimitSettings } from '../services/rate-limits/limit-settings.ts';
+import type { ClipSources } from '../services/task-clips.ts';
 import { accountArea } from './account-area.ts';
 import type { ConsoleContext } from './context.ts';
 import { registerCsrfProtection } from './csrf.ts';
@@ -35,6 +36,7 @@ export interface ConsoleOptions {
   tasks: TaskStore;
   onboarding: AccountOnboarding;
   rateLimits: RateLimitSettings;
+  clipSources: ClipSources;
 }
 
 // No inline script or style anywhere: the policy forbids them, so injected markup cannot run.
@@ -64,6 +66,7 @@ export async function consolePlugin(app: FastifyInstance, options: ConsoleOption
     sessions: new ConsoleSessions(new ConsoleSessionStore(options.db), { ttlSeconds: options.config.CONSOLE_SESSION_TTL_SECONDS, secureCookies }),
     publicBaseUrl: baseUrl,
     secureCookies,
+    clipSources: options.clipSources,
   };
 
   await app.register(fastifyCookie);

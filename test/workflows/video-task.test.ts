@@ -3,6 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { adminHeaders, createAccount, createKey } from '../helpers/app.ts';
+import { ConsoleClient, createAccountWithSignIn } from '../helpers/console-client.ts';
+import { uniqueName } from '../helpers/engines.ts';
 import { recordHistoryIfAsked } from '../helpers/histories.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
@@ -87,8 +89,11 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     assert.equal(task.status, 'succeeded', JSON.stringify(task));
   });
 
-  it('sora-2 clips are streamed through the gateway with the caller\'s key', async () => {
-    const { key, client } = await newCustomer(5);
+  it('sora-2 clips are streamed through the gateway with the caller\'s key, and from the console\'s clip link', async () => {
+    const email = `${uniqueName('clips')}@example.com`;
+    const account = await createAccountWithSignIn(stack.app, { name: 'clips', balance_usd: 5, console_email: email, console_password: 'correct horse battery staple' });
+    const key = await createKey(stack.app, account.id);
+    const client = videoClient(stack.baseUrl, key.key);
     const submitted = await client.submit({ model: 'sora-2', prompt: 'a paper boat [sim:delay=0.2]', seconds: '4' });
     const task = await client.waitForFinal(submitted.json.task_id);
     assert.equal(task.status, 'succeeded', JSON.stringify(task));
@@ -101,6 +106,30 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     assert.equal(clip.statusCode, 200);
     assert.match(String(clip.headers['content-type']), /video\/mp4/);
     assert.equal(Buffer.from(await clip.body.arrayBuffer()).subarray(4, 8).toString('latin1'), 'ftyp');
+
+    // A browser sends no key: the console links the clip to an address of its own.
+    const holder = new ConsoleClient(stack.app);
+    assert.equal((await holder.signIn(email, 'correct horse battery staple')).statusCode, 303);
+    const page = await holder.get(`/console/tasks/${task.task_id}`);
+    const href = /href="([^"]+)"[^>]*>clip</.exec(page.body)?.[1];
+    assert.equal(href, `/console/tasks/${task.task_id}/clip`);
+    const viaConsole = await holder.get(href);
+    assert.equal(viaConsole.statusCode, 200, viaConsole.body.slice(0, 300));
+    assert.match(String(viaConsole.headers['content-type']), /video\/mp4/);
+    assert.equal(viaConsole.rawPayload.subarray(4, 8).toString('latin1'), 'ftyp');
+    // Another holder's session cannot fetch it.
+    const otherEmail = `${uniqueName('other')}@example.com`;
+    await createAccountWithSignIn(stack.app, { name: 'other', balance_usd: 1, console_email: otherEmail, console_password: 'correct horse battery staple' });
+    const other = new ConsoleClient(stack.app);
+    await other.signIn(otherEmail, 'correct horse battery staple');
+    assert.equal((await other.get(href)).statusCode, 404);
+    // The operator's account page links it too.
+    const operator = new ConsoleClient(stack.app);
+    await operator.signInAsOperator();
+    const accountPage = await operator.get(`/console/operator/accounts/${account.id}`);
+    const operatorHref = /href="([^"]+)"[^>]*>clip</.exec(accountPage.body)?.[1];
+    assert.equal(operatorHref, `/console/operator/accounts/${account.id}/tasks/${task.task_id}/clip`);
+    assert.equal((await operator.get(operatorHref)).statusCode, 200);
   });
 
   it('the webhook carries byte-for-byte the GET body, signed per Standard Webhooks', async () => {

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
+import { openClip } from '../../services/task-clips.ts';
+import { sendClip } from '../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { addCreditsForm, createAccountForm, parseForm, signInCredentialsForm } from '../forms.ts';
 import { sessionBinding, sessionOrRedirect } from '../sessions.ts';
@@ -66,7 +68,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       keys,
       usageByKey,
       tasks: latestTasks,
-      taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames },
+      taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames, gatewayClipHref: (taskId) => `/console/operator/accounts/${encodeURIComponent(accountId)}/tasks/${taskId}/clip` },
       creditReference: randomBytes(16).toString('base64url'),
       defaultLimits: configuredLimits(config),
       notice: noticeFrom(request),
@@ -114,6 +116,12 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
   });
 
   app.get('/accounts/:accountId', (request, reply) => renderAccount(request, reply, accountIdParam(request)));
+
+  app.get('/accounts/:accountId/tasks/:taskId/clip', async (request, reply) => {
+    const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountIdParam(request));
+    if (!task) throw new GatewayError('task_not_found', 'There is no such task in this account.');
+    return sendClip(reply, await openClip(task, context.clipSources));
+  });
 
   await app.register(operatorLimitRoutes, { context, renderAccount });
 

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import { utcDay } from '../../../store/usage.ts';
+import { openClip } from '../../services/task-clips.ts';
+import { sendClip } from '../clip-reply.ts';
 import { accountFrame, accountIdOf } from '../account-area.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { parseForm, usageQuery, type FormErrors } from '../forms.ts';
@@ -10,6 +12,8 @@ import { usagePage } from '../views/usage.ts';
 // Usage and spend per key over a chosen range of UTC days, and the video tasks behind them.
 
 const DAY_MS = 86_400_000;
+
+const gatewayClipHref = (taskId: string) => `/console/tasks/${taskId}/clip`;
 const DEFAULT_RANGE_DAYS = 30;
 const MAX_RANGE_DAYS = 366;
 
@@ -55,7 +59,7 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
       usageReports.summarise(period),
       tasks.listLatest({ accountId, keyId: selectedKeyId ?? undefined, limit: LATEST_TASKS_LIMIT }),
     ]);
-    const taskLinks: TaskLinks = { publicBaseUrl, detailHref: (taskId) => `/console/tasks/${taskId}`, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
+    const taskLinks: TaskLinks = { publicBaseUrl, gatewayClipHref, detailHref: (taskId) => `/console/tasks/${taskId}`, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
     return sendPage(
       reply,
       usagePage(accountFrame(request, reply, 'usage'), {
@@ -72,12 +76,20 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
     );
   });
 
+  // The clip of a finished task, for a signed-in holder: the API's content address needs a
+  // key, which a browser following the console's link does not send.
+  app.get('/tasks/:taskId/clip', async (request, reply) => {
+    const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountIdOf(request));
+    if (!task) throw new GatewayError('task_not_found', 'There is no such task in your account.');
+    return sendClip(reply, await openClip(task, context.clipSources));
+  });
+
   app.get('/tasks/:taskId', async (request, reply) => {
     const accountId = accountIdOf(request);
     const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountId);
     if (!task) throw new GatewayError('task_not_found', 'There is no such task in your account.');
     const keys = await apiKeys.listForAccount(accountId);
-    const taskLinks: TaskLinks = { publicBaseUrl, detailHref: null, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
+    const taskLinks: TaskLinks = { publicBaseUrl, gatewayClipHref, detailHref: null, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
     return sendPage(reply, taskDetailPage(accountFrame(request, reply, 'usage'), task, taskLinks));
   });
 }

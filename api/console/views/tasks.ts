@@ -9,6 +9,8 @@ import { layout, type PageFrame } from './layout.ts';
 
 export interface TaskLinks {
   publicBaseUrl: string;
+  /** The console's own address of a clip only the gateway can fetch (the API's needs a key). */
+  gatewayClipHref?: (taskId: string) => string;
   /** Where a task's own page is; null when there is none (operator lists link Temporal instead). */
   detailHref: ((taskId: string) => string) | null;
   /** The task's workflow history in the Temporal Web UI (operators only). */
@@ -22,8 +24,9 @@ function cost(task: TaskDocument): string {
   return `${formatUsd(task.price_micros)} held`;
 }
 
-function clipLink(task: TaskDocument, publicBaseUrl: string): Html {
-  const href = safeHref(taskView(task, publicBaseUrl).url as string | undefined);
+function clipLink(task: TaskDocument, links: TaskLinks): Html {
+  const viaConsole = task.status === 'succeeded' && task.content_via_gateway && links.gatewayClipHref;
+  const href = viaConsole ? links.gatewayClipHref!(task._id) : safeHref(taskView(task, links.publicBaseUrl).url as string | undefined);
   return href ? html`<a href="${href}" rel="noopener noreferrer">clip</a>` : html`<span class="muted">—</span>`;
 }
 
@@ -48,7 +51,7 @@ export function tasksTable(tasks: TaskDocument[], links: TaskLinks): Html {
     <td class="num">${task.seconds} · ${task.resolution}</td>
     <td class="num">${cost(task)}</td>
     <td>${formatTime(task.created_at)}</td>
-    <td>${clipLink(task, links.publicBaseUrl)}</td>
+    <td>${clipLink(task, links)}</td>
     <td>${webhookSummary(task)}</td>${
       links.temporalHref ? html`<td><a href="${links.temporalHref(task._id)}" rel="noopener noreferrer" target="_blank">Temporal UI</a></td>` : ''
     }
@@ -76,7 +79,7 @@ function attemptsTable(task: TaskDocument): Html {
 }
 
 export function taskDetailPage(frame: PageFrame, task: TaskDocument, links: TaskLinks): Html {
-  const clip = clipLink(task, links.publicBaseUrl);
+  const clip = clipLink(task, links);
   return layout(frame, {
     title: `Task ${task._id}`,
     body: html`<h1>Video task</h1>

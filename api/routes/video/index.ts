@@ -2,24 +2,22 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
-import { vendorErrors, videoTaskTransitions } from '../../../core/metrics.ts';
+import { videoTaskTransitions } from '../../../core/metrics.ts';
 import { taskViewJson } from '../../../core/task-view.ts';
-import { VendorRejectedError, VendorTransientError, type VideoVendor } from '../../../vendors/types.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
+import { openClip, type ClipSources } from '../../services/task-clips.ts';
 import type { VideoTaskService } from '../../services/video-tasks.ts';
 import { idempotencyHeaders } from '../idempotency-header.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
 import { submissionResponse, taskParams, videoTaskView } from './schemas.ts';
 import { videoSubmissionBodyFor } from './submission-schema.ts';
 
-export interface VideoRouteOptions {
+export interface VideoRouteOptions extends ClipSources {
   catalog: Catalog;
   service: VideoTaskService;
   publicBaseUrl: string;
-  vendorFor: (upstream: string) => VideoVendor;
-  upstreamOf: (modelId: string) => string | undefined;
 }
 
 const clipResponse = {
@@ -100,25 +98,10 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
       },
     },
     async (request, reply) => {
-      const task = await options.service.find(principalOf(request), request.params.task_id);
-      if (task.status !== 'succeeded') {
-        // 409: the request is fine, the task is not there yet (400 would blame the request).
-        throw new GatewayError('conflict', `The task is ${task.status}; its clip is downloadable once it has succeeded.`, 'task_id');
-      }
-      if (task.url) return reply.redirect(task.url, 302);
-      const upstream = options.upstreamOf(task.model);
-      const vendor = upstream ? options.vendorFor(upstream) : undefined;
-      if (!vendor?.openContent || !task.vendor_task_id) throw new GatewayError('task_not_found', 'The clip of this task is no longer available.');
-      const content = await vendor.openContent(task.vendor_task_id).catch((error: unknown) => {
-        // The vendor's trouble, not the caller's and not a gateway bug: a 502 the caller may retry.
-        if (error instanceof VendorTransientError || error instanceof VendorRejectedError) {
-          vendorErrors.inc({ vendor: upstream!, kind: error instanceof VendorTransientError ? 'transient' : 'rejected' });
-          throw new GatewayError('upstream_error', `The vendor could not deliver the clip: ${error.message}`);
-        }
-        throw error;
-      });
+      const clip = await openClip(await options.service.find(principalOf(request), request.params.task_id), options);
+      if ('redirectTo' in clip) return reply.redirect(clip.redirectTo, 302);
       // A stream, which Fastify pipes as is; the typed send() only knows the documented string.
-      return reply.type(content.contentType).send(content.body as unknown as string);
+      return reply.type(clip.contentType).send(clip.body as unknown as string);
     },
   );
 };

@@ -1,0 +1,34 @@
+import { GatewayError } from '../../core/errors.ts';
+import { vendorErrors } from '../../core/metrics.ts';
+import type { TaskDocument } from '../../store/tasks.ts';
+import { VendorRejectedError, VendorTransientError, type VideoVendor } from '../../vendors/types.ts';
+
+// A finished task's clip, for the API's content route and the console's clip link alike: a
+// public address to redirect to, or, for vendors whose downloads need the vendor's key, the
+// clip itself streamed from the vendor.
+
+export interface ClipSources {
+  vendorFor: (upstream: string) => VideoVendor;
+  upstreamOf: (modelId: string) => string | undefined;
+}
+
+export type Clip = { redirectTo: string } | { contentType: string; body: AsyncIterable<Uint8Array> };
+
+export async function openClip(task: TaskDocument, sources: ClipSources): Promise<Clip> {
+  if (task.status !== 'succeeded') {
+    // 409: the request is fine, the task is not there yet (400 would blame the request).
+    throw new GatewayError('conflict', `The task is ${task.status}; its clip is downloadable once it has succeeded.`, 'task_id');
+  }
+  if (task.url) return { redirectTo: task.url };
+  const upstream = sources.upstreamOf(task.model);
+  const vendor = upstream ? sources.vendorFor(upstream) : undefined;
+  if (!vendor?.openContent || !task.vendor_task_id) throw new GatewayError('task_not_found', 'The clip of this task is no longer available.');
+  return vendor.openContent(task.vendor_task_id).catch((error: unknown) => {
+    // The vendor's trouble, not the caller's and not a gateway bug: a 502 the caller may retry.
+    if (error instanceof VendorTransientError || error instanceof VendorRejectedError) {
+      vendorErrors.inc({ vendor: upstream!, kind: error instanceof VendorTransientError ? 'transient' : 'rejected' });
+      throw new GatewayError('upstream_error', `The vendor could not deliver the clip: ${error.message}`);
+    }
+    throw error;
+  });
+}
