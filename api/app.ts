@@ -16,7 +16,7 @@ import { UsageStore } from '../store/usage.ts';
 import { openApiDocument } from './openapi/document.ts';
 import { adminAuth } from './plugins/admin-auth.ts';
 import { apiKeyAuth } from './plugins/api-key-auth.ts';
-import { answerFrameworkError, errorHandler } from './plugins/error-handler.ts';
+import { answerClientError, answerFrameworkError, errorHandler } from './plugins/error-handler.ts';
 import { jsonBody } from './plugins/json-body.ts';
 import { metrics } from './plugins/metrics.ts';
 import { requestLog } from './plugins/request-log.ts';
@@ -75,6 +75,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     // router's own limit (default 100 encoded characters) only guards against absurd paths.
     routerOptions: { maxParamLength: 2048 },
     frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     // api/plugins/request-log.ts writes one line per request instead.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
@@ -108,6 +110,28 @@ export function answerFrameworkError(error: FastifyError, _request: FastifyReque
       ? new GatewayError('invalid_request', 'A path parameter is too long.')
       : new GatewayError('invalid_request', 'The request path is not a valid URL (malformed percent-encoding).');
   void reply.status(gatewayError.status).send(gatewayError.toBody());
+}
+
+/** Fastify's `clientErrorHandler` option: a request Node's HTTP parser refused (headers over
+ * 16 KB, a malformed request line or header, a request too slow to arrive) gets the spec's body
+ * too, instead of Fastify's own `{"error": "Bad Request", "statusCode": 400}`. No route or hook
+ * runs for it; the connection is closed after the answer, as the parser cannot go on. */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // A connection reset: nobody is there to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const gatewayError =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? new GatewayError('headers_too_large', 'The request line and headers together are larger than 16 KB.')
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new GatewayError('request_timeout', 'The request did not arrive in time.')
+        : new GatewayError('invalid_request', 'The request is not valid HTTP/1.1.');
+  const body = JSON.stringify(gatewayError.toBody());
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export const errorHandler = fp(errorHandlerPlugin, { name: 'error-handler' });

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+
+// Requests Node's HTTP parser refuses before Fastify sees them (a header block over 16 KB, a
+// request line that is not HTTP) still get an error in the spec's body, over a real socket.
+
+describe('requests the HTTP parser refuses', () => {
+  let harness: TestApp;
+  let port: number;
+  before(async () => {
+    harness = await startTestApp('malformed_http');
+    await harness.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (harness.app.server.address() as AddressInfo).port;
+  });
+  after(() => harness.close());
+
+  /** Writes `raw` and reads until the server closes the connection. */
+  function exchange(raw: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(raw));
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (text: string) => (answer += text));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  }
+
+  function parse(answer: string): { status: number; headers: string; body: { error: Record<string, unknown> } } {
+    const [head, body] = answer.split('\r\n\r\n', 2) as [string, string];
+    return { status: Number(head.split(' ')[1]), headers: head, body: JSON.parse(body) };
+  }
+
+  it('a header block over 16 KB → 431 in the spec\'s error body', async () => {
+    const answer = parse(await exchange(`GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`));
+    assert.equal(answer.status, 431);
+    assert.match(answer.headers, /content-type: application\/json/);
+    assert.deepEqual(answer.body, { error: { message: 'The request line and headers together are larger than 16 KB.', type: 'invalid_request_error', code: 'headers_too_large' } });
+  });
+
+  it('a request that is not HTTP, or a header line without a colon → 400 in the spec\'s error body', async () => {
+    for (const raw of ['GARBAGE\r\n\r\n', 'GET /v1/models HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 'POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n']) {
+      const answer = parse(await exchange(raw));
+      assert.equal(answer.status, 400, JSON.stringify(raw));
+      assert.deepEqual(answer.body, { error: { message: 'The request is not valid HTTP/1.1.', type: 'invalid_request_error', code: 'invalid_request' } });
+    }
+  });
+
+  it('still serves well-formed requests afterwards', async () => {
+    const answer = await exchange('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 200 OK/);
+  });
+});
