@@ -33,7 +33,8 @@ export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> 
     tags: ['admin'],
     operationId,
     summary,
-    description: 'null clears an override; a key’s own limit wins over its account’s, which wins over the configured default.',
+    description:
+      'Replaces both overrides: a field that is null or left out is cleared (send both to change one and keep the other). A key’s own limit wins over its account’s, which wins over the configured default.',
     security: adminTokenSecurity,
     params: idParams,
     body: rateLimitsBody,
