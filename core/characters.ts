@@ -11,6 +11,12 @@ function characterCount(text: string): number {
   return count;
 }
 
+/** A type error's message: "is required" (and what goes there) when the field is missing,
+ * "must be …" when it is there with the wrong type: `"prompt": 5` is not a missing prompt. */
+export function requiredAs(what: string, hint = '') {
+  return (issue: { input?: unknown }) => (issue.input === undefined ? `is required${hint ? `: ${hint}` : ''}` : `must be ${what}`);
+}
+
 /** `schema`, refusing text longer than `max` characters. */
 export function atMostCharacters<Schema extends z.ZodString>(schema: Schema, max: number, message: string): Schema {
   return schema.refine((text) => characterCount(text) <= max, message).meta({ maxLength: max }) as Schema;
@@ -30,7 +36,7 @@ const NOT_ONLY_WHITESPACE = new RegExp(`[^${WHITESPACE_CLASS}]`);
 
 /** Required text with something besides whitespace, at most `max` characters, trimmed. */
 export function visibleText(max: number) {
-  return atMostCharacters(z.string({ error: 'is required' }), max, `is longer than ${max} characters`)
+  return atMostCharacters(z.string({ error: requiredAs('a string') }), max, `is longer than ${max} characters`)
     .regex(NOT_ONLY_WHITESPACE, 'must not be empty')
     .trim();
 }

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { requiredAs } from '../../core/characters.ts';
 import type { Catalog, CatalogModel } from '../../core/catalog.ts';
 import { resolveModel } from '../../core/model-access.ts';
 import { principalOf } from '../plugins/api-key-auth.ts';
@@ -16,7 +17,7 @@ export function modelIdField(catalog: Catalog, kind: CatalogModel['kind']) {
     .filter((model) => model.kind === kind)
     .map((model) => model.id);
   if (ids.length === 0) return z.never({ error: `this gateway serves no ${kind} models` });
-  return z.enum(ids as [string, ...string[]], { error: `is required: a ${kind} model id from GET /v1/models` }).describe(`A ${kind} model id (GET /v1/models lists those your key may use).`);
+  return z.enum(ids as [string, ...string[]], { error: requiredAs(`a ${kind} model id from GET /v1/models`, `a ${kind} model id from GET /v1/models`) }).describe(`A ${kind} model id (GET /v1/models lists those your key may use).`);
 }
 
 /** preValidation hook: 404 for an unknown model, 403 for one the key may not use, 400 for a

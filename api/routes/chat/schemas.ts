@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
+import { requiredAs } from '../../../core/characters.ts';
 import { modelIdField } from '../model-resolution.ts';
 
 // The OpenAI chat completion request (spec 4.3). Every object is loose: parameters this schema
@@ -39,7 +40,7 @@ const functionTool = z.looseObject({
 const positiveInteger = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
 
 export const chatCompletionBody = z.looseObject({
-  model: z.string({ error: 'is required' }).min(1, 'is required'),
+  model: z.string({ error: requiredAs('a string') }).min(1, 'is required'),
   messages: z.array(message, { error: 'is required: an array of {role, content} messages' }).min(1, 'must contain at least one message'),
   temperature: z.number({ error: 'must be a number from 0 to 2' }).min(0, 'must be from 0 to 2').max(2, 'must be from 0 to 2').nullish(),
   top_p: z.number({ error: 'must be a number from 0 to 1' }).min(0, 'must be from 0 to 1').max(1, 'must be from 0 to 1').nullish(),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Catalog, VideoModel } from '../../../core/catalog.ts';
+import { requiredAs } from '../../../core/characters.ts';
 import type { SubmissionInput } from '../../../core/video-validation.ts';
 import type { ReferenceMediaType } from '../../../vendors/types.ts';
 import { allowedEntryTypes, contentArrayRules, contentRolesFor, type ContentRoles } from './content-rules.ts';
@@ -115,6 +116,8 @@ function submissionFor(model: VideoModel) {
 
 /** The submission body for every video model of the catalog. Typed as what the service reads:
  * the per-model branches are narrower, which TypeScript cannot follow through computed keys. */
+const modelRefusal = requiredAs('a video model id from GET /v1/models', 'a video model id from GET /v1/models');
+
 export function videoSubmissionBodyFor(catalog: Catalog): z.ZodType<SubmissionInput> {
   const models = catalog.all().filter((model): model is VideoModel => model.kind === 'video');
   const branches = models.map(submissionFor);
@@ -122,7 +125,10 @@ export function videoSubmissionBodyFor(catalog: Catalog): z.ZodType<SubmissionIn
   if (!first) return z.never({ error: 'this gateway serves no video models' });
   if (rest.length === 0) return first.meta({ examples: models.map(exampleFor) }) as z.ZodType<SubmissionInput>;
   return z
-    .discriminatedUnion('model', [first, ...rest], { error: 'is required: a video model id from GET /v1/models' })
+    .discriminatedUnion('model', [first, ...rest], {
+      // The union's issue carries the whole body: what decides is its `model`.
+      error: (issue) => modelRefusal({ input: (issue.input as { model?: unknown } | null | undefined)?.model }),
+    })
     .meta({ examples: models.map(exampleFor) }) as z.ZodType<SubmissionInput>;
 }
 
