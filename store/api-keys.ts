@@ -177,7 +177,8 @@ export class ApiKeyStore {
       hash: generated.hash,
       prefix: generated.prefix,
       last4: generated.last4,
-      models: input.models,
+      // Each model once, however often the request named it.
+      models: input.models ? [...new Set(input.models)] : null,
       created_at: new Date(),
       revoked_at: null,
       last_used_at: null,

@@ -67,8 +67,10 @@ describe('admin API', () => {
 
   it('issues a key once in plaintext and stores only its SHA-256 hash', async () => {
     const account = await createAccount(harness.app, { name: 'Keys' });
-    const response = await post(`/admin/accounts/${account.id}/keys`, { name: 'prod', models: ['gpt-4o-mini'] });
+    const response = await post(`/admin/accounts/${account.id}/keys`, { name: 'prod', models: ['gpt-4o-mini', 'gpt-4o-mini'] });
     assert.equal(response.statusCode, 201);
+    // The plaintext is in this answer: no cache may keep it.
+    assert.equal(response.headers['cache-control'], 'no-store');
     const created = response.json();
     assert.ok(isWellFormedApiKey(created.key), created.key);
     assert.match(created.key, /^fg_[0-9A-Za-z]{49}$/);

@@ -25,6 +25,12 @@ function accountNotFound(id: string): GatewayError {
 
 export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog, onboarding }) => {
   app.addHook('onRequest', app.requireAdmin);
+  // Answers carry a key's plaintext (shown once) or an account's webhook secret: no cache, in
+  // between or at the client, may keep them.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('cache-control', 'no-store');
+    return payload;
+  });
   // Declared where it is enforced: every route here wants the operator token.
   const documented = (operationId: string, summary: string) => ({ tags: ['admin'], operationId, summary, security: adminTokenSecurity });
 
