@@ -14,12 +14,23 @@ const SALT_BYTES = 16;
 const memoryFor = (N: number, r: number) => 128 * N * r + 16 * 1024 * 1024;
 
 // Each hash holds 128 MiB for half a second: a burst of sign-ins must queue instead of asking
-// the process for gigabytes at once.
+// the process for gigabytes at once. The queue is bounded too: a flood of sign-in posts (their
+// CSRF token is free) would otherwise keep real sign-ins waiting for minutes. Past it, a hash
+// is refused at once with HashingBusy, which the console answers with 503 and Retry-After.
 const MAX_CONCURRENT_HASHES = 2;
+export const MAX_WAITING_HASHES = 16;
 let running = 0;
 const waiting: Array<() => void> = [];
 
+/** Too many passwords are being hashed already; try again shortly. */
+export class HashingBusy extends Error {
+  constructor() {
+    super('too many passwords are being hashed right now');
+  }
+}
+
 async function withHashSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= MAX_CONCURRENT_HASHES && waiting.length >= MAX_WAITING_HASHES) throw new HashingBusy();
   if (running >= MAX_CONCURRENT_HASHES) await new Promise<void>((resolve) => waiting.push(resolve));
   running++;
   try {

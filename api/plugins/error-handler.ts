@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { unavailableDependency, type Dependency } from '../../core/dependency-errors.ts';
 import { GatewayError, type ErrorCode } from '../../core/errors.ts';
+import { HashingBusy } from '../../core/passwords.ts';
 import { RouteMethodIndex } from './route-methods.ts';
 
 // Every error leaves the gateway in the body of spec section 7. Fastify's own errors (content
@@ -50,6 +51,8 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
     return new GatewayError('invalid_request', error.message);
   }
+  // Setting a console password while too many are being hashed (core/passwords.ts).
+  if (error instanceof HashingBusy) return new GatewayError('service_unavailable', 'Too many passwords are being checked right now; retry in a few seconds.', undefined, { 'retry-after': '5' });
   // The store or Temporal not answering is an outage, not a bug: 503, which clients retry.
   const dependency = unavailableDependency(error);
   if (dependency) return new GatewayError('service_unavailable', unavailableMessages[dependency]);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
+import { HashingBusy, spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
 import { isAdminToken } from '../../plugins/admin-auth.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
 import { SignInThrottle } from '../sign-in-throttle.ts';
@@ -10,6 +10,9 @@ import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_O
 // was wrong (unknown email or bad password), and an unknown email costs a hash all the same.
 
 const WRONG_CREDENTIALS = 'The email or password is not right.';
+
+const BUSY_RETRY_SECONDS = 5;
+const BUSY = `Too many sign-ins are being checked right now. Try again in ${BUSY_RETRY_SECONDS} seconds.`;
 
 function tooManyFailures(seconds: number): string {
   const minutes = Math.ceil(seconds / 60);
@@ -52,7 +55,15 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
       return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: tooManyFailures(wait) } } }), 429);
     }
     const credential = await credentials.find(form.data.email);
-    const passwordMatches = credential ? await verifyPassword(form.data.password, credential.password_hash) : (await spendDecoyVerification(form.data.password), false);
+    let passwordMatches: boolean;
+    try {
+      passwordMatches = credential ? await verifyPassword(form.data.password, credential.password_hash) : (await spendDecoyVerification(form.data.password), false);
+    } catch (error) {
+      if (!(error instanceof HashingBusy)) throw error;
+      request.log.warn('console sign-in refused: too many passwords being checked');
+      reply.header('retry-after', String(BUSY_RETRY_SECONDS));
+      return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: BUSY } } }), 503);
+    }
     const account = credential && passwordMatches ? await accounts.find(credential.account_id) : null;
     if (!credential || !account) {
       throttle.failed(attempt);
