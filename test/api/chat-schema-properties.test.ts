@@ -16,13 +16,13 @@ const schema = chatCompletionBodyFor(catalog);
 
 const text = fc.string({ maxLength: 40 });
 const contentPart = fc.oneof(fc.record({ type: fc.constant('text'), text }), fc.record({ type: fc.constant('image_url'), image_url: fc.record({ url: fc.webUrl() }) }));
-const message = fc.record(
-  {
-    role: fc.constantFrom('system', 'developer', 'user', 'assistant', 'tool'),
-    content: fc.oneof(text, fc.array(contentPart, { maxLength: 3 }), fc.constant(null)),
-    name: text,
-  },
-  { requiredKeys: ['role'] },
+const content = fc.oneof(text, fc.array(contentPart, { maxLength: 3 }));
+// Spec 2.4 by role: text required, except an assistant's (which may carry tool_calls instead);
+// a tool result names its call.
+const message = fc.oneof(
+  fc.record({ role: fc.constantFrom('system', 'developer', 'user'), content, name: text }, { requiredKeys: ['role', 'content'] }),
+  fc.record({ role: fc.constant('assistant'), content: fc.oneof(content, fc.constant(null)), name: text }, { requiredKeys: ['role'] }),
+  fc.record({ role: fc.constant('tool'), content, tool_call_id: text }),
 );
 const tool = fc.record({
   type: fc.constant('function'),
@@ -75,6 +75,16 @@ const mutations: Array<[string, (body: Body) => fc.Arbitrary<[Body, string]>]> =
     fc.tuple(fc.nat({ max: body.messages.length - 1 }), fc.integer()).map(([index, content]) => {
       const messages = body.messages.map((item: Body, position: number) => (position === index ? { ...item, content } : item));
       return [{ ...body, messages }, `messages.${index}.content`];
+    })],
+  ['a user message without content', (body) =>
+    fc.nat({ max: body.messages.length - 1 }).map((index) => {
+      const messages = body.messages.map((item: Body, position: number) => (position === index ? { role: 'user', name: 'ana' } : item));
+      return [{ ...body, messages }, `messages.${index}.content`];
+    })],
+  ['a tool result that names no tool call', (body) =>
+    fc.nat({ max: body.messages.length - 1 }).map((index) => {
+      const messages = body.messages.map((item: Body, position: number) => (position === index ? { role: 'tool', content: '{"ok": true}' } : item));
+      return [{ ...body, messages }, `messages.${index}.tool_call_id`];
     })],
   ['stream that is not a boolean', (body) => fc.oneof(fc.string(), fc.integer()).map((stream) => [{ ...body, stream }, 'stream'])],
   ['a tool name outside [a-zA-Z0-9_-]{1,64}', (body) =>

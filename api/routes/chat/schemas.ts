@@ -10,11 +10,19 @@ import { modelIdField } from '../model-resolution.ts';
 
 const contentPart = z.looseObject({ type: z.string({ error: 'is required in every content part' }) });
 
-const message = z.looseObject({
-  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool'], { error: 'must be one of system, developer, user, assistant, tool' }),
-  // null is what assistant messages carrying tool_calls send.
-  content: z.union([z.string(), z.array(contentPart), z.null()], { error: 'must be a string or an array of content parts' }).optional(),
-});
+const content = z.union([z.string(), z.array(contentPart)], { error: requiredAs('a string or an array of content parts') });
+
+// Spec 2.4: a message is a role and its text. An assistant message may come without text (null
+// or none) when it carries tool_calls; a tool result names the call it answers.
+const message = z.discriminatedUnion(
+  'role',
+  [
+    z.looseObject({ role: z.enum(['system', 'developer', 'user']), content }),
+    z.looseObject({ role: z.literal('assistant'), content: z.union([z.string(), z.array(contentPart), z.null()], { error: 'must be a string, an array of content parts or null' }).optional() }),
+    z.looseObject({ role: z.literal('tool'), content, tool_call_id: z.string({ error: requiredAs('a string', 'the id of the tool call this answers') }) }),
+  ],
+  { error: 'must be one of system, developer, user, assistant, tool' },
+);
 
 /** A JSON schema describing the function's arguments: an object schema. */
 const parametersSchema = z.looseObject({
