@@ -15,8 +15,9 @@ export interface ConsoleSessionDocument {
   account_id: string | null;
   /** The email an account holder signed in with; null for operators. */
   sign_in: string | null;
-  /** A digest of the secret the session was opened with (the password hash, or the admin
-   * token): when that secret changes, the session no longer matches and ends. */
+  /** An HMAC, keyed by the session's token, of the secret the session was opened with (the
+   * password hash, or the admin token): when that secret changes, the session no longer
+   * matches and ends. */
   bound_to: string;
   created_at: Date;
   expires_at: Date;
@@ -35,7 +36,7 @@ export class ConsoleSessionStore {
     this.collection = db.collection<ConsoleSessionDocument>('console_sessions');
   }
 
-  async create(input: { kind: ConsoleSessionKind; accountId: string | null; signIn: string | null; boundTo: string; ttlSeconds: number; now?: Date }): Promise<{ token: string; session: ConsoleSessionDocument }> {
+  async create(input: { kind: ConsoleSessionKind; accountId: string | null; signIn: string | null; boundTo: (token: string) => string; ttlSeconds: number; now?: Date }): Promise<{ token: string; session: ConsoleSessionDocument }> {
     const now = input.now ?? new Date();
     const token = randomBytes(32).toString('base64url');
     const session: ConsoleSessionDocument = {
@@ -43,7 +44,7 @@ export class ConsoleSessionStore {
       kind: input.kind,
       account_id: input.accountId,
       sign_in: input.signIn,
-      bound_to: input.boundTo,
+      bound_to: input.boundTo(token),
       created_at: now,
       expires_at: new Date(now.getTime() + input.ttlSeconds * 1000),
     };

@@ -3,7 +3,7 @@ import type { ConsoleContext } from './context.ts';
 import { keyRoutes } from './routes/keys.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
-import { sessionBinding, sessionOrRedirect } from './sessions.ts';
+import { sessionBoundTo, sessionOrRedirect } from './sessions.ts';
 import type { AccountSection, PageFrame } from './views/layout.ts';
 
 // The account holder's pages. One guard in front of all of them: a valid account session whose
@@ -18,7 +18,7 @@ export async function accountArea(app: FastifyInstance, { context }: { context: 
     // The sign-in must still be what the session was opened with: a password changed since
     // (or a sign-in moved or removed) ends it.
     const credential = session.sign_in ? await context.credentials.find(session.sign_in) : null;
-    const stillValid = credential && credential.account_id === session.account_id && sessionBinding(credential.password_hash) === session.bound_to;
+    const stillValid = credential && credential.account_id === session.account_id && sessionBoundTo(request, credential.password_hash);
     const account = stillValid ? await context.accounts.find(credential.account_id) : null;
     if (!account) {
       await context.sessions.end(request, reply);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleSessionDocument, ConsoleSessionKind, ConsoleSessionStore } from '../../store/console-sessions.ts';
@@ -11,9 +11,20 @@ import type { ConsoleSessionDocument, ConsoleSessionKind, ConsoleSessionStore } 
 
 export const SESSION_COOKIE = 'fg_console_session';
 
-/** What a session is bound to: a digest, so the session store never holds the secret itself. */
-export function sessionBinding(secret: string): string {
-  return createHash('sha256').update(`framegate console session:${secret}`).digest('hex').slice(0, 32);
+/** What a session is bound to: an HMAC of the secret keyed by the session's own token. The
+ * store keeps only a hash of the token, so it holds neither the secret nor anything to test
+ * guesses of it against offline (a plain digest of ADMIN_TOKEN would be one). */
+function sessionBinding(secret: string, token: string): string {
+  return createHmac('sha256', token).update(`framegate console session:${secret}`).digest('hex').slice(0, 32);
+}
+
+/** The request's valid session was opened with `secret` (a password hash, ADMIN_TOKEN). */
+export function sessionBoundTo(request: FastifyRequest, secret: string): boolean {
+  const current = request.consoleSession;
+  if (current.state !== 'valid') return false;
+  const expected = Buffer.from(sessionBinding(secret, current.token));
+  const stored = Buffer.from(current.session.bound_to);
+  return expected.length === stored.length && timingSafeEqual(expected, stored);
 }
 
 export type SessionState =
@@ -65,7 +76,7 @@ export class ConsoleSessions {
       kind: opened.kind,
       accountId: opened.accountId,
       signIn: opened.signIn,
-      boundTo: sessionBinding(opened.secret),
+      boundTo: (token) => sessionBinding(opened.secret, token),
       ttlSeconds: this.options.ttlSeconds,
     });
     reply.setCookie(SESSION_COOKIE, token, this.cookieOptions());

@@ -176,6 +176,18 @@ describe('console sign-in', () => {
     }
   });
 
+  it('stores nothing a copy of the session store could test admin-token guesses against', async () => {
+    const sessions = harness.database.db.collection('console_sessions');
+    const before = new Set((await sessions.find({ kind: 'operator' }).toArray()).map((session) => session._id));
+    for (let index = 0; index < 2; index++) assert.equal((await new ConsoleClient(harness.app).signInAsOperator()).statusCode, 303);
+    const opened = (await sessions.find({ kind: 'operator' }).toArray()).filter((session) => !before.has(session._id));
+    assert.equal(opened.length, 2);
+    // Keyed by each session's own token (the store keeps only its hash): no digest of the token.
+    const digest = createHash('sha256').update(`framegate console session:${harness.config.ADMIN_TOKEN}`).digest('hex').slice(0, 32);
+    assert.ok(opened.every((session) => session.bound_to !== digest));
+    assert.notEqual(opened[0]!.bound_to, opened[1]!.bound_to);
+  });
+
   it('answers unknown console pages with an HTML 404, while the API keeps its JSON errors', async () => {
     const page = await new ConsoleClient(harness.app).get('/console/nope');
     assert.equal(page.statusCode, 404);
@@ -217,8 +229,8 @@ describe('console session expiry', () => {
     const sessions = harness.database.db.collection('console_sessions');
     const store = new ConsoleSessionStore(harness.database.db);
     const past = new Date(Date.now() - 10_000);
-    await store.create({ kind: 'account', accountId: 'acct_gone', signIn: 'gone@example.com', boundTo: 'x', ttlSeconds: 1, now: past });
-    const live = await store.create({ kind: 'operator', accountId: null, signIn: null, boundTo: 'y', ttlSeconds: 3600 });
+    await store.create({ kind: 'account', accountId: 'acct_gone', signIn: 'gone@example.com', boundTo: () => 'x', ttlSeconds: 1, now: past });
+    const live = await store.create({ kind: 'operator', accountId: null, signIn: null, boundTo: () => 'y', ttlSeconds: 3600 });
     assert.equal(await store.deleteExpired(), 1);
     assert.deepEqual((await sessions.find({}).toArray()).map((session) => session._id), [live.session._id]);
   });

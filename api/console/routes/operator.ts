@@ -5,7 +5,7 @@ import { openClip } from '../../services/task-clips.ts';
 import { sendClip } from '../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { addCreditsForm, createAccountForm, parseForm, signInCredentialsForm } from '../forms.ts';
-import { sessionBinding, sessionOrRedirect } from '../sessions.ts';
+import { sessionBoundTo, sessionOrRedirect } from '../sessions.ts';
 import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
 import { operatorAccountPage } from '../views/operator-account.ts';
@@ -45,7 +45,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     const session = sessionOrRedirect(request, reply, 'operator');
     if (!session) return reply;
     // Sessions opened with an earlier ADMIN_TOKEN end when the token is changed.
-    if (!config.ADMIN_TOKEN || session.bound_to !== sessionBinding(config.ADMIN_TOKEN)) {
+    if (!config.ADMIN_TOKEN || !sessionBoundTo(request, config.ADMIN_TOKEN)) {
       await context.sessions.end(request, reply);
       return reply.redirect('/console/operator/sign-in?expired=1', 303);
     }
