@@ -69,7 +69,12 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
   // The api answered the caller an error for this submission (its task id was never given out).
   let abandoned = false;
   try {
-    const hold = await bookkeeping.holdFunds({ taskId: input.taskId, accountId: input.accountId, keyId: input.keyId, amountMicros: input.holdMicros });
+    // Not cancellable: the api placed this hold before it started the workflow, and an operator's
+    // cancel arriving before or during this activity would otherwise leave `held` false, so the
+    // hold would never be released.
+    const hold = await CancellationScope.nonCancellable(() =>
+      bookkeeping.holdFunds({ taskId: input.taskId, accountId: input.accountId, keyId: input.keyId, amountMicros: input.holdMicros }),
+    );
     held = hold === 'held';
     abandoned = hold === 'abandoned';
     if (held) outcome = await generate(input, state, deadline);
@@ -78,6 +83,9 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
   } catch (error) {
     if (!isCancellation(error)) throw error;
     outcome = failed('cancelled', 'The task was cancelled by an operator.');
+    // The vendor would go on generating (at the gateway's expense) a clip nobody will get.
+    const { vendorTaskId } = state;
+    if (vendorTaskId) await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
   }
 
   // Whatever happened above (even cancellation), money and snapshot must be settled.

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { request } from 'undici';
+import { loadCatalog } from '../../core/catalog.ts';
+import { newId } from '../../core/ids.ts';
+import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
+import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
+import { AccountStore } from '../../store/accounts.ts';
+import { Ledger } from '../../store/ledger.ts';
+import { TaskStore } from '../../store/tasks.ts';
+import { createVideoWorker } from '../../worker/create-worker.ts';
+import type { videoTaskWorkflow } from '../../workflows/video-task.ts';
+import { testTemporalAddress } from '../helpers/engines.ts';
+import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
+
+// An operator cancelling a task's workflow (Temporal Web UI or CLI): the task ends failed
+// (`cancelled`), its hold goes back to the balance whenever the cancel came, and a vendor task
+// already under way is cancelled too.
+
+const PRICE = 160_000;
+
+describe('a video task cancelled by an operator', () => {
+  let stack: VideoStack;
+  let connection: NativeConnection;
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  let ledger: Ledger;
+  let tasks: TaskStore;
+  let accounts: AccountStore;
+
+  before(async () => {
+    // No worker yet: the first case cancels before any activity of the workflow has run.
+    stack = await startVideoStack('operator-cancel', { withWorker: false });
+    connection = await NativeConnection.connect({ address: testTemporalAddress() });
+    ledger = new Ledger(stack.database.db);
+    tasks = new TaskStore(stack.database.db);
+    accounts = new AccountStore(stack.database.db);
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await connection.close();
+    await stack.close();
+  });
+
+  async function startWorker(): Promise<void> {
+    worker = await createVideoWorker({
+      connection,
+      namespace: 'default',
+      taskQueue: stack.taskQueue,
+      database: stack.database,
+      catalog: loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl }),
+      publicBaseUrl: stack.baseUrl,
+      outboundAllowlist: 'loopback',
+      webhookTimeoutMs: 2_000,
+    });
+    running = worker.run();
+  }
+
+  /** A task stored and held the way the api does it, and its workflow started. */
+  async function submitted(prompt: string): Promise<{ accountId: string; taskId: string }> {
+    const account = await accounts.create({ name: 'cancelled', balanceMicros: 1_000_000 });
+    const taskId = newId('task');
+    const input: VideoTaskWorkflowInput = {
+      taskId, accountId: account._id, keyId: 'key_cancel', modelId: 'seedance-2.0', upstream: 'simulator-seedance',
+      request: { upstreamModel: 'dreamina-seedance-2-0-260128', prompt, seconds: 4, ratio: '16:9', resolution: '480p', content: [] },
+      holdMicros: PRICE, deadlineSeconds: 600, requestId: 'req_cancel',
+    };
+    const now = new Date();
+    await tasks.insert({
+      _id: taskId, account_id: account._id, key_id: 'key_cancel', model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
+      metadata: {}, price_micros: PRICE, progress: 0, request_id: 'req_cancel', workflow_started: false, workflow_input: input, created_at: now, updated_at: now,
+    });
+    assert.equal(await ledger.apply({ accountId: account._id, keyId: 'key_cancel', reference: taskId, operation: 'hold', amountMicros: PRICE }), 'applied');
+    await startTaskWorkflow(stack.temporal.client, stack.taskQueue, input);
+    return { accountId: account._id, taskId };
+  }
+
+  async function assertCancelledAndReturned(accountId: string, taskId: string): Promise<void> {
+    const result = await stack.temporal.client.workflow.getHandle<typeof videoTaskWorkflow>(taskId).result();
+    assert.equal(result.status, 'failed');
+    assert.equal(result.error?.code, 'cancelled');
+    assert.equal((await tasks.find(taskId))?.error?.code, 'cancelled');
+    const totals = await ledger.totals(accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  }
+
+  it('gives the hold back when the cancel comes before the workflow ran anything', async () => {
+    const { accountId, taskId } = await submitted('never run [sim:delay=0]');
+    await stack.temporal.client.workflow.getHandle(taskId).cancel();
+    await startWorker();
+    await assertCancelledAndReturned(accountId, taskId);
+  });
+
+  it('cancels the vendor task too when the cancel comes while the vendor generates', async () => {
+    const { accountId, taskId } = await submitted('a long clip [sim:delay=60]');
+    await waitUntil(async () => (await tasks.find(taskId))?.status === 'running');
+    const vendorTaskId = (await tasks.find(taskId))!.vendor_task_id!;
+    await stack.temporal.client.workflow.getHandle(taskId).cancel();
+    await assertCancelledAndReturned(accountId, taskId);
+    const vendorTask = await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${vendorTaskId}`, { headers: { authorization: 'Bearer sim-local-key' } });
+    assert.equal(((await vendorTask.body.json()) as { status: string }).status, 'cancelled');
+  });
+});
