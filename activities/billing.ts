@@ -11,15 +11,16 @@ import type { UsageStore } from '../store/usage.ts';
 export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStore; tasks: TaskStore }) {
   return {
     /** Re-applies the hold the api placed (a no-op then); places it if an api crash skipped it.
-     * A task the api already closed (its submission failed after the task was stored, and the
-     * caller was told so) is not run: the hold is returned and the workflow ends unbilled. */
+     * Then claims the task for running (store/tasks.ts `decide`): a task the api abandoned first
+     * (its submission failed after the task was stored, and the caller was told so) is not run,
+     * its hold is returned and the workflow ends unbilled. */
     async holdFunds(input: { taskId: string; accountId: string; keyId: string; amountMicros: number }): Promise<'held' | 'insufficient_balance' | 'abandoned'> {
       const outcome = await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'hold', amountMicros: input.amountMicros });
       if (outcome !== 'applied') return 'insufficient_balance';
-      // Read after the hold: the api closes a task before it looks for a hold to release, so
-      // one of the two always sees the other and the money goes back either way.
+      // A task closed without a decision on record (abandoned by an api from before decisions).
       const task = await deps.tasks.find(input.taskId);
-      if (!task || task.status === 'submitted' || task.status === 'running') return 'held';
+      const closed = task !== null && task.status !== 'submitted' && task.status !== 'running';
+      if (!closed && (await deps.tasks.decide(input.taskId, 'run')) === 'run') return 'held';
       await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.amountMicros });
       return 'abandoned';
     },

@@ -32,6 +32,15 @@ export interface TaskDocument {
 
 const OPEN_STATUSES: TaskStatus[] = ['submitted', 'running'];
 
+/** Whether a stored task runs or is abandoned: decided once, by whoever inserts first. */
+export type TaskDecision = 'run' | 'abandon';
+
+interface TaskDecisionRecord {
+  _id: string;
+  decision: TaskDecision;
+  at: Date;
+}
+
 /** That a task's workflow was started: one insert per task, never an update of the task. */
 interface WorkflowStart {
   _id: string;
@@ -43,10 +52,28 @@ const isDuplicateKey = (error: unknown) => (error as { code?: unknown } | null)?
 export class TaskStore {
   readonly collection: Collection<TaskDocument>;
   private readonly starts: Collection<WorkflowStart>;
+  private readonly decisions: Collection<TaskDecisionRecord>;
 
   constructor(db: Db) {
     this.collection = db.collection<TaskDocument>('tasks');
     this.starts = db.collection<WorkflowStart>('task_workflow_starts');
+    this.decisions = db.collection<TaskDecisionRecord>('task_decisions');
+  }
+
+  /** Decides whether the task runs (its workflow's first step asks) or is abandoned (the api,
+   * after answering its caller an error, asks): the first to ask wins, by a unique insert, and
+   * the other learns the decision. Without it, an api giving up on a workflow start that went
+   * through after all raced the workflow: a failed task could be charged, or left `running`. */
+  async decide(taskId: string, wanted: TaskDecision): Promise<TaskDecision> {
+    try {
+      await this.decisions.insertOne({ _id: taskId, decision: wanted, at: new Date() });
+      return wanted;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      const decided = await this.decisions.findOne({ _id: taskId });
+      if (!decided) throw error;
+      return decided.decision;
+    }
   }
 
   async insert(task: TaskDocument): Promise<void> {

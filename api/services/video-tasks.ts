@@ -148,7 +148,9 @@ export class VideoTaskService {
       // gone through after all, the workflow finds its task closed and runs nothing.
       this.options.log?.warn({ err: error, taskId }, 'workflow start failed; the task is closed unbilled');
       void this.abandon(input, 'The task could not be scheduled.');
-      throw new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged. Retry with backoff.');
+      // Rarely the start went through all the same (Temporal recorded it as the deadline passed):
+      // the workflow then claims the task before the abandon and runs it (store/tasks.ts decide).
+      throw new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged, unless the task was started after all (it then runs and is billed as usual). Retry with backoff.');
     }
     // The workflow runs, so the caller gets its task even if this flag cannot be written now: the
     // sweeper then starts the workflow again, which Temporal answers with "already started".
@@ -188,6 +190,12 @@ export class VideoTaskService {
     await after?.catch(() => undefined);
     const { tasks, ledger } = this.options;
     const attempt = async () => {
+      if ((await tasks.decide(input.taskId, 'abandon')) === 'run') {
+        // The workflow started after all and claimed the task first: it runs to its end and is
+        // billed as any task is; closing it now would fight the worker over its state.
+        this.options.log?.warn({ taskId: input.taskId }, 'an abandoned submission had started after all; its task runs');
+        return;
+      }
       await tasks.finish(input.taskId, { status: 'failed', error: { code: ABANDONED_TASK_ERROR, message } });
       if (await ledger.find(input.taskId, 'hold')) {
         await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });

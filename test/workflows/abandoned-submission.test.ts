@@ -166,6 +166,37 @@ describe('video submissions that fail halfway', () => {
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000 - PRICE, 0, PRICE]);
   });
 
+  it('a start that went through as the api gave up on it: the workflow claimed the task first, so it runs whole and is charged once', async () => {
+    const principal = await fundedPrincipal('started-anyway');
+    const decisions = stack.database.db.collection('task_decisions');
+    // Temporal records the start, the workflow holds and claims its task, and only then does
+    // the api's start call give up (its deadline passed).
+    const lateTemporal = {
+      connection: stack.temporal.client.connection,
+      workflow: {
+        start: async (...args: Parameters<typeof stack.temporal.client.workflow.start>) => {
+          const handle = await stack.temporal.client.workflow.start(...args);
+          await eventually(async () => (await decisions.countDocuments({ _id: handle.workflowId } as never)) === 1, "the workflow claimed its task");
+          throw new Error('deadline exceeded (simulated)');
+        },
+      },
+    };
+    const late = new VideoTaskService({
+      holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
+      temporal: lateTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600,
+    });
+    const taskId = newId('task');
+    await assert.rejects(late.submit(principal, body, 'req_started_anyway', taskId), (error: GatewayError) => error.code === 'service_unavailable' && /unless the task was started after all/.test(error.message));
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.equal(result.status, 'succeeded', JSON.stringify(result));
+    // The abandon found the task claimed: it closed nothing and returned no money.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal((await tasks.find(taskId))?.status, 'succeeded');
+    assert.deepEqual(await decisions.findOne({ _id: taskId } as never).then((found) => found?.decision), 'run');
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000 - PRICE, 0, PRICE]);
+  });
+
   it('a workflow whose start went through although the api gave up on it runs nothing and bills nothing', async () => {
     const principal = await fundedPrincipal('late-start');
     const taskId = newId('task');
