@@ -96,21 +96,21 @@ export function createVendorHttp(options: VendorHttpOptions) {
     async json<T>(method: VendorHttpMethod, path: string, schema: z.ZodType<T>, json?: unknown): Promise<T> {
       const response = await send(method, path, { json });
       const text = await readText(method, path, response.body);
+      // A 2xx that cannot be read is most often a proxy or load balancer page in front of the
+      // vendor, not the vendor's verdict: a read is worth another try. A POST is not: the vendor
+      // may have created (and will bill) a task under it, and each retry would create another.
+      const unreadable = (message: string) =>
+        method === 'POST'
+          ? new VendorRejectedError(`${message}; not repeated, as the vendor may have created the task`, response.statusCode)
+          : new VendorTransientError(message, response.statusCode);
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
       } catch {
-        // A 2xx that is not JSON is most often a proxy or load balancer page in front of the
-        // vendor, not the vendor's verdict on our request: worth another try, never a refusal.
-        throw new VendorTransientError(`${vendor}: ${method} ${path} answered ${response.statusCode} with a body that is not JSON`, response.statusCode);
+        throw unreadable(`${vendor}: ${method} ${path} answered ${response.statusCode} with a body that is not JSON`);
       }
       const result = schema.safeParse(parsed);
-      if (!result.success) {
-        throw new VendorTransientError(
-          `${vendor}: ${method} ${path} answered ${response.statusCode} with an unexpected shape: ${z.prettifyError(result.error)}`,
-          response.statusCode,
-        );
-      }
+      if (!result.success) throw unreadable(`${vendor}: ${method} ${path} answered ${response.statusCode} with an unexpected shape: ${z.prettifyError(result.error)}`);
       return result.data;
     },
 

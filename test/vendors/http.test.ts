@@ -96,6 +96,19 @@ describe('vendor HTTP over loopback', () => {
     });
   });
 
+  it('does not repeat a POST whose 2xx cannot be read: the vendor may have created the task', async () => {
+    server.answer('POST', '/tasks-html', { status: 200, body: '<html>gateway page</html>' });
+    server.answer('POST', '/tasks-shapeless', { status: 201, body: '{"identifier":"1"}' });
+    const http = createVendorHttp({ vendor: 'vendor', baseUrl: server.baseUrl, apiKey: 'key' });
+    for (const path of ['/tasks-html', '/tasks-shapeless']) {
+      await assert.rejects(http.json('POST', path, shape, { prompt: 'x' }), (error: unknown) => {
+        assert.ok(error instanceof VendorRejectedError, String(error));
+        assert.match(error.message, /not repeated, as the vendor may have created the task/);
+        return true;
+      });
+    }
+  });
+
   it('gives up on a vendor that never answers after the timeout, as transient', async () => {
     server.answer('GET', '/slow', { status: 200, hang: true });
     const http = createVendorHttp({ vendor: 'vendor', baseUrl: server.baseUrl, apiKey: 'key', timeoutMs: 150 });
