@@ -1,9 +1,10 @@
+import { log } from '@temporalio/activity';
 import type { Dispatcher } from 'undici';
 import { webhookAttempts } from '../core/metrics.ts';
 import { taskViewJson } from '../core/task-view.ts';
 import type { WebhookAttempt } from '../core/video-task.ts';
 import { webhookSecretsInForce, type AccountStore } from '../store/accounts.ts';
-import type { TaskStore } from '../store/tasks.ts';
+import type { TaskDocument, TaskStore } from '../store/tasks.ts';
 import { deliverWebhookOnce } from './webhook-delivery.ts';
 
 // One webhook attempt per activity call; the workflow owns the schedule and its durable timers.
@@ -15,7 +16,39 @@ export function webhookIdFor(taskId: string): string {
   return `msg_${taskId}`;
 }
 
-export function createWebhookActivities(deps: { tasks: TaskStore; accounts: AccountStore; dispatcher: Dispatcher; publicBaseUrl: string; timeoutMs?: number }) {
+/** Tries at recording an attempt, and the pauses between them. */
+const RECORD_RETRY_MS = [250, 1_000];
+
+export interface WebhookActivityDependencies {
+  tasks: TaskStore;
+  accounts: AccountStore;
+  dispatcher: Dispatcher;
+  publicBaseUrl: string;
+  timeoutMs?: number;
+  /** Where a record the store would not take is reported (the activity's own log by default). */
+  warn?: (message: string, attributes: Record<string, unknown>) => void;
+}
+
+export function createWebhookActivities(deps: WebhookActivityDependencies) {
+  const warn = deps.warn ?? ((message: string, attributes: Record<string, unknown>) => log.warn(message, attributes));
+
+  /** The attempt on the task's record, tried a few times. It never fails the activity: the
+   * receiver has had its answer, and an error here would make a delivered webhook a retry,
+   * sent again at every later slot. */
+  async function record(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<void> {
+    for (let index = 0; ; index++) {
+      try {
+        return await deps.tasks.recordWebhookAttempt(taskId, attempt, state);
+      } catch (error) {
+        if (index >= RECORD_RETRY_MS.length) {
+          warn('could not record a webhook attempt; the delivery stands', { taskId, attempt: attempt.attempt, outcome: attempt.outcome, error: String(error) });
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS[index]));
+      }
+    }
+  }
+
   return {
     async deliverTaskWebhook(input: { taskId: string; attempt: number; lastAttempt: boolean }): Promise<{ outcome: WebhookAttempt['outcome']; retryAfterMs?: number }> {
       const task = await deps.tasks.find(input.taskId);
@@ -37,7 +70,7 @@ export function createWebhookActivities(deps: { tasks: TaskStore; accounts: Acco
       if (result.status !== undefined) attempt.status = result.status;
       if (result.error !== undefined) attempt.error = result.error;
       const state = result.outcome === 'retry' ? (input.lastAttempt ? 'exhausted' : 'pending') : result.outcome;
-      await deps.tasks.recordWebhookAttempt(task._id, attempt, state);
+      await record(task._id, attempt, state);
       const answer: { outcome: WebhookAttempt['outcome']; retryAfterMs?: number } = { outcome: result.outcome };
       if (result.retryAfterMs !== undefined) answer.retryAfterMs = result.retryAfterMs;
       return answer;

@@ -76,6 +76,32 @@ describe('console webhook secret', () => {
     assert.ok(revealed.body.includes(`value="${account.webhook_secret}"`));
   });
 
+  it('reports a delivered webhook as delivered even when the store will not take its record', async () => {
+    class TasksRefusingRecords extends TaskStore {
+      refused = 0;
+      override async recordWebhookAttempt(): Promise<void> {
+        this.refused++;
+        throw new Error('store unreachable (simulated)');
+      }
+    }
+    const tasks = new TasksRefusingRecords(harness.database.db);
+    const key = await createKey(harness.app, accountId, { name: 'unrecorded' });
+    const receiver = await startWebhookReceiver([200]);
+    try {
+      const task = taskDocument({ account_id: accountId, key_id: key.id, webhook: { url: receiver.url, state: 'pending', attempts: [] } });
+      await tasks.insert(task);
+      const warnings: string[] = [];
+      const activities = createWebhookActivities({ tasks, accounts: new AccountStore(harness.database.db), dispatcher, publicBaseUrl: 'http://127.0.0.1:8080', warn: (message) => warnings.push(message) });
+      // Not a thrown activity, which the workflow would count as a failed attempt to send again.
+      assert.equal((await activities.deliverTaskWebhook({ taskId: task._id, attempt: 1, lastAttempt: false })).outcome, 'delivered');
+      assert.equal(receiver.received.length, 1);
+      assert.equal(tasks.refused, 3, 'the record was tried three times');
+      assert.deepEqual(warnings, ['could not record a webhook attempt; the delivery stands']);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('signs deliveries with both secrets during the grace period, and with the new one alone after it', async () => {
     const accounts = new AccountStore(harness.database.db);
     const tasks = new TaskStore(harness.database.db);
