@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -42,6 +43,10 @@ const bookkeeping = proxyActivities<Activities>({
 /** One webhook attempt; the retry schedule below, with durable timers, replaces activity retries. */
 const webhookDelivery = proxyActivities<Activities>({ startToCloseTimeout: '45s', retry: { maximumAttempts: 1 } });
 
+/** Status reads the vendor refused in a row (a 404: the task is gone; a 401) that end a task. */
+const MAX_STATUS_REFUSALS = 3;
+/** Marks histories recorded since refusals end a task (older ones replay as they ran). */
+const STATUS_REFUSALS_PATCH = 'end-task-on-refused-status-reads';
 const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 10_000;
 const WEBHOOK_MAX_DELAY_MS = 24 * 3600 * 1000;
@@ -130,6 +135,7 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
   await bookkeeping.markTaskRunning({ taskId: input.taskId, vendorTaskId });
 
   let interval = POLL_FIRST_MS;
+  let refusals = 0;
   for (;;) {
     const remaining = deadline - Date.now();
     if (remaining <= 0) {
@@ -144,8 +150,17 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
       status = await polling.readVendorStatus({ upstream: input.upstream, vendorTaskId });
     } catch (error) {
       if (isCancellation(error)) throw error;
-      continue; // a status read that keeps failing only ends the task at its deadline
+      // A vendor that refuses to report the task will not change its mind: a few refusals in a
+      // row end it with the vendor's words rather than an hour later as deadline_exceeded.
+      // Network trouble and 5xx still only end it at the deadline.
+      const failure = describeActivityFailure(error);
+      if (failure.type === 'VendorRejected' && patched(STATUS_REFUSALS_PATCH) && ++refusals >= MAX_STATUS_REFUSALS) {
+        await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
+        return failed('vendor_rejected', `The vendor would not report the task's status: ${failure.message}`);
+      }
+      continue;
     }
+    refusals = 0;
     if (status.state === 'succeeded') return status.videoUrl ? { status: 'succeeded', url: status.videoUrl } : { status: 'succeeded' };
     if (status.state === 'failed') return failed(status.code ?? 'generation_failed', `The vendor reported a failure: ${status.reason}`);
     if (status.state === 'running' && status.progress !== undefined && status.progress > state.progress) {

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { loadCatalog } from '../../core/catalog.ts';
+import { createVendorLookup } from '../../core/vendor-lookup.ts';
+import { VendorRejectedError, type VideoVendor } from '../../vendors/types.ts';
+import { createVideoWorker } from '../../worker/create-worker.ts';
+import { createAccount, createKey } from '../helpers/app.ts';
+import { testTemporalAddress } from '../helpers/engines.ts';
+import { videoClient } from '../helpers/video-client.ts';
+import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+
+// A vendor that accepts a task, then refuses every status read (404: it lost the task): the
+// task ends failed with the vendor's words after three refusals, unbilled, instead of polling
+// until its deadline an hour later.
+
+describe('a vendor that refuses to report a task', () => {
+  let stack: VideoStack;
+  let connection: NativeConnection;
+  let worker: Worker;
+  let running: Promise<void>;
+  const statusReads: string[] = [];
+  const cancelled: string[] = [];
+
+  before(async () => {
+    stack = await startVideoStack('vendor-refusals', { withWorker: false });
+    connection = await NativeConnection.connect({ address: testTemporalAddress() });
+    const catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl });
+    const real = createVendorLookup(catalog);
+    worker = await createVideoWorker({
+      connection,
+      namespace: 'default',
+      taskQueue: stack.taskQueue,
+      database: stack.database,
+      catalog,
+      publicBaseUrl: stack.baseUrl,
+      outboundAllowlist: 'loopback',
+      vendorFor: (upstream): VideoVendor => {
+        const vendor = real(upstream);
+        return {
+          start: (request) => vendor.start(request),
+          async status(vendorTaskId) {
+            statusReads.push(vendorTaskId);
+            throw new VendorRejectedError('seedance: GET task answered 404: the task does not exist', 404);
+          },
+          async cancel(vendorTaskId) {
+            cancelled.push(vendorTaskId);
+          },
+        };
+      },
+    });
+    running = worker.run();
+  });
+  after(async () => {
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await stack.close();
+  });
+
+  it('ends the task failed after three refused status reads, and bills nothing', async () => {
+    const account = await createAccount(stack.app, { name: 'refused', balance_usd: 5 });
+    const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'lost by the vendor [sim:delay=60]' });
+    const task = await client.waitForFinal(submitted.json.task_id);
+    assert.equal(task.status, 'failed');
+    assert.equal(task.error?.code, 'vendor_rejected');
+    assert.match(task.error?.message ?? '', /would not report the task's status: .*404/);
+    assert.equal(statusReads.length, 3);
+    assert.equal(cancelled.length, 1);
+    const totals = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: { authorization: `Bearer ${stack.config.ADMIN_TOKEN}` } })).json();
+    assert.deepEqual([totals.balance_usd, totals.held_usd, totals.spent_usd], [5, 0, 0]);
+  });
+});
