@@ -1,4 +1,4 @@
-import type { Collection, Db, Filter } from 'mongodb';
+import { MongoServerError, type Collection, type Db, type Filter } from 'mongodb';
 import type { TaskError, TaskStatus, VideoTaskMetadata, VideoTaskWorkflowInput, WebhookAttempt } from '../core/video-task.ts';
 
 export interface TaskDocument {
@@ -47,7 +47,7 @@ interface WorkflowStart {
   at: Date;
 }
 
-const isDuplicateKey = (error: unknown) => (error as { code?: unknown } | null)?.code === 11000;
+const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && error.code === 11000;
 
 export class TaskStore {
   readonly collection: Collection<TaskDocument>;
