@@ -7,7 +7,7 @@
 // failures rarely stop the owner). A sign-in that succeeds clears its email-and-address count.
 // Counts live in this process's memory: with several api processes, each counts its own.
 
-export const SIGN_IN_WINDOW_MS = 15 * 60_000;
+const SIGN_IN_WINDOW_MS = 15 * 60_000;
 const LIMITS = { emailFromAddress: 5, address: 20, email: 100 } as const;
 /** Counts kept at most; the oldest go first (an attacker rotating emails cannot grow memory). */
 const MAX_COUNTS = 20_000;

@@ -12,7 +12,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 /** Deeper than any request needs. JSON.parse takes thousands of levels, but what the routes do
  * with a body recurses (JSON.stringify of a proxied body, validation, Idempotency-Key's
  * canonical form) and would overflow the stack on some of them: a 500 for a bad request. */
-export const MAX_NESTING = 128;
+const MAX_NESTING = 128;
 
 /** Each level takes at least two characters (`[` and `]`), so a shorter body is shallow enough
  * without a look at it. */

@@ -10,6 +10,12 @@ import { principalOf } from '../plugins/api-key-auth.ts';
 // 400: spec 7 wants 404 for an unknown model and 403 for one the key may not use, so the model
 // is resolved in preValidation, before the body's schema runs.
 
+/** The message for a `model` field that is missing or not one of the catalog's ids. */
+export function modelIdRefusal(kind: CatalogModel['kind']) {
+  const what = `a ${kind} model id from GET /v1/models`;
+  return requiredAs(what, what);
+}
+
 /** The `model` field of an endpoint: the catalog's ids of that kind. */
 export function modelIdField(catalog: Catalog, kind: CatalogModel['kind']) {
   const ids = catalog
@@ -17,7 +23,7 @@ export function modelIdField(catalog: Catalog, kind: CatalogModel['kind']) {
     .filter((model) => model.kind === kind)
     .map((model) => model.id);
   if (ids.length === 0) return z.never({ error: `this gateway serves no ${kind} models` });
-  return z.enum(ids as [string, ...string[]], { error: requiredAs(`a ${kind} model id from GET /v1/models`, `a ${kind} model id from GET /v1/models`) }).describe(`A ${kind} model id (GET /v1/models lists those your key may use).`);
+  return z.enum(ids as [string, ...string[]], { error: modelIdRefusal(kind) }).describe(`A ${kind} model id (GET /v1/models lists those your key may use).`);
 }
 
 /** preValidation hook: 404 for an unknown model, 403 for one the key may not use, 400 for a

@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HashingBusy, spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
 import { isAdminToken } from '../../plugins/admin-auth.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
-import { SignInThrottle } from '../sign-in-throttle.ts';
+import { SignInThrottle, type SignInAttempt } from '../sign-in-throttle.ts';
 import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
 import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_OUT_NOTICE } from '../views/sign-in.ts';
 
@@ -11,12 +11,24 @@ import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_O
 
 const WRONG_CREDENTIALS = 'The email or password is not right.';
 
+/** Who the operator form's attempts count as (it has no email). */
+const OPERATOR = 'operator';
 const BUSY_RETRY_SECONDS = 5;
 const BUSY = `Too many sign-ins are being checked right now. Try again in ${BUSY_RETRY_SECONDS} seconds.`;
 
 function tooManyFailures(seconds: number): string {
   const minutes = Math.ceil(seconds / 60);
   return `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}
+
+/** The refusal's words when `attempt` must wait after repeated failures (Retry-After set on
+ * `reply`), or null when it may go ahead. */
+function throttledFor(throttle: SignInThrottle, attempt: SignInAttempt, request: FastifyRequest, reply: FastifyReply): string | null {
+  const wait = throttle.waitSeconds(attempt);
+  if (wait === 0) return null;
+  request.log.warn({ operator: attempt.who === OPERATOR }, 'console sign-in throttled after repeated failures');
+  reply.header('retry-after', String(wait));
+  return tooManyFailures(wait);
 }
 
 function noticeFrom(request: FastifyRequest) {
@@ -48,12 +60,8 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     const csrfToken = reply.generateCsrf();
     if (!form.ok) return sendPage(reply, accountSignInPage({ csrfToken, state: form }), 400);
     const attempt = { who: form.data.email, address: request.ip };
-    const wait = throttle.waitSeconds(attempt);
-    if (wait > 0) {
-      request.log.warn('console sign-in throttled after repeated failures');
-      reply.header('retry-after', String(wait));
-      return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: tooManyFailures(wait) } } }), 429);
-    }
+    const throttled = throttledFor(throttle, attempt, request, reply);
+    if (throttled) return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: throttled } } }), 429);
     const credential = await credentials.find(form.data.email);
     let passwordMatches: boolean;
     try {
@@ -88,13 +96,9 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     if (!config.ADMIN_TOKEN) return sendPage(reply, operatorSignInPage({ csrfToken, disabled }), 503);
     const form = parseForm(operatorSignInForm, request.body);
     if (!form.ok) return sendPage(reply, operatorSignInPage({ csrfToken, state: form, disabled }), 400);
-    const attempt = { who: 'operator', address: request.ip };
-    const wait = throttle.waitSeconds(attempt);
-    if (wait > 0) {
-      request.log.warn('console operator sign-in throttled after repeated failures');
-      reply.header('retry-after', String(wait));
-      return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: tooManyFailures(wait) } }, disabled }), 429);
-    }
+    const attempt = { who: OPERATOR, address: request.ip };
+    const throttled = throttledFor(throttle, attempt, request, reply);
+    if (throttled) return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: throttled } }, disabled }), 429);
     if (!isAdminToken(form.data.admin_token, config.ADMIN_TOKEN)) {
       throttle.failed(attempt);
       request.log.info('console operator sign-in refused');

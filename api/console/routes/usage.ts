@@ -1,5 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
+import type { TaskDocument } from '../../../store/tasks.ts';
 import { utcDay } from '../../../store/usage.ts';
 import { openClip } from '../../services/task-clips.ts';
 import { sendClip } from '../clip-reply.ts';
@@ -12,10 +13,10 @@ import { usagePage } from '../views/usage.ts';
 // Usage and spend per key over a chosen range of UTC days, and the video tasks behind them.
 
 const DAY_MS = 86_400_000;
-
-const gatewayClipHref = (taskId: string) => `/console/tasks/${taskId}/clip`;
 const DEFAULT_RANGE_DAYS = 30;
 const MAX_RANGE_DAYS = 366;
+
+const gatewayClipHref = (taskId: string) => `/console/tasks/${taskId}/clip`;
 
 function daysBetween(fromDay: string, toDay: string): string[] {
   const days: string[] = [];
@@ -41,6 +42,13 @@ function chooseRange(from: string | undefined, to: string | undefined, now: Date
 
 export async function usageRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
   const { apiKeys, tasks, usageReports, publicBaseUrl } = context;
+
+  /** The task the path names, when it is the signed-in account's. */
+  async function ownTask(request: FastifyRequest): Promise<TaskDocument> {
+    const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountIdOf(request));
+    if (!task) throw new GatewayError('task_not_found', 'There is no such task in your account.');
+    return task;
+  }
 
   app.get('/usage', async (request, reply) => {
     const accountId = accountIdOf(request);
@@ -78,16 +86,11 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
 
   // The clip of a finished task, for a signed-in holder: the API's content address needs a
   // key, which a browser following the console's link does not send.
-  app.get('/tasks/:taskId/clip', async (request, reply) => {
-    const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountIdOf(request));
-    if (!task) throw new GatewayError('task_not_found', 'There is no such task in your account.');
-    return sendClip(reply, await openClip(task, context.clipSources));
-  });
+  app.get('/tasks/:taskId/clip', async (request, reply) => sendClip(reply, await openClip(await ownTask(request), context.clipSources)));
 
   app.get('/tasks/:taskId', async (request, reply) => {
     const accountId = accountIdOf(request);
-    const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountId);
-    if (!task) throw new GatewayError('task_not_found', 'There is no such task in your account.');
+    const task = await ownTask(request);
     const keys = await apiKeys.listForAccount(accountId);
     const taskLinks: TaskLinks = { publicBaseUrl, gatewayClipHref, detailHref: null, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
     return sendPage(reply, taskDetailPage(accountFrame(request, reply, 'usage'), task, taskLinks));

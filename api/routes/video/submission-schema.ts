@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Catalog, VideoModel } from '../../../core/catalog.ts';
-import { requiredAs } from '../../../core/characters.ts';
 import type { SubmissionInput } from '../../../core/video-validation.ts';
 import type { ReferenceMediaType } from '../../../vendors/types.ts';
+import { modelIdRefusal } from '../model-resolution.ts';
 import { allowedEntryTypes, contentArrayRules, contentRolesFor, type ContentRoles } from './content-rules.ts';
 import { httpUrl, promptField } from './schemas.ts';
 
@@ -116,7 +116,7 @@ function submissionFor(model: VideoModel) {
 
 /** The submission body for every video model of the catalog. Typed as what the service reads:
  * the per-model branches are narrower, which TypeScript cannot follow through computed keys. */
-const modelRefusal = requiredAs('a video model id from GET /v1/models', 'a video model id from GET /v1/models');
+const modelRefusal = modelIdRefusal('video');
 
 export function videoSubmissionBodyFor(catalog: Catalog): z.ZodType<SubmissionInput> {
   const models = catalog.all().filter((model): model is VideoModel => model.kind === 'video');
