@@ -76,6 +76,14 @@ describe('console webhook secret', () => {
     assert.ok(revealed.body.includes(`value="${account.webhook_secret}"`));
   });
 
+  /** A task of the account, under a new key named `keyName`, whose webhook goes to `url`. */
+  async function storedTaskWithWebhook(tasks: TaskStore, keyName: string, url: string) {
+    const key = await createKey(harness.app, accountId, { name: keyName });
+    const task = taskDocument({ account_id: accountId, key_id: key.id, webhook: { url, state: 'pending', attempts: [] } });
+    await tasks.insert(task);
+    return task;
+  }
+
   it('reports a delivered webhook as delivered even when the store will not take its record', async () => {
     class TasksRefusingRecords extends TaskStore {
       refused = 0;
@@ -85,11 +93,9 @@ describe('console webhook secret', () => {
       }
     }
     const tasks = new TasksRefusingRecords(harness.database.db);
-    const key = await createKey(harness.app, accountId, { name: 'unrecorded' });
     const receiver = await startWebhookReceiver([200]);
     try {
-      const task = taskDocument({ account_id: accountId, key_id: key.id, webhook: { url: receiver.url, state: 'pending', attempts: [] } });
-      await tasks.insert(task);
+      const task = await storedTaskWithWebhook(tasks, 'unrecorded', receiver.url);
       const warnings: string[] = [];
       const activities = createWebhookActivities({ tasks, accounts: new AccountStore(harness.database.db), dispatcher, publicBaseUrl: 'http://127.0.0.1:8080', warn: (message) => warnings.push(message) });
       // Not a thrown activity, which the workflow would count as a failed attempt to send again.
@@ -105,11 +111,9 @@ describe('console webhook secret', () => {
   it('signs deliveries with both secrets during the grace period, and with the new one alone after it', async () => {
     const accounts = new AccountStore(harness.database.db);
     const tasks = new TaskStore(harness.database.db);
-    const key = await createKey(harness.app, accountId, { name: 'hooks' });
     const receiver = await startWebhookReceiver([200]);
     try {
-      const task = taskDocument({ account_id: accountId, key_id: key.id, webhook: { url: receiver.url, state: 'pending', attempts: [] } });
-      await tasks.insert(task);
+      const task = await storedTaskWithWebhook(tasks, 'hooks', receiver.url);
       const activities = createWebhookActivities({ tasks, accounts, dispatcher, publicBaseUrl: 'http://127.0.0.1:8080' });
       const current = (await accounts.find(accountId))!.webhook_secret;
 

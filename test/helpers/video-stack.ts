@@ -3,6 +3,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadCatalog } from '../../core/catalog.ts';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { buildSimulator } from '../../simulator/app.ts';
+import type { VideoVendor } from '../../vendors/types.ts';
 import { createVideoWorker } from '../../worker/create-worker.ts';
 import { startTestApp, type TestApp } from './app.ts';
 import { testTemporalAddress, uniqueName } from './engines.ts';
@@ -48,31 +49,44 @@ export async function startVideoStack(
       },
     };
   }
+  const stackWithoutWorker = { ...harness, baseUrl, simulatorUrl, taskQueue };
+  const started = await startStackWorker(stackWithoutWorker, { outboundAllowlist: options.outboundAllowlist });
+  return {
+    ...stackWithoutWorker,
+    worker: started.worker,
+    async close() {
+      await started.stop();
+      await simulator.close();
+      await harness.close();
+    },
+  };
+}
+
+/** An in-process worker on the stack's task queue and store (as startVideoStack starts one),
+ * for tests that start it late or swap the vendors. */
+export async function startStackWorker(
+  stack: Pick<VideoStack, 'database' | 'simulatorUrl' | 'baseUrl' | 'taskQueue'>,
+  options: { outboundAllowlist?: string; vendorFor?: (upstream: string) => VideoVendor } = {},
+): Promise<{ worker: Worker; stop: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: testTemporalAddress() });
   const worker = await createVideoWorker({
     connection,
     namespace: 'default',
-    taskQueue,
-    database: harness.database,
-    catalog: loadCatalog('config/catalog.local.json', { SIMULATOR_URL: simulatorUrl }),
-    publicBaseUrl: baseUrl,
+    taskQueue: stack.taskQueue,
+    database: stack.database,
+    catalog: loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl }),
+    publicBaseUrl: stack.baseUrl,
     outboundAllowlist: options.outboundAllowlist ?? 'loopback',
     webhookTimeoutMs: 2_000,
+    ...(options.vendorFor ? { vendorFor: options.vendorFor } : {}),
   });
   const running = worker.run();
-
   return {
-    ...harness,
-    baseUrl,
-    simulatorUrl,
-    taskQueue,
     worker,
-    async close() {
+    async stop() {
       worker.shutdown();
       await running;
       await connection.close();
-      await simulator.close();
-      await harness.close();
     },
   };
 }

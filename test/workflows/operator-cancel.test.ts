@@ -1,18 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { NativeConnection, type Worker } from '@temporalio/worker';
 import { request } from 'undici';
-import { loadCatalog } from '../../core/catalog.ts';
 import { newId } from '../../core/ids.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { AccountStore } from '../../store/accounts.ts';
 import { Ledger } from '../../store/ledger.ts';
 import { TaskStore } from '../../store/tasks.ts';
-import { createVideoWorker } from '../../worker/create-worker.ts';
 import type { videoTaskWorkflow } from '../../workflows/video-task.ts';
-import { testTemporalAddress } from '../helpers/engines.ts';
-import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
 
 // An operator cancelling a task's workflow (Temporal Web UI or CLI): the task ends failed
@@ -23,9 +19,7 @@ const PRICE = 160_000;
 
 describe('a video task cancelled by an operator', () => {
   let stack: VideoStack;
-  let connection: NativeConnection;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
+  let stopWorker: (() => Promise<void>) | undefined;
   let ledger: Ledger;
   let tasks: TaskStore;
   let accounts: AccountStore;
@@ -33,30 +27,17 @@ describe('a video task cancelled by an operator', () => {
   before(async () => {
     // No worker yet: the first case cancels before any activity of the workflow has run.
     stack = await startVideoStack('operator-cancel', { withWorker: false });
-    connection = await NativeConnection.connect({ address: testTemporalAddress() });
     ledger = new Ledger(stack.database.db);
     tasks = new TaskStore(stack.database.db);
     accounts = new AccountStore(stack.database.db);
   });
   after(async () => {
-    worker?.shutdown();
-    await running;
-    await connection.close();
+    await stopWorker?.();
     await stack.close();
   });
 
   async function startWorker(): Promise<void> {
-    worker = await createVideoWorker({
-      connection,
-      namespace: 'default',
-      taskQueue: stack.taskQueue,
-      database: stack.database,
-      catalog: loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl }),
-      publicBaseUrl: stack.baseUrl,
-      outboundAllowlist: 'loopback',
-      webhookTimeoutMs: 2_000,
-    });
-    running = worker.run();
+    ({ stop: stopWorker } = await startStackWorker(stack));
   }
 
   /** A task stored and held the way the api does it, and its workflow started. */

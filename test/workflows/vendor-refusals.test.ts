@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadCatalog } from '../../core/catalog.ts';
 import { createVendorLookup } from '../../core/vendor-lookup.ts';
 import { VendorRejectedError, type VideoVendor } from '../../vendors/types.ts';
-import { createVideoWorker } from '../../worker/create-worker.ts';
 import { createAccount, createKey } from '../helpers/app.ts';
-import { testTemporalAddress } from '../helpers/engines.ts';
 import { videoClient } from '../helpers/video-client.ts';
-import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
 // A vendor that accepts a task, then refuses every status read (404: it lost the task): the
 // task ends failed with the vendor's words after three refusals, unbilled, instead of polling
@@ -16,25 +13,14 @@ import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
 describe('a vendor that refuses to report a task', () => {
   let stack: VideoStack;
-  let connection: NativeConnection;
-  let worker: Worker;
-  let running: Promise<void>;
+  let stopWorker: () => Promise<void>;
   const statusReads: string[] = [];
   const cancelled: string[] = [];
 
   before(async () => {
     stack = await startVideoStack('vendor-refusals', { withWorker: false });
-    connection = await NativeConnection.connect({ address: testTemporalAddress() });
-    const catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl });
-    const real = createVendorLookup(catalog);
-    worker = await createVideoWorker({
-      connection,
-      namespace: 'default',
-      taskQueue: stack.taskQueue,
-      database: stack.database,
-      catalog,
-      publicBaseUrl: stack.baseUrl,
-      outboundAllowlist: 'loopback',
+    const real = createVendorLookup(loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl }));
+    ({ stop: stopWorker } = await startStackWorker(stack, {
       vendorFor: (upstream): VideoVendor => {
         const vendor = real(upstream);
         return {
@@ -48,13 +34,10 @@ describe('a vendor that refuses to report a task', () => {
           },
         };
       },
-    });
-    running = worker.run();
+    }));
   });
   after(async () => {
-    worker.shutdown();
-    await running;
-    await connection.close();
+    await stopWorker();
     await stack.close();
   });
 
