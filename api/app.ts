@@ -32,7 +32,7 @@ import { modelRoutes } from './routes/models/index.ts';
 import { videoRoutes } from './routes/video/index.ts';
 import type { ClipSources } from './services/task-clips.ts';
 import { AccountBudgets } from './services/billing/account-budgets.ts';
-import { RateLimiter, type AccountRateLimits } from './services/rate-limits/rate-limiter.ts';
+import { RateLimiter } from './services/rate-limits/rate-limiter.ts';
 import { RateLimitSettings } from './services/rate-limits/limit-settings.ts';
 import { limitRequests } from './plugins/rate-limit.ts';
 import { idempotency } from './plugins/idempotency.ts';
@@ -40,6 +40,7 @@ import { idempotentRoutes } from './routes/idempotent-routes.ts';
 import { IdempotencyStore } from '../store/idempotency.ts';
 import { adminRateLimitRoutes } from './routes/admin/rate-limits.ts';
 import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
+import { accountOverrides } from '../store/rate-limit-overrides.ts';
 import { createOpenAiProxies } from './services/openai-proxy/index.ts';
 import { VideoTaskService } from './services/video-tasks.ts';
 import { AccountOnboarding } from './services/account-onboarding.ts';
@@ -120,10 +121,9 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     log: app.log,
   });
 
-  const accountLimits = database.db.collection<AccountRateLimits>('accounts');
   const limiter = new RateLimiter({
     store: new RateLimitBlockStore(database.db),
-    accounts: accountLimits,
+    accountOverrides: accountOverrides(database.db),
     defaults: { requestsPerMinute: config.RATE_LIMIT_REQUESTS_PER_MINUTE, tokensPerMinute: config.RATE_LIMIT_TOKENS_PER_MINUTE },
     log: app.log,
   });
@@ -145,7 +145,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
   const onboarding = new AccountOnboarding({ accounts, credentials: new ConsoleCredentialStore(database.db) });
   await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding });
-  const rateLimitSettings = new RateLimitSettings({ accounts: accountLimits, apiKeys, limiter });
+  const rateLimitSettings = new RateLimitSettings({ accounts, apiKeys, limiter });
   await app.register(adminRateLimitRoutes, { prefix: '/admin', settings: rateLimitSettings });
   const clipSources: ClipSources = { vendorFor: createVendorLookup(catalog), upstreamOf: (modelId) => catalog.find(modelId)?.upstream };
   await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding, rateLimits: rateLimitSettings, clipSources });

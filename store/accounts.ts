@@ -2,8 +2,11 @@ import type { Collection, Db } from 'mongodb';
 import { newId } from '../core/ids.ts';
 import { generateWebhookSecret } from '../core/webhook-signature.ts';
 import { Ledger, type Totals } from './ledger.ts';
+import { accountOverrides, readOverrides, setOverrides, type RateLimitOverrideDocument, type RateLimitOverrides } from './rate-limit-overrides.ts';
 
-/** The account's own fields. Money is not here: it lives in the ledger chain (store/ledger.ts). */
+/** The account's own fields. Money is not here: it lives in the ledger chain (store/ledger.ts).
+ * Nor are its rate limits (store/rate-limit-overrides.ts): after its insert, only a webhook
+ * secret rotation writes this document. */
 export interface AccountDocument {
   _id: string;
   name: string;
@@ -12,13 +15,13 @@ export interface AccountDocument {
    * receivers can switch over without dropping a webhook (Standard Webhooks allows several
    * signatures). */
   previous_webhook_secret?: string;
-  /** An operator's overrides of the per-minute limits (api/services/rate-limits/). */
-  rate_limits?: { requests_per_minute?: number | null; tokens_per_minute?: number | null } | null;
   previous_webhook_secret_expires_at?: Date;
   created_at: Date;
 }
 
 export type AccountWithTotals = AccountDocument & Totals;
+/** With the operator's overrides of its per-minute limits (null: none). */
+export type AccountWithLimits = AccountWithTotals & { rate_limits: RateLimitOverrides | null };
 
 /** The secrets a webhook is signed with now: the current one, and the previous one while its
  * grace period lasts. */
@@ -31,10 +34,12 @@ export function webhookSecretsInForce(account: AccountDocument, now = new Date()
 export class AccountStore {
   readonly collection: Collection<AccountDocument>;
   private readonly ledger: Ledger;
+  private readonly overrides: Collection<RateLimitOverrideDocument>;
 
   constructor(db: Db) {
     this.collection = db.collection<AccountDocument>('accounts');
     this.ledger = new Ledger(db);
+    this.overrides = accountOverrides(db);
   }
 
   /** `id` lets a caller reserve things under the account's id (its console sign-in) first. */
@@ -53,6 +58,19 @@ export class AccountStore {
   async find(accountId: string): Promise<AccountWithTotals | null> {
     const account = await this.collection.findOne({ _id: accountId });
     return account ? { ...account, ...(await this.ledger.totals(accountId)) } : null;
+  }
+
+  /** The account with its rate-limit overrides, for the pages that show or apply them. */
+  async findWithLimits(accountId: string): Promise<AccountWithLimits | null> {
+    const [account, limits] = await Promise.all([this.find(accountId), readOverrides(this.overrides, accountId)]);
+    return account && { ...account, rate_limits: limits };
+  }
+
+  /** Replaces the account's rate-limit overrides; false when there is no such account. */
+  async setRateLimits(accountId: string, limits: RateLimitOverrides): Promise<boolean> {
+    if (!(await this.collection.countDocuments({ _id: accountId }, { limit: 1 }))) return false;
+    await setOverrides(this.overrides, accountId, limits);
+    return true;
   }
 
   /** Newest first, one page at a time (a scan and a sort on FerretDB: operator pages only). */

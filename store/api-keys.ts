@@ -2,6 +2,7 @@ import type { Collection, Db } from 'mongodb';
 import { generateApiKey, hashApiKey } from '../core/api-keys.ts';
 import { RefreshRounds } from '../core/refresh-rounds.ts';
 import { KeyChangeFeed } from './api-key-changes.ts';
+import { keyOverrides, readOverrides, readOverridesOf, setOverrides, type RateLimitOverrideDocument, type RateLimitOverrides } from './rate-limit-overrides.ts';
 
 export interface ApiKeyDocument {
   _id: string;
@@ -16,8 +17,9 @@ export interface ApiKeyDocument {
   created_at: Date;
   revoked_at: Date | null;
   last_used_at: Date | null;
-  /** Per-key overrides of the per-minute limits; absent or null means the account's. */
-  rate_limits?: { requests_per_minute?: number | null; tokens_per_minute?: number | null } | null;
+  /** Per-key overrides of the per-minute limits; null means the account's. Not stored here but
+   * in a document of their own (store/rate-limit-overrides.ts): every read of a key joins them. */
+  rate_limits?: RateLimitOverrides | null;
 }
 
 /** A key's id is derived from its hash, so authentication is a single _id lookup (the one
@@ -34,8 +36,6 @@ export function keyIdForHash(hash: string): string {
 // revoked wrote the old document back, revocation undone (15 races in 40 in a scratch run).
 // Listings read it from there; a key document's own last_used_at is from before the move.
 const LAST_USED_REFRESH_MS = 60_000;
-/** A revocation that another write to the key undid is written again, this many times. */
-const REVOKE_ATTEMPTS = 5;
 
 interface KeyLastUse {
   _id: string;
@@ -97,7 +97,15 @@ function sharedStateOf(db: Db): SharedKeyState {
       lost: () => cache.clear(),
     });
     const collection = db.collection<ApiKeyDocument>('api_keys');
-    const state: SharedKeyState = { cache, refresh: new RefreshRounds(KEY_REFRESH_AFTER_MS, (ids) => refreshKeys(state, collection, ids)), revokedHere: new Map(), changedAt, feed, watchers: 0 };
+    const overrides = keyOverrides(db);
+    const state: SharedKeyState = {
+      cache,
+      refresh: new RefreshRounds(KEY_REFRESH_AFTER_MS, (ids) => refreshKeys(state, collection, overrides, ids)),
+      revokedHere: new Map(),
+      changedAt,
+      feed,
+      watchers: 0,
+    };
     sharedStates.set(db, state);
     shared = state;
   }
@@ -119,15 +127,24 @@ function settleRead(shared: SharedKeyState, id: string, key: ApiKeyDocument | nu
   else shared.cache.delete(id);
 }
 
-/** One refresh round: the due keys in one query. A failed round leaves their entries to age out. */
-async function refreshKeys(shared: SharedKeyState, collection: Collection<ApiKeyDocument>, ids: string[]): Promise<void> {
+/** One refresh round: the due keys in one query, their limits in another. A failed round leaves
+ * their entries to age out. */
+async function refreshKeys(shared: SharedKeyState, collection: Collection<ApiKeyDocument>, overrides: Collection<RateLimitOverrideDocument>, ids: string[]): Promise<void> {
   const startedAt = Date.now();
   try {
-    const found = new Map((await collection.find({ _id: { $in: ids } }).toArray()).map((key) => [key._id, key]));
+    const [keys, limits] = await Promise.all([collection.find({ _id: { $in: ids } }).toArray(), readOverridesOf(overrides, ids)]);
+    const found = new Map(keys.map((key) => [key._id, withLimits(key, limits.get(key._id))]));
     for (const id of ids) settleRead(shared, id, found.get(id) ?? null, startedAt, startedAt);
   } catch {
     // The store is unreachable: the entries age out, and lookups past that read in line.
   }
+}
+
+/** The key with its own limits (read from their own document; a field left on the key document
+ * by a store from before the move is not used). */
+function withLimits(key: ApiKeyDocument, limits: RateLimitOverrides | null | undefined): ApiKeyDocument {
+  key.rate_limits = limits ?? null;
+  return key;
 }
 
 /** The key if it is the one hashed and not revoked. */
@@ -138,6 +155,7 @@ function liveKey(key: ApiKeyDocument | null, hash: string): ApiKeyDocument | nul
 export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
   private readonly lastUse: Collection<KeyLastUse>;
+  private readonly overrides: Collection<RateLimitOverrideDocument>;
   private readonly lastUsedWrites = new Map<string, number>();
   private readonly shared: SharedKeyState;
   private watching: 'not yet' | 'yes' | 'stopped' = 'not yet';
@@ -145,6 +163,7 @@ export class ApiKeyStore {
   constructor(db: Db) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
     this.lastUse = db.collection<KeyLastUse>('api_key_last_use');
+    this.overrides = keyOverrides(db);
     // Shared by every store over the same database in this process, so a revocation through
     // any of them (admin API, console) reaches authentication at once.
     this.shared = sharedStateOf(db);
@@ -184,7 +203,7 @@ export class ApiKeyStore {
       last_used_at: null,
     };
     await this.collection.insertOne(key);
-    return { key, plaintext: generated.plaintext };
+    return { key: { ...key, rate_limits: null }, plaintext: generated.plaintext };
   }
 
   /** The live (unrevoked) key with this plaintext, or null. */
@@ -207,26 +226,35 @@ export class ApiKeyStore {
   /** Reads a key and caches what came back as of `now`, the time the read was asked for. */
   private async read(id: string, now: number): Promise<ApiKeyDocument | null> {
     const startedAt = Date.now();
-    const key = await this.collection.findOne({ _id: id });
+    const [found, limits] = await Promise.all([this.collection.findOne({ _id: id }), readOverrides(this.overrides, id)]);
+    const key = found && withLimits(found, limits);
     settleRead(this.shared, id, key, startedAt, now);
     return key;
   }
 
-  /** The account's keys, newest first, with when each was last used. */
+  /** The account's keys, newest first, with when each was last used and their own limits. */
   async listForAccount(accountId: string): Promise<ApiKeyDocument[]> {
     const keys = await this.collection.find({ account_id: accountId }).sort({ created_at: -1 }).toArray();
     if (keys.length === 0) return keys;
-    const uses = await this.lastUse.find({ _id: { $in: keys.map((key) => key._id) } }).toArray();
+    const ids = keys.map((key) => key._id);
+    const [uses, limits] = await Promise.all([this.lastUse.find({ _id: { $in: ids } }).toArray(), readOverridesOf(this.overrides, ids)]);
     const usedAt = new Map(uses.map((use) => [use._id, use.last_used_at]));
-    for (const key of keys) key.last_used_at = usedAt.get(key._id) ?? key.last_used_at ?? null;
+    for (const key of keys) {
+      key.last_used_at = usedAt.get(key._id) ?? key.last_used_at ?? null;
+      withLimits(key, limits.get(key._id));
+    }
     return keys;
   }
 
-  /** Sets the key's own per-minute limits (null fields fall back to the account's). */
-  async setRateLimits(keyId: string, limits: NonNullable<ApiKeyDocument['rate_limits']>): Promise<ApiKeyDocument | null> {
-    const updated = await this.shared.feed.recordAround(keyId, () =>
-      this.collection.findOneAndUpdate({ _id: keyId }, { $set: { rate_limits: limits } }, { returnDocument: 'after' }),
-    );
+  /** Sets the key's own per-minute limits (null fields fall back to the account's); null when
+   * there is no such key. Written to the limits' own document, never to the key's. */
+  async setRateLimits(keyId: string, limits: RateLimitOverrides): Promise<ApiKeyDocument | null> {
+    const updated = await this.shared.feed.recordAround(keyId, async () => {
+      const key = await this.collection.findOne({ _id: keyId });
+      if (!key) return null;
+      await setOverrides(this.overrides, keyId, limits);
+      return withLimits(key, limits);
+    });
     this.shared.cache.delete(keyId);
     return updated;
   }
@@ -240,16 +268,11 @@ export class ApiKeyStore {
     return feed.recordAround(keyId, async () => {
       revokedHere.set(keyId, now);
       cache.delete(keyId);
-      // Read back: on FerretDB another write to the key (its rate limits, set from the console
-      // at the same moment) can land the document it read before this update, revocation
-      // undone; it is written again then. A write landing after the read-back can still undo
-      // it: two operator actions on one key within milliseconds.
-      for (let attempt = 0; attempt < REVOKE_ATTEMPTS; attempt++) {
-        await this.collection.updateOne({ _id: keyId, revoked_at: null }, { $set: { revoked_at: new Date() } });
-        const current = await this.collection.findOne({ _id: keyId });
-        if (!current || current.revoked_at !== null) return current;
-      }
-      throw new Error(`key ${keyId}: the revocation did not hold after ${REVOKE_ATTEMPTS} writes`);
+      // The revocation is the only write to a key document after its insert (its last use and
+      // its limits live elsewhere), so on FerretDB no other write can carry the document from
+      // before it back.
+      await this.collection.updateOne({ _id: keyId, revoked_at: null }, { $set: { revoked_at: new Date() } });
+      return this.collection.findOne({ _id: keyId });
     });
   }
 

@@ -1,6 +1,7 @@
 import { MongoClient, type Db } from 'mongodb';
 import { KeyChangeFeed } from './api-key-changes.ts';
 import { Ledger } from './ledger.ts';
+import { moveLegacyOverrides } from './rate-limit-overrides.ts';
 
 // One MongoClient per process. Indexes are created at start-up by whoever connects first;
 // createIndex is idempotent, so api and worker may both call it.
@@ -23,6 +24,7 @@ export async function connectDatabase(uri: string, databaseName: string): Promis
   await client.connect();
   const db = client.db(databaseName);
   await ensureIndexes(db);
+  await moveLegacyOverrides(db);
   return { client, db, close: () => client.close() };
 }
 

@@ -19,7 +19,7 @@ export async function accountArea(app: FastifyInstance, { context }: { context: 
     // (or a sign-in moved or removed) ends it.
     const credential = session.sign_in ? await context.credentials.find(session.sign_in) : null;
     const stillValid = credential && credential.account_id === session.account_id && sessionBoundTo(request, credential.password_hash);
-    const account = stillValid ? await context.accounts.find(credential.account_id) : null;
+    const account = stillValid ? await context.accounts.findWithLimits(credential.account_id) : null;
     if (!account) {
       await context.sessions.end(request, reply);
       return reply.redirect('/console/sign-in?expired=1', 303);

@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Catalog } from '../../core/catalog.ts';
 import type { Config } from '../../core/config.ts';
-import type { AccountStore, AccountWithTotals } from '../../store/accounts.ts';
+import type { AccountStore, AccountWithLimits } from '../../store/accounts.ts';
 import type { ApiKeyStore } from '../../store/api-keys.ts';
 import type { ConsoleCredentialStore } from '../../store/console-credentials.ts';
 import type { TaskStore } from '../../store/tasks.ts';
@@ -36,7 +36,7 @@ export interface ConsoleContext {
 declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in holder's account (with balance), set by the account area's guard. */
-    consoleAccount: AccountWithTotals | null;
+    consoleAccount: AccountWithLimits | null;
   }
 }
 

@@ -53,7 +53,7 @@ describe('console rate limits', () => {
     assert.equal(setKey.statusCode, 303);
     assert.equal(setKey.headers.location, `${page}?notice=limits_saved#keys`);
     assert.match(rowText((await operator.get(page)).body, key.id), /120 req\/min · 900 tok\/min/);
-    const stored = await harness.database.db.collection('api_keys').findOne({ _id: key.id as never });
+    const stored = await harness.database.db.collection('api_key_rate_limits').findOne({ _id: key.id as never });
     assert.deepEqual(stored?.rate_limits, { requests_per_minute: null, tokens_per_minute: 900 });
     assert.match((await operator.get(keyPage)).body, /name="tokens_per_minute" type="text" value="900"/);
 
@@ -62,7 +62,7 @@ describe('console rate limits', () => {
     assert.equal((await operator.post(`${page}/rate-limits`, { requests_per_minute: '', tokens_per_minute: '' })).statusCode, 303);
     assert.equal((await operator.post(keyPage, { requests_per_minute: '', tokens_per_minute: '' })).statusCode, 303);
     assert.match(rowText((await operator.get(page)).body, key.id), /600 req\/min · 50,000 tok\/min/);
-    const cleared = await harness.database.db.collection('accounts').findOne({ _id: account.id as never });
+    const cleared = await harness.database.db.collection('account_rate_limits').findOne({ _id: account.id as never });
     assert.deepEqual(cleared?.rate_limits, { requests_per_minute: null, tokens_per_minute: null });
   });
 
@@ -98,9 +98,9 @@ describe('console rate limits', () => {
     assert.equal((await operator.post(`/console/operator/accounts/acct_missing/rate-limits`, { requests_per_minute: '5' }, { csrf: token })).statusCode, 404);
 
     const db = harness.database.db;
-    assert.equal((await db.collection('accounts').findOne({ _id: account.id as never }))?.rate_limits, undefined, 'nothing was saved');
-    assert.equal((await db.collection('api_keys').findOne({ _id: key.id as never }))?.rate_limits ?? null, null);
-    assert.equal((await db.collection('api_keys').findOne({ _id: othersKey.id as never }))?.rate_limits ?? null, null);
+    assert.equal(await db.collection('account_rate_limits').findOne({ _id: account.id as never }), null, 'nothing was saved');
+    assert.equal(await db.collection('api_key_rate_limits').findOne({ _id: key.id as never }), null);
+    assert.equal(await db.collection('api_key_rate_limits').findOne({ _id: othersKey.id as never }), null);
   });
 
   it('offers no limits form for a revoked key', async () => {
@@ -131,7 +131,7 @@ describe('console rate limits', () => {
       assert.equal(attempt.statusCode, 303);
       assert.equal(attempt.headers.location, '/console/keys');
     }
-    const stored = await harness.database.db.collection('api_keys').findOne({ _id: key.id as never });
+    const stored = await harness.database.db.collection('api_key_rate_limits').findOne({ _id: key.id as never });
     assert.equal(stored?.rate_limits?.requests_per_minute, 2, 'the holder changed nothing');
 
     await awayFromMinuteEdge();

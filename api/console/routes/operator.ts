@@ -52,7 +52,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
   });
 
   async function renderAccount(request: FastifyRequest, reply: FastifyReply, accountId: string, forms: AccountForms = {}, status = 200) {
-    const account = await accounts.find(accountId);
+    const account = await accounts.findWithLimits(accountId);
     if (!account) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
     const [consoleEmails, keys, usageByKey, latestTasks] = await Promise.all([
       credentials.emailsOf(accountId),

@@ -1,4 +1,4 @@
-import type { AccountDocument } from '../../../store/accounts.ts';
+import type { AccountWithLimits } from '../../../store/accounts.ts';
 import type { ApiKeyDocument } from '../../../store/api-keys.ts';
 import { effectiveLimits, type EffectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 import { html, type Html } from '../html.ts';
@@ -13,7 +13,7 @@ import { limitFields, limitsLabel } from './limits.ts';
 
 export interface KeyLimitsView {
   csrfToken: string;
-  account: Pick<AccountDocument, '_id' | 'name' | 'rate_limits'>;
+  account: Pick<AccountWithLimits, '_id' | 'name' | 'rate_limits'>;
   key: ApiKeyDocument;
   defaults: EffectiveLimits;
   state?: FormState;

@@ -1,4 +1,4 @@
-import type { AccountWithTotals } from '../../../store/accounts.ts';
+import type { AccountWithLimits } from '../../../store/accounts.ts';
 import type { ApiKeyDocument } from '../../../store/api-keys.ts';
 import type { TaskDocument } from '../../../store/tasks.ts';
 import { ZERO_USAGE, type UsageTotals } from '../../../store/usage-reports.ts';
@@ -16,7 +16,7 @@ import { effectiveLimits, type EffectiveLimits } from '../../services/rate-limit
 
 export interface OperatorAccountView {
   csrfToken: string;
-  account: AccountWithTotals;
+  account: AccountWithLimits;
   consoleEmails: string[];
   keys: ApiKeyDocument[];
   usageByKey: Map<string, UsageTotals>;

@@ -1,6 +1,7 @@
-import type { Collection } from 'mongodb';
+import type { AccountStore } from '../../../store/accounts.ts';
 import type { ApiKeyStore } from '../../../store/api-keys.ts';
-import type { AccountRateLimits, RateLimiter, RateLimitOverrides } from './rate-limiter.ts';
+import type { RateLimitOverrides } from '../../../store/rate-limit-overrides.ts';
+import type { RateLimiter } from './rate-limiter.ts';
 
 // An operator's overrides of the per-minute limits, for the admin API and the console alike.
 // A key's own limit wins over its account's, which wins over the configured default; null
@@ -35,15 +36,15 @@ export function effectiveLimits(key: RateLimitOverrides | null | undefined, acco
 
 export class RateLimitSettings {
   constructor(
-    private readonly options: { accounts: Collection<AccountRateLimits>; apiKeys: ApiKeyStore; limiter: RateLimiter },
+    private readonly options: { accounts: AccountStore; apiKeys: ApiKeyStore; limiter: RateLimiter },
   ) {}
 
   /** False when there is no such account. */
   async setForAccount(accountId: string, limits: Limits): Promise<boolean> {
-    const updated = await this.options.accounts.updateOne({ _id: accountId }, { $set: { rate_limits: limits } });
+    if (!(await this.options.accounts.setRateLimits(accountId, limits))) return false;
     // This process applies the change at once; the others within their 5 s refresh.
     this.options.limiter.forgetAccount(accountId);
-    return updated.matchedCount > 0;
+    return true;
   }
 
   /** False when there is no such key. */

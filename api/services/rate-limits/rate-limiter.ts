@@ -3,6 +3,7 @@ import type { Collection } from 'mongodb';
 import { GatewayError } from '../../../core/errors.ts';
 import type { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
 import { RefreshRounds } from '../../../core/refresh-rounds.ts';
+import { readOverrides, readOverridesOf, type RateLimitOverrideDocument, type RateLimitOverrides } from '../../../store/rate-limit-overrides.ts';
 import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowance.ts';
 
 // Per-key rate limits: requests per minute on every /v1 endpoint, tokens per minute on chat.
@@ -31,16 +32,7 @@ import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowanc
 // allowance used in the minute (a block left unused if the key goes quiet is only unspent
 // allowance, never more than the limit).
 
-export interface RateLimitOverrides {
-  requests_per_minute?: number | null;
-  tokens_per_minute?: number | null;
-}
-
-/** The one field of an account document the limiter reads. */
-export interface AccountRateLimits {
-  _id: string;
-  rate_limits?: RateLimitOverrides | null;
-}
+export type { RateLimitOverrides };
 
 export interface LimitedCaller {
   accountId: string;
@@ -78,7 +70,8 @@ export function limitHeaders(kind: LimitKind, status: LimitStatus): Record<strin
 
 export interface RateLimiterOptions {
   store: RateLimitBlockStore;
-  accounts: Collection<AccountRateLimits>;
+  /** The accounts' overrides (store/rate-limit-overrides.ts). */
+  accountOverrides: Collection<RateLimitOverrideDocument>;
   defaults: { requestsPerMinute: number; tokensPerMinute: number };
   log: Pick<FastifyBaseLogger, 'warn'>;
   /** How old an account's overrides get before the next round reads them again. */
@@ -264,8 +257,7 @@ export class RateLimiter {
   private async refreshAccounts(ids: string[]): Promise<void> {
     const readAt = Date.now();
     try {
-      const accounts = await this.options.accounts.find({ _id: { $in: ids } }, { projection: { rate_limits: 1 } }).toArray();
-      const found = new Map(accounts.map((account) => [account._id, account.rate_limits ?? null]));
+      const found = await readOverridesOf(this.options.accountOverrides, ids);
       for (const id of ids) this.accountLimits.set(id, { limits: found.get(id) ?? null, readAt });
     } catch (error) {
       this.options.log.warn({ err: error }, 'could not read account rate limits again; keeping those read before');
@@ -274,8 +266,7 @@ export class RateLimiter {
 
   private async readAccountLimits(accountId: string): Promise<RateLimitOverrides | null> {
     try {
-      const account = await this.options.accounts.findOne({ _id: accountId }, { projection: { rate_limits: 1 } });
-      return account?.rate_limits ?? null;
+      return await readOverrides(this.options.accountOverrides, accountId);
     } catch (error) {
       this.options.log.warn({ err: error }, 'could not read account rate limits; using the defaults');
       return null;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as pause } from 'node:timers/promises';
-import { RateLimiter, type AccountRateLimits, type LimitStatus } from '../../../api/services/rate-limits/rate-limiter.ts';
+import { RateLimiter, type LimitStatus } from '../../../api/services/rate-limits/rate-limiter.ts';
+import { accountOverrides } from '../../../store/rate-limit-overrides.ts';
 import { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
 import { testDatabase } from '../../helpers/engines.ts';
 
@@ -26,7 +27,7 @@ describe('rate limiter: rounds on its own timer', () => {
   function limiter(): RateLimiter {
     const made = new RateLimiter({
       store: new RateLimitBlockStore(database.db),
-      accounts: database.db.collection<AccountRateLimits>('accounts'),
+      accountOverrides: accountOverrides(database.db),
       defaults: { requestsPerMinute: 1_000, tokensPerMinute: 100_000 },
       log: { warn() {} },
       accountLimitsRefreshMs: REFRESH_MS,
@@ -38,7 +39,7 @@ describe('rate limiter: rounds on its own timer', () => {
   /** An account with its own requests-per-minute limit, a fresh limiter that has admitted one
    * call of it (so holds its overrides), and a way to change the limit behind its back. */
   async function accountInUse(name: string, requestsPerMinute: number) {
-    const accounts = database.db.collection<AccountRateLimits>('accounts');
+    const accounts = accountOverrides(database.db);
     await accounts.insertOne({ _id: `acct_${name}`, rate_limits: { requests_per_minute: requestsPerMinute } });
     const limits = limiter();
     const caller = { accountId: `acct_${name}`, keyId: `key_${name}` };
