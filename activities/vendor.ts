@@ -35,7 +35,8 @@ export function createVendorActivities(vendorFor: VendorLookup) {
   return {
     async submitToVendor(input: { taskId: string; upstream: string; request: VideoGenerationRequest }): Promise<{ vendorTaskId: string }> {
       try {
-        return await vendorFor(input.upstream).start(input.request);
+        // The task's id, the same on every try (see VideoVendor.start).
+        return await vendorFor(input.upstream).start(input.request, input.taskId);
       } catch (error) {
         throw asFailure(error, input.upstream);
       }

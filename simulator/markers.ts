@@ -13,6 +13,9 @@
  * - `[sim:flaky]`     503 with `Retry-After: 1` to the first two submissions of the same
  *                     prompt text, accepted from the third on.
  * - `[sim:delay=N]`   the task takes N seconds (fractions allowed, 0 = instant; default 1).
+ * - `[sim:lose_answer]` the first submission of the same prompt text creates its task, then
+ *                     the connection is closed without an answer (a create whose answer was
+ *                     lost); a retry under the same Idempotency-Key gets that task.
  *
  * Chat and images:
  * - `[sim:error=NNN]`              answer with HTTP status NNN (400-599) in OpenAI's error
@@ -25,6 +28,7 @@ export interface Markers {
   fail: boolean;
   reject: boolean;
   flaky: boolean;
+  loseAnswer: boolean;
   slow: boolean;
   delaySeconds?: number;
   errorStatus?: number;
@@ -47,7 +51,7 @@ function nonNegativeInteger(value: string | undefined): number | undefined {
 }
 
 export function parseMarkers(text: string): Markers {
-  const markers: Markers = { fail: false, reject: false, flaky: false, slow: false };
+  const markers: Markers = { fail: false, reject: false, flaky: false, loseAnswer: false, slow: false };
   for (const match of text.matchAll(markerPattern)) {
     for (const token of (match[1] ?? '').trim().split(/\s+/)) {
       const [name, value] = token.split('=', 2) as [string, string | undefined];
@@ -57,6 +61,9 @@ export function parseMarkers(text: string): Markers {
         case 'flaky':
         case 'slow':
           markers[name] = true;
+          break;
+        case 'lose_answer':
+          markers.loseAnswer = true;
           break;
         case 'delay': {
           const seconds = nonNegativeNumber(value);

@@ -6,7 +6,7 @@ import { sampleClip, sendMediaBytes } from './media.ts';
 import { acceptMultipartForms } from './multipart.ts';
 import { sendOpenAiError } from './openai-errors.ts';
 import type { SimulatorStats } from './stats.ts';
-import type { SubmissionGate } from './submission-gate.ts';
+import { CreatedUnderKey, idempotencyKeyOf, loseTheAnswer, type SubmissionGate } from './submission-gate.ts';
 import { firstProblem } from './validation.ts';
 import { phaseAt, taskDurationMs, type Clock, type VideoPhase, type VideoTask, type VideoTaskStore } from './video-tasks.ts';
 
@@ -63,9 +63,12 @@ function videoObject(video: VideoTask<OpenAiVideoDetails>, phase: VideoPhase) {
 
 export async function openAiVideoRoutes(app: FastifyInstance, options: OpenAiVideoOptions): Promise<void> {
   const { videos, gate, stats, clock } = options;
+  const createdUnderKey = new CreatedUnderKey();
   acceptMultipartForms(app);
 
   app.post('/videos', async (request, reply) => {
+    const earlier = videos.find(createdUnderKey.taskIdFor(idempotencyKeyOf(request.headers)) ?? '');
+    if (earlier) return videoObject(earlier, phaseAt(earlier, clock()));
     const parsed = createVideoBody.safeParse(request.body ?? {});
     if (!parsed.success) {
       stats.videoSubmissionsRejected++;
@@ -90,6 +93,8 @@ export async function openAiVideoRoutes(app: FastifyInstance, options: OpenAiVid
     };
     videos.add(video);
     stats.videoTasks++;
+    createdUnderKey.remember(idempotencyKeyOf(request.headers), video.id);
+    if (gate.losesAnswer(body.prompt, markers)) return loseTheAnswer(request, reply);
     // The creation answer is always the queued snapshot, as OpenAI's is, even for instant tasks.
     return videoObject(video, { state: 'queued', progress: 0, sinceMs: video.createdAtMs });
   });

@@ -5,7 +5,7 @@ import { hasBearerToken } from './bearer.ts';
 import { parseMarkers } from './markers.ts';
 import { parseCreateTask } from './seedance-request.ts';
 import type { SimulatorStats } from './stats.ts';
-import type { SubmissionGate } from './submission-gate.ts';
+import { CreatedUnderKey, idempotencyKeyOf, loseTheAnswer, type SubmissionGate } from './submission-gate.ts';
 import { phaseAt, taskDurationMs, type Clock, type VideoPhase, type VideoTask, type VideoTaskStore } from './video-tasks.ts';
 
 // Seedance as served by BytePlus ModelArk / Volcengine Ark: create, query and cancel
@@ -87,6 +87,7 @@ function taskView(task: VideoTask<SeedanceDetails>, phase: VideoPhase, baseUrl: 
 
 export async function seedanceRoutes(app: FastifyInstance, options: SeedanceOptions): Promise<void> {
   const { tasks, gate, stats, clock } = options;
+  const createdUnderKey = new CreatedUnderKey();
 
   app.addHook('onRequest', async (request, reply) => {
     if (!hasBearerToken(request)) {
@@ -101,6 +102,9 @@ export async function seedanceRoutes(app: FastifyInstance, options: SeedanceOpti
   app.setNotFoundHandler((request, reply) => sendArkError(reply, 404, 'NotFound', `The requested path ${request.url} does not exist.`));
 
   app.post('/contents/generations/tasks', async (request, reply) => {
+    const idempotencyKey = idempotencyKeyOf(request.headers);
+    const earlier = createdUnderKey.taskIdFor(idempotencyKey);
+    if (earlier !== undefined) return { id: earlier };
     const parsed = parseCreateTask(request.body);
     if (!parsed.ok) {
       stats.videoSubmissionsRejected++;
@@ -135,6 +139,8 @@ export async function seedanceRoutes(app: FastifyInstance, options: SeedanceOpti
     };
     tasks.add(task);
     stats.videoTasks++;
+    createdUnderKey.remember(idempotencyKey, task.id);
+    if (gate.losesAnswer(parsed.prompt, markers)) return loseTheAnswer(request, reply);
     return { id: task.id };
   });
 

@@ -68,10 +68,11 @@ export function createVendorHttp(options: VendorHttpOptions) {
   async function send(
     method: VendorHttpMethod,
     path: string,
-    init: { json?: unknown; accept?: string; dispatcher?: Dispatcher } = {},
+    init: { json?: unknown; accept?: string; dispatcher?: Dispatcher; idempotencyKey?: string } = {},
   ): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}`, accept: init.accept ?? 'application/json' };
     if (init.json !== undefined) headers['content-type'] = 'application/json';
+    if (init.idempotencyKey !== undefined) headers['idempotency-key'] = init.idempotencyKey;
     let response: Dispatcher.ResponseData;
     try {
       response = await request(`${base}${path}`, {
@@ -93,8 +94,8 @@ export function createVendorHttp(options: VendorHttpOptions) {
 
   return {
     /** A JSON call whose 2xx body must match `schema`. */
-    async json<T>(method: VendorHttpMethod, path: string, schema: z.ZodType<T>, json?: unknown): Promise<T> {
-      const response = await send(method, path, { json });
+    async json<T>(method: VendorHttpMethod, path: string, schema: z.ZodType<T>, json?: unknown, idempotencyKey?: string): Promise<T> {
+      const response = await send(method, path, { json, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
       const text = await readText(method, path, response.body);
       // A 2xx that cannot be read is most often a proxy or load balancer page in front of the
       // vendor, not the vendor's verdict: a read is worth another try. A POST is not: the vendor

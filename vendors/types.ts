@@ -36,8 +36,12 @@ export type VendorTaskStatus =
   | { state: 'failed'; reason: string; code?: string };
 
 export interface VideoVendor {
-  /** Starts a generation. Throws VendorTransientError or VendorRejectedError. */
-  start(request: VideoGenerationRequest): Promise<{ vendorTaskId: string }>;
+  /** Starts a generation. Throws VendorTransientError or VendorRejectedError. `idempotencyKey`
+   * is the same on every try for one task, sent as the Idempotency-Key header: a vendor that
+   * honours it answers a repeated create with the task the first one made, so a retry after
+   * a lost answer starts (and bills) no second generation. A vendor that does not honour it
+   * ignores the header. The workflow's activity always sends one. */
+  start(request: VideoGenerationRequest, idempotencyKey?: string): Promise<{ vendorTaskId: string }>;
   /** Reads the vendor task. Throws VendorTransientError on network trouble, 429 or 5xx. */
   status(vendorTaskId: string): Promise<VendorTaskStatus>;
   /** Best effort cancellation of a vendor task (deadline exceeded). */

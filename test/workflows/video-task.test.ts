@@ -89,6 +89,21 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     assert.equal(task.status, 'succeeded', JSON.stringify(task));
   });
 
+  it('a create whose answer was lost is tried again under the same Idempotency-Key: the vendor runs one task, billed once', async () => {
+    const simulatorTasks = async () => ((await (await request(`${stack.simulatorUrl}/_sim/stats`)).body.json()) as { video_tasks: number }).video_tasks;
+    for (const model of ['seedance-2.0', 'sora-2']) {
+      const { account, client } = await newCustomer(5);
+      const before = await simulatorTasks();
+      const submitted = await client.submit({ model, prompt: `answer lost ${Date.now()} [sim:lose_answer] [sim:delay=0.1]`, seconds: '4' });
+      const task = await client.waitForFinal(submitted.json.task_id);
+      assert.equal(task.status, 'succeeded', `${model}: ${JSON.stringify(task)}`);
+      assert.equal((await simulatorTasks()) - before, 1, `${model}: the vendor started a second generation`);
+      const settled = await accountOf(account.id);
+      assert.equal(settled.held_usd, 0, model);
+      assert.ok(settled.spent_usd > 0 && settled.balance_usd === 5 - settled.spent_usd, `${model}: ${JSON.stringify(settled)}`);
+    }
+  });
+
   it('sora-2 clips are streamed through the gateway with the caller\'s key, and from the console\'s clip link', async () => {
     const email = `${uniqueName('clips')}@example.com`;
     const account = await createAccountWithSignIn(stack.app, { name: 'clips', balance_usd: 5, console_email: email, console_password: 'correct horse battery staple' });

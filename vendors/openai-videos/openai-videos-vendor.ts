@@ -42,10 +42,10 @@ export function createOpenAiVideosVendor(connection: VendorConnection, options: 
   const videoPath = (vendorTaskId: string) => `${OPENAI_VIDEOS_PATH}/${encodeURIComponent(vendorTaskId)}`;
 
   return {
-    async start(request) {
+    async start(request, idempotencyKey) {
       // Built first: a request OpenAI cannot express is refused before any call is made.
       const body = toOpenAiCreateVideoBody(request);
-      const created = await http.json('POST', OPENAI_VIDEOS_PATH, openAiVideo, body);
+      const created = await http.json('POST', OPENAI_VIDEOS_PATH, openAiVideo, body, idempotencyKey);
       return { vendorTaskId: created.id };
     },
 

@@ -40,8 +40,8 @@ export function createSeedanceVideoVendor(connection: VendorConnection, options:
   const taskPath = (vendorTaskId: string) => `${SEEDANCE_TASKS_PATH}/${encodeURIComponent(vendorTaskId)}`;
 
   return {
-    async start(request) {
-      const created = await http.json('POST', SEEDANCE_TASKS_PATH, seedanceCreatedTask, toSeedanceCreateTaskBody(request));
+    async start(request, idempotencyKey) {
+      const created = await http.json('POST', SEEDANCE_TASKS_PATH, seedanceCreatedTask, toSeedanceCreateTaskBody(request), idempotencyKey);
       return { vendorTaskId: created.id };
     },
 
