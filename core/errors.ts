@@ -6,11 +6,15 @@ export const errorCatalog = {
   invalid_request: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   empty_body: { status: 400, type: 'invalid_request_error' },
+  // A model provider's own codes for a request it refused, passed on as OpenAI sends them:
+  // clients branch on them (shorten the conversation, show a moderation notice).
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  content_policy_violation: { status: 400, type: 'invalid_request_error' },
+  unsupported_parameter: { status: 400, type: 'invalid_request_error' },
+  unsupported_value: { status: 400, type: 'invalid_request_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   invalid_admin_token: { status: 401, type: 'authentication_error' },
   model_not_allowed: { status: 403, type: 'permission_error' },
-  /** An upstream's 403 passed on: its reason is in the message, not a model the key lacks. */
-  permission_denied: { status: 403, type: 'permission_error' },
   insufficient_balance: { status: 403, type: 'insufficient_quota' },
   model_not_found: { status: 404, type: 'not_found_error' },
   task_not_found: { status: 404, type: 'not_found_error' },

@@ -20,6 +20,8 @@
  * Chat and images:
  * - `[sim:error=NNN]`              answer with HTTP status NNN (400-599) in OpenAI's error
  *                                  shape; 429 and 503 carry `Retry-After: 1`.
+ * - `[sim:error=NNN error_code=C]` the same, with `code` C (lowercase letters and `_`),
+ *                                  e.g. `context_length_exceeded` or `insufficient_quota`.
  * - `[sim:slow]`                   stream with 200 ms between chunks.
  * - `[sim:delay_ms=N]`             wait N ms before the first byte.
  * - `[sim:chunks=N gap_ms=M]`      the reply is exactly N content chunks, M ms apart.
@@ -32,6 +34,7 @@ export interface Markers {
   slow: boolean;
   delaySeconds?: number;
   errorStatus?: number;
+  errorCode?: string;
   delayMs?: number;
   chunks?: number;
   gapMs?: number;
@@ -80,6 +83,9 @@ export function parseMarkers(text: string): Markers {
           if (status !== undefined && status >= 400 && status <= 599) markers.errorStatus = status;
           break;
         }
+        case 'error_code':
+          if (value !== undefined && /^[a-z_]{1,64}$/.test(value)) markers.errorCode = value;
+          break;
         case 'chunks': {
           const count = nonNegativeInteger(value);
           if (count !== undefined && count > 0) markers.chunks = count;

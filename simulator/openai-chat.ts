@@ -69,7 +69,7 @@ export async function chatRoutes(app: FastifyInstance, options: ChatOptions): Pr
       return;
     }
     if (markers.errorStatus !== undefined) {
-      return sendOpenAiError(reply, markers.errorStatus, `Simulated upstream error ${markers.errorStatus} ([sim:error=${markers.errorStatus}] in the last user message).`);
+      return sendOpenAiError(reply, markers.errorStatus, `Simulated upstream error ${markers.errorStatus} ([sim:error=${markers.errorStatus}] in the last user message).`, markers.errorCode ? { code: markers.errorCode } : {});
     }
     const planned = planAnswer(body, markers);
     if (!planned.ok) return sendOpenAiError(reply, 400, planned.message, { param: planned.param });

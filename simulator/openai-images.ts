@@ -69,7 +69,7 @@ export async function imageRoutes(app: FastifyInstance, options: ImageOptions): 
     const markers = parseMarkers(body.prompt);
     if (markers.delayMs) await sleep(markers.delayMs);
     if (markers.errorStatus !== undefined) {
-      return sendOpenAiError(reply, markers.errorStatus, `Simulated upstream error ${markers.errorStatus} ([sim:error=${markers.errorStatus}] in the prompt).`);
+      return sendOpenAiError(reply, markers.errorStatus, `Simulated upstream error ${markers.errorStatus} ([sim:error=${markers.errorStatus}] in the prompt).`, markers.errorCode ? { code: markers.errorCode } : {});
     }
 
     const baseUrl = publicBaseUrl(request, options.baseUrl);

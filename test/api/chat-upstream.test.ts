@@ -127,6 +127,7 @@ describe('chat against a scripted upstream', () => {
           assert.ok(error instanceof OpenAI.APIError, String(error));
           assert.match(error.message, /mid-stream/);
           if (said === 'endless event') assert.match(error.message, /more than 16 MiB without ending an event/);
+          if (said === 'error mid-stream') assert.match(error.message, /processing your request\. Nothing was charged; retry\.$/);
           return true;
         },
         said,
@@ -309,6 +310,7 @@ describe('chat against a scripted upstream', () => {
       assert.ok(error instanceof OpenAI.InternalServerError, String(error));
       assert.equal(error.status, 502);
       assert.match(error.message, /out of quota, which the operator must fix/);
+      assert.equal(error.headers?.get('x-should-retry'), 'false', 'the SDK is told not to retry');
       return true;
     });
 
@@ -324,6 +326,7 @@ describe('chat against a scripted upstream', () => {
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'bad credentials' }] }), (error: unknown) => {
       assert.ok(error instanceof OpenAI.InternalServerError);
       assert.equal(error.status, 502);
+      assert.equal(error.headers?.get('x-should-retry'), 'false');
       return true;
     });
     const after = await stack.settledAccount(accountId);

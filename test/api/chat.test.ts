@@ -217,15 +217,33 @@ describe('POST /v1/chat/completions through the openai client', () => {
       OpenAI.RateLimitError,
     );
 
-    // The upstream's 403 and 404 keep their status, but are not the gateway's own model checks.
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'no [sim:error=403]' }] }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.PermissionDeniedError);
-      assert.equal(error.code, 'permission_denied');
+    // The upstream's 403 and 404 are the operator's setup (its project's access, the catalog's
+    // upstream model), not the caller's: 502s in the gateway's words, which the SDK does not
+    // retry. The caller asked for a model /v1/models lists.
+    for (const [status, words] of [
+      [403, /refused the gateway's account access to this model; the operator must fix the upstream setup/],
+      [404, /does not know the upstream model this gateway maps the model to; the operator must fix the catalog/],
+    ] as const) {
+      await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `no [sim:error=${status}]` }] }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.InternalServerError, `${status}: ${String(error)}`);
+        assert.equal(error.status, 502);
+        assert.match(error.message, words);
+        assert.doesNotMatch(error.message, /Simulated/, 'the provider\'s words stay in the log');
+        assert.equal(error.headers?.get('x-should-retry'), 'false');
+        return true;
+      });
+    }
+
+    // OpenAI's codes that clients act on pass through a 400; others read invalid_request.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'long [sim:error=400 error_code=context_length_exceeded]' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.BadRequestError);
+      assert.equal(error.code, 'context_length_exceeded');
+      assert.equal(error.type, 'invalid_request_error');
       return true;
     });
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'where [sim:error=404]' }] }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.NotFoundError);
-      assert.equal(error.code, 'resource_not_found');
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'odd [sim:error=400 error_code=made_up_thing]' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.BadRequestError);
+      assert.equal(error.code, 'invalid_request');
       return true;
     });
 

@@ -65,6 +65,11 @@ describe('POST /v1/images/generations through the openai client', () => {
       assert.equal(error.headers?.get('retry-after'), '1');
       return true;
     });
+    await assert.rejects(client.images.generate({ model: 'gpt-image-1', prompt: 'a riot [sim:error=400 error_code=content_policy_violation]' }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.BadRequestError);
+      assert.equal(error.code, 'content_policy_violation');
+      return true;
+    });
     const account = await stack.settledAccount(caller.accountId);
     assert.equal(account.balance_micros, 10_000_000);
     assert.equal(account.held_micros, 0);
@@ -86,6 +91,7 @@ describe('POST /v1/images/generations through the openai client', () => {
       [{ model: 'gpt-image-1', prompt: '' }, 'prompt'],
       [{ model: 'gpt-image-1', prompt: 'x', size: 'huge' }, 'size'],
       [{ model: 'gpt-image-1', prompt: 'x', response_format: 'gif' }, 'response_format'],
+      [{ model: 'gpt-image-1', prompt: 'x', stream: true, partial_images: 1 }, 'stream'],
     ] as const) {
       await assert.rejects(client.images.generate(body as OpenAI.ImageGenerateParamsNonStreaming), (error: unknown) => {
         assert.ok(error instanceof OpenAI.BadRequestError, field);

@@ -12,6 +12,9 @@ export const imageGenerationBody = z.looseObject({
   n: z.number({ error: 'must be an integer from 1 to 10' }).int('must be an integer from 1 to 10').min(1, 'must be from 1 to 10').max(10, 'must be from 1 to 10').nullish(),
   size: z.string({ error: 'must be a string such as "1024x1024"' }).regex(/^(auto|\d{2,5}x\d{2,5})$/, 'must be "auto" or WIDTHxHEIGHT, e.g. "1024x1024"').nullish(),
   response_format: z.enum(['url', 'b64_json'], { error: "must be 'url' or 'b64_json'" }).nullish(),
+  // The gateway reads an image answer whole, to count and bill its images: a provider's event
+  // stream would reach it unreadable, after the provider had done (and charged for) the work.
+  stream: z.literal(false, { error: 'is not supported here: images are answered whole (leave it out, or false)' }).nullish(),
 });
 
 export type ImageGenerationRequest = z.infer<typeof imageGenerationBody>;

@@ -69,7 +69,9 @@ export class ChatStream {
         break;
       case 'upstream_failed': {
         this.options.log.warn({ failure: outcome.failure }, 'chat stream failed upstream');
-        const error = { message: `The model provider failed mid-stream: ${outcome.failure}. Nothing was charged; retry.`, type: 'upstream_error', code: 'upstream_error' };
+        // The failure's own full stop, if any, gives way to the sentence's.
+        const failure = (outcome.failure ?? 'no reason given').replace(/[.\s]+$/, '');
+        const error = { message: `The model provider failed mid-stream: ${failure}. Nothing was charged; retry.`, type: 'upstream_error', code: 'upstream_error' };
         response.end(sseData(JSON.stringify({ error })));
         upstream.body.destroy();
         break;

@@ -4,27 +4,40 @@ import { readUpstreamError } from '../../../core/upstream-error-body.ts';
 import type { UpstreamResponse } from './upstream-client.ts';
 import type { WholeAnswer } from './whole-answer.ts';
 
-// An upstream's refusal, translated into the gateway's error body (spec 7). A 4xx is the
-// caller's problem and keeps its status and the upstream's own words, except a 401: the caller's
-// key was already accepted here, so an upstream 401 means the gateway's credentials for that
-// upstream are wrong, which is a gateway fault (502), not something the caller can fix.
+// An upstream's refusal, translated into the gateway's error body (spec 7). A 4xx about the
+// request (400, 409, 413, 415, 422) is the caller's problem and keeps its status and the
+// upstream's own words, with OpenAI's codes clients act on (context_length_exceeded, ...) kept.
 // A 429 keeps Retry-After so OpenAI clients back off as asked; every 5xx becomes 502.
 //
-// The upstream's words about a 429 or a 5xx concern the operator's account with the provider,
-// not the caller's request: a provider's rate-limit message names the operator's organisation,
-// the upstream model and its limits; a proxy's 5xx page may name hosts. The caller gets the
-// gateway's own sentence; the upstream's goes to the log (the error handler logs 5xx whole, and
-// `upstream` is on the error). A 429 for quota (`insufficient_quota`: the operator's account is
-// out of credit) is no rate limit a retry outwaits: it is a 502, the operator's to fix.
+// Some refusals are about the operator's setup, not the caller's request, and become 502s the
+// operator must fix: a 401 (the gateway's key for the upstream is wrong; the caller's was
+// accepted here), a 403 (the operator's project may not use the upstream model, or its region
+// is not served), a 404 (the catalog names an upstream model that does not exist: the caller
+// asked for a model /v1/models lists) and a 429 for quota (`insufficient_quota`: the operator's
+// account is out of credit, no limit a retry outwaits). They carry `x-should-retry: false`,
+// which the OpenAI SDKs obey: a retry would only be refused again.
+//
+// The upstream's words about those, a 429 or a 5xx concern the operator's account with the
+// provider: they name its organisation or project, the upstream model and its limits; a
+// proxy's 5xx page may name hosts. The caller gets the gateway's own sentence; the upstream's
+// goes to the log (the error handler logs 5xx whole, and `upstream` is on the error).
 
 const MAX_ERROR_BODY_CHARACTERS = 16_384;
 
+/** OpenAI's codes for a 400 that are passed on as they came (core/errors.ts lists them). */
+const providerCodes = new Set<string>(['context_length_exceeded', 'content_policy_violation', 'unsupported_parameter', 'unsupported_value']);
+
+/** What the operator must fix, by upstream status: the end of the caller's message. */
+const operatorFaults: Partial<Record<number, string>> = {
+  401: 'refused the gateway\'s credentials; the operator must fix the upstream key',
+  403: 'refused the gateway\'s account access to this model; the operator must fix the upstream setup',
+  404: 'does not know the upstream model this gateway maps the model to; the operator must fix the catalog',
+};
+
+const noRetry = { 'x-should-retry': 'false' };
+
 const codeByStatus: Partial<Record<number, ErrorCode>> = {
   400: 'invalid_request',
-  // Not model_not_allowed or model_not_found: the key's access and the model were checked
-  // here; the upstream's reason is in its message.
-  403: 'permission_denied',
-  404: 'resource_not_found',
   409: 'conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
@@ -45,17 +58,18 @@ export function upstreamRefusal(answer: WholeAnswer, upstream: string): GatewayE
   if (status >= 500) {
     return forLog(new GatewayError('upstream_error', `The model provider failed (${status}). Nothing was charged; retry with backoff.`, undefined, headers));
   }
-  if (status === 401) {
-    return forLog(new GatewayError('upstream_error', 'The model provider refused the gateway\'s credentials; the operator must fix the upstream key. Nothing was charged.'));
+  const operatorFault = operatorFaults[status];
+  if (operatorFault) {
+    return forLog(new GatewayError('upstream_error', `The model provider ${operatorFault}. Nothing was charged.`, undefined, noRetry));
   }
   if (status === 429 && detail.code === 'insufficient_quota') {
-    return forLog(new GatewayError('upstream_error', 'The model provider refused the call: the gateway\'s account with it is out of quota, which the operator must fix. Nothing was charged.'));
+    return forLog(new GatewayError('upstream_error', 'The model provider refused the call: the gateway\'s account with it is out of quota, which the operator must fix. Nothing was charged.', undefined, noRetry));
   }
   if (status === 429) {
     const wait = typeof retryAfter === 'string' && /^\d+$/.test(retryAfter) ? `Retry after ${retryAfter} s.` : 'Retry with backoff.';
     return new GatewayError('rate_limit_exceeded', `The model provider is rate limiting calls to this model right now; nothing was charged. ${wait}`, undefined, headers);
   }
-  const code = codeByStatus[status];
+  const code = status === 400 && detail.code !== undefined && providerCodes.has(detail.code) ? (detail.code as ErrorCode) : codeByStatus[status];
   if (code) return new GatewayError(code, detail.message, detail.param, headers);
   return new GatewayError('upstream_error', `The model provider answered ${status}: ${detail.message} Nothing was charged.`, detail.param, headers);
 }
