@@ -28,7 +28,7 @@ import { adminRoutes } from './routes/admin/index.ts';
 import { chatRoutes } from './routes/chat/index.ts';
 import { healthRoutes } from './routes/health/index.ts';
 import { imageRoutes } from './routes/images/index.ts';
-import { modelRoutes } from './routes/models/index.ts';
+import { modelIdsWithSlashes, modelRoutes } from './routes/models/index.ts';
 import { videoRoutes } from './routes/video/index.ts';
 import type { ClipSources } from './services/task-clips.ts';
 import { AccountBudgets } from './services/billing/account-budgets.ts';
@@ -73,8 +73,10 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     // Requests arriving during a close get the spec's 503 from api/plugins/graceful-close.ts.
     return503OnClosing: false,
     // Path parameters are length-checked by the routes' schemas (400 in the spec's body); the
-    // router's own limit (default 100 encoded characters) only guards against absurd paths.
+    // router's own limit (default 100 encoded characters) only guards against absurd paths (a
+    // 404: longer than any id).
     routerOptions: { maxParamLength: 2048 },
+    rewriteUrl: modelIdsWithSlashes,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
     // api/plugins/request-log.ts writes one line per request instead.

@@ -11,6 +11,11 @@ function characterCount(text: string): number {
   return count;
 }
 
+/** An id as error messages quote it: a caller's typo in full, a 100 KB string not. */
+export function quotedId(id: string): string {
+  return id.length > 100 ? `'${id.slice(0, 100)}…'` : `'${id}'`;
+}
+
 /** A type error's message: "is required" (and what goes there) when the field is missing,
  * "must be …" when it is there with the wrong type: `"prompt": 5` is not a missing prompt. */
 export function requiredAs(what: string, hint = '') {

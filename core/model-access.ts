@@ -1,4 +1,5 @@
 import type { Catalog, CatalogModel } from './catalog.ts';
+import { quotedId as quoted } from './characters.ts';
 import { GatewayError } from './errors.ts';
 
 export interface ModelAccess {
@@ -7,11 +8,6 @@ export interface ModelAccess {
 
 export function mayUseModel(access: ModelAccess, modelId: string): boolean {
   return access.models === null || access.models.includes(modelId);
-}
-
-/** A model id as error messages quote it: a caller's typo in full, a 100 KB string not. */
-function quoted(modelId: string): string {
-  return modelId.length > 100 ? `'${modelId.slice(0, 100)}…'` : `'${modelId}'`;
 }
 
 const withArticle = (kind: string) => `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind}`;

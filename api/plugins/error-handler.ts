@@ -106,11 +106,12 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
 
 /** Fastify's `frameworkErrors` option: URLs the router refuses before any route or hook runs
  * (malformed percent-encoding, a path parameter over `maxParamLength`) get the spec's body too,
- * instead of Fastify's own. */
+ * instead of Fastify's own. A parameter that long is longer than any id, so names nothing:
+ * a 404, as for an unknown model or task (spec 7). */
 export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   const gatewayError =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? new GatewayError('invalid_request', 'A path parameter is too long.')
+      ? new GatewayError('resource_not_found', 'Nothing here: a path segment is longer than any id (2048 characters).')
       : new GatewayError('invalid_request', 'The request path is not a valid URL (malformed percent-encoding).');
   void reply.status(gatewayError.status).send(gatewayError.toBody());
 }

@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog } from '../../core/catalog.ts';
+import { quotedId } from '../../core/characters.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { resolveModel } from '../../core/model-access.ts';
@@ -45,6 +46,8 @@ const STALLED_AFTER_MS = 2_000;
 const ABANDON_FOR_MS = 10 * 60_000;
 /** The error code of a task closed unbilled because its submission failed halfway. */
 export const ABANDONED_TASK_ERROR = 'gateway_unavailable';
+/** Longer than any task id the gateway makes (task_ and 16 characters). */
+const MAX_TASK_ID_LENGTH = 100;
 const ABANDON_RETRY_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 
 function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise<T> {
@@ -219,9 +222,10 @@ export class VideoTaskService {
   }
 
   async find(principal: Principal, taskId: string): Promise<TaskDocument> {
-    // Another account's task is indistinguishable from a missing one.
-    const task = await this.options.tasks.findForAccount(taskId, principal.accountId);
-    if (!task) throw new GatewayError('task_not_found', `No video task with id '${taskId}'.`, 'task_id');
+    // Another account's task is indistinguishable from a missing one; so is an id no task can
+    // have (spec 7: an unknown task_id is a 404), which needs no store read.
+    const task = taskId === '' || taskId.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(taskId, principal.accountId);
+    if (!task) throw new GatewayError('task_not_found', `No video task with id ${quotedId(taskId)}.`, 'task_id');
     return task;
   }
 }

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 
@@ -37,5 +40,46 @@ describe('GET /v1/models', () => {
     const hidden = await harness.app.inject({ method: 'GET', url: '/v1/models/gpt-4o-mini', headers: bearer(key) });
     assert.equal(hidden.statusCode, 404);
     assert.equal(hidden.json().error.type, 'not_found_error');
+  });
+});
+
+describe('GET /v1/models/{model} for any id', () => {
+  let harness: TestApp;
+  let key: string;
+  before(async () => {
+    // The local catalog plus a model whose id has slashes, as vLLM and Hugging Face name them.
+    const catalog = JSON.parse(await readFile('config/catalog.local.json', 'utf8')) as { models: Array<Record<string, unknown>> };
+    const chat = catalog.models.find((model) => model.id === 'gpt-4o-mini')!;
+    catalog.models.push({ ...chat, id: 'meta-llama/Llama-3-8B', owned_by: 'meta' });
+    const file = path.join(await mkdtemp(path.join(tmpdir(), 'framegate-catalog-')), 'catalog.json');
+    await writeFile(file, JSON.stringify(catalog));
+    harness = await startTestApp('models-any-id', { CATALOG_FILE: file });
+    key = (await createKey(harness.app, (await createAccount(harness.app, { name: 'ids' })).id)).key;
+  });
+  after(() => harness.close());
+
+  it('reads an id with slashes sent as is (the Python client) or encoded (the Node client)', async () => {
+    for (const url of ['/v1/models/meta-llama/Llama-3-8B', '/v1/models/meta-llama%2FLlama-3-8B']) {
+      const response = await harness.app.inject({ method: 'GET', url, headers: bearer(key) });
+      assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+      assert.deepEqual([response.json().id, response.json().owned_by], ['meta-llama/Llama-3-8B', 'meta'], url);
+    }
+    const missing = await harness.app.inject({ method: 'GET', url: '/v1/models/meta-llama/Llama-9', headers: bearer(key) });
+    assert.equal(missing.statusCode, 404);
+    assert.match(missing.json().error.message, /The model 'meta-llama\/Llama-9' does not exist/);
+  });
+
+  it('answers an id no model has with 404 however long, quoting at most 100 characters of it', async () => {
+    for (const long of ['x'.repeat(1_000), 'x'.repeat(5_000)]) {
+      for (const url of [`/v1/models/${long}`, `/v1/video/generations/${long}`, `/v1/video/generations/task_${long}/content`]) {
+        const response = await harness.app.inject({ method: 'GET', url, headers: bearer(key) });
+        assert.equal(response.statusCode, 404, `${url.slice(0, 40)}… (${long.length})`);
+        assert.equal(response.json().error.type, 'not_found_error');
+        assert.ok(response.json().error.message.length < 200, response.json().error.message);
+      }
+    }
+    const empty = await harness.app.inject({ method: 'GET', url: '/v1/video/generations/', headers: bearer(key) });
+    assert.equal(empty.statusCode, 404);
+    assert.equal(empty.json().error.code, 'task_not_found');
   });
 });

@@ -1,9 +1,10 @@
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { mayUseModel } from '../../../core/model-access.ts';
-import { atMostCharacters } from '../../../core/characters.ts';
+import { quotedId } from '../../../core/characters.ts';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
@@ -31,17 +32,31 @@ export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (a
     tags: ['models'],
     operationId: 'retrieveModel',
     summary: 'Read one model',
-    description: 'A model the key may not use is a 404, as if it did not exist.',
+    description: 'A model the key may not use is a 404, as if it did not exist. An id with slashes (`org/model`) may be sent as is or with the slashes encoded.',
     security: apiKeySecurity,
-    params: z.object({ model: atMostCharacters(z.string(), 200, 'is longer than 200 characters').describe('A model id.') }),
-    response: { 200: modelSchema, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) },
+    params: z.object({ model: z.string().describe('A model id.') }),
+    response: { 200: modelSchema, ...errorResponses(404, ...AUTHENTICATED_ERRORS) },
   };
-  app.get('/models/:model', { schema: readSchema }, async (request) => {
+  const readModel = (request: FastifyRequest, modelId: string) => {
     const principal = principalOf(request);
-    const model = catalog.find(request.params.model);
+    const model = catalog.find(modelId);
     if (!model || !mayUseModel(principal, model.id)) {
-      throw new GatewayError('model_not_found', `The model '${request.params.model}' does not exist or this key may not use it.`, 'model');
+      throw new GatewayError('model_not_found', `The model ${quotedId(modelId)} does not exist or this key may not use it.`, 'model');
     }
     return { id: model.id, object: 'model' as const, created: catalog.data.created, owned_by: model.owned_by };
-  });
+  };
+  app.get('/models/:model', { schema: readSchema }, async (request) => readModel(request, request.params.model));
 };
+
+const MODEL_PATH = '/v1/models/';
+
+/** Fastify's rewriteUrl: an id such as meta-llama/Llama-3-8B reaches /v1/models/:model whole.
+ * The Node client encodes its slashes, the Python client sends them as they are, which would
+ * otherwise be a path the router does not have. */
+export function modelIdsWithSlashes(request: { url?: string }): string {
+  const url = request.url ?? '/';
+  if (!url.startsWith(MODEL_PATH) || url.indexOf('/', MODEL_PATH.length) === -1) return url;
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return MODEL_PATH + path.slice(MODEL_PATH.length).replaceAll('/', '%2F') + (query === -1 ? '' : url.slice(query));
+}

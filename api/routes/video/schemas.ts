@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { atMostCharacters, visibleText } from '../../../core/characters.ts';
+import { visibleText } from '../../../core/characters.ts';
 
 export { httpUrl } from '../http-url.ts';
 
@@ -11,8 +11,9 @@ export const promptField = visibleText(20_000).describe(
   'What the clip shows. Cite reference images as @image1…@imageN, in the order of metadata.content.',
 );
 
+// Any text: an id no task has, however long, is a 404 (spec 7), not a 400.
 export const taskParams = z.object({
-  task_id: atMostCharacters(z.string().min(1), 100, 'is longer than 100 characters').describe('The task_id the submission returned.'),
+  task_id: z.string().describe('The task_id the submission returned.'),
 });
 
 export const videoTaskView = z.object({
