@@ -11,7 +11,8 @@ export interface ReadinessChecks {
 
 const READINESS_TIMEOUT_MS = 2_000;
 
-async function probe(check: () => Promise<void>): Promise<string> {
+/** 'ok', or why the check failed (for the log: a driver's words name hosts and ports). */
+async function probe(check: () => Promise<void>): Promise<{ ok: true } | { ok: false; why: string }> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const checking = check();
@@ -23,17 +24,19 @@ async function probe(check: () => Promise<void>): Promise<string> {
         timer = setTimeout(() => reject(new Error(`no answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
       }),
     ]);
-    return 'ok';
+    return { ok: true };
   } catch (error) {
-    return `unavailable: ${error instanceof Error ? error.message : String(error)}`;
+    return { ok: false, why: error instanceof Error ? error.message : String(error) };
   } finally {
     clearTimeout(timer);
   }
 }
 
+// The probe is open to anyone on the api's port, so it says which dependency is down and no
+// more; the reason (hosts, ports, driver errors) goes to the log.
 const checkResults = z.object({
-  database: z.string().describe('ok, or why the store did not answer'),
-  temporal: z.string().describe('ok, or why Temporal did not answer'),
+  database: z.enum(['ok', 'unavailable']).describe('Whether the store answered'),
+  temporal: z.enum(['ok', 'unavailable']).describe('Whether Temporal answered'),
 });
 
 const livenessSchema = {
@@ -58,12 +61,14 @@ const readinessSchema = {
 export const healthRoutes: FastifyPluginAsyncZod<{ checks: ReadinessChecks }> = async (app, { checks }) => {
   app.get('/healthz', { schema: livenessSchema }, async () => ({ status: 'ok' as const }));
 
-  app.get('/readyz', { schema: readinessSchema }, async (_request, reply) => {
+  app.get('/readyz', { schema: readinessSchema }, async (request, reply) => {
     const [database, temporal] = await Promise.all([probe(checks.database), probe(checks.temporal)]);
-    if (database !== 'ok' || temporal !== 'ok') {
-      const error = new GatewayError('service_unavailable', `Not ready: database ${database}; temporal ${temporal}.`);
-      return reply.status(503).send({ ...error.toBody(), checks: { database, temporal } });
+    const results = { database: database.ok ? ('ok' as const) : ('unavailable' as const), temporal: temporal.ok ? ('ok' as const) : ('unavailable' as const) };
+    if (!database.ok || !temporal.ok) {
+      request.log.warn({ database: database.ok ? 'ok' : database.why, temporal: temporal.ok ? 'ok' : temporal.why }, 'not ready');
+      const error = new GatewayError('service_unavailable', `Not ready: the store is ${results.database}, Temporal is ${results.temporal}.`);
+      return reply.status(503).send({ ...error.toBody(), checks: results });
     }
-    return { status: 'ready' as const, checks: { database, temporal } };
+    return { status: 'ready' as const, checks: results };
   });
 };
