@@ -16,6 +16,10 @@ export function createSnapshotActivities(deps: { tasks: TaskStore }) {
       }
     },
 
+    async recordVendorTask(input: { taskId: string; vendorTaskId: string }): Promise<void> {
+      await deps.tasks.recordVendorTask(input.taskId, input.vendorTaskId);
+    },
+
     async updateTaskProgress(input: { taskId: string; progress: number }): Promise<void> {
       await deps.tasks.updateProgress(input.taskId, Math.max(0, Math.min(99, Math.round(input.progress))));
     },

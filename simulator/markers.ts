@@ -13,6 +13,7 @@
  * - `[sim:flaky]`     503 with `Retry-After: 1` to the first two submissions of the same
  *                     prompt text, accepted from the third on.
  * - `[sim:delay=N]`   the task takes N seconds (fractions allowed, 0 = instant; default 1).
+ * - `[sim:queue=N]`   the task waits N seconds queued before those (default: a tenth of them).
  * - `[sim:lose_answer]` the first submission of the same prompt text creates its task, then
  *                     the connection is closed without an answer (a create whose answer was
  *                     lost); a retry under the same Idempotency-Key gets that task.
@@ -33,6 +34,7 @@ export interface Markers {
   loseAnswer: boolean;
   slow: boolean;
   delaySeconds?: number;
+  queueSeconds?: number;
   errorStatus?: number;
   errorCode?: string;
   delayMs?: number;
@@ -71,6 +73,11 @@ export function parseMarkers(text: string): Markers {
         case 'delay': {
           const seconds = nonNegativeNumber(value);
           if (seconds !== undefined) markers.delaySeconds = seconds;
+          break;
+        }
+        case 'queue': {
+          const seconds = nonNegativeNumber(value);
+          if (seconds !== undefined) markers.queueSeconds = seconds;
           break;
         }
         case 'delay_ms': {

@@ -8,7 +8,7 @@ import { sendOpenAiError } from './openai-errors.ts';
 import type { SimulatorStats } from './stats.ts';
 import { CreatedUnderKey, idempotencyKeyOf, loseTheAnswer, type SubmissionGate } from './submission-gate.ts';
 import { firstProblem } from './validation.ts';
-import { phaseAt, taskDurationMs, type Clock, type VideoPhase, type VideoTask, type VideoTaskStore } from './video-tasks.ts';
+import { phaseAt, taskTiming, type Clock, type VideoPhase, type VideoTask, type VideoTaskStore } from './video-tasks.ts';
 
 // OpenAI's video API (Sora): a video object that moves queued → in_progress → completed or
 // failed, whose clip is downloaded through the authenticated /content endpoint (there is no
@@ -87,7 +87,7 @@ export async function openAiVideoRoutes(app: FastifyInstance, options: OpenAiVid
       model: body.model,
       prompt: body.prompt,
       createdAtMs: clock(),
-      durationMs: taskDurationMs(markers.delaySeconds),
+      ...taskTiming(markers),
       willFail: markers.fail,
       details: { seconds: body.seconds, size: body.size },
     };

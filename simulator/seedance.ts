@@ -6,7 +6,7 @@ import { parseMarkers } from './markers.ts';
 import { parseCreateTask } from './seedance-request.ts';
 import type { SimulatorStats } from './stats.ts';
 import { CreatedUnderKey, idempotencyKeyOf, loseTheAnswer, type SubmissionGate } from './submission-gate.ts';
-import { phaseAt, taskDurationMs, type Clock, type VideoPhase, type VideoTask, type VideoTaskStore } from './video-tasks.ts';
+import { phaseAt, taskTiming, type Clock, type VideoPhase, type VideoTask, type VideoTaskStore } from './video-tasks.ts';
 
 // Seedance as served by BytePlus ModelArk / Volcengine Ark: create, query and cancel
 // generation tasks under /api/v3, errors as `{error: {code, message, param?, type}}`.
@@ -127,7 +127,7 @@ export async function seedanceRoutes(app: FastifyInstance, options: SeedanceOpti
       model: body.model,
       prompt: parsed.prompt,
       createdAtMs: nowMs,
-      durationMs: taskDurationMs(markers.delaySeconds),
+      ...taskTiming(markers),
       willFail: markers.fail,
       details: {
         ratio: body.ratio ?? '16:9',

@@ -12,6 +12,8 @@ export interface VideoTask<Details> {
   prompt: string;
   createdAtMs: number;
   durationMs: number;
+  /** How long of durationMs the task waits queued (`[sim:queue=N]`); a tenth when unset. */
+  queuedMs?: number;
   willFail: boolean;
   cancelledAtMs?: number;
   /** What the vendor's wire format echoes back (ratio, size, seed, ...). */
@@ -40,7 +42,7 @@ export function phaseAt<Details>(task: VideoTask<Details>, nowMs: number): Video
   if (elapsedMs >= durationMs) {
     return { state: task.willFail ? 'failed' : 'succeeded', progress: 100, sinceMs: createdAtMs + durationMs };
   }
-  const runningFromMs = createdAtMs + durationMs * queuedShare;
+  const runningFromMs = createdAtMs + (task.queuedMs ?? durationMs * queuedShare);
   if (nowMs < runningFromMs) return { state: 'queued', progress: 0, sinceMs: createdAtMs };
   return { state: 'running', progress: progressAt(task, nowMs), sinceMs: runningFromMs };
 }
@@ -87,6 +89,11 @@ export class VideoTaskStore<Details> {
 /** Default length of a simulated generation when the prompt names none. */
 export const defaultTaskSeconds = 1;
 
-export function taskDurationMs(delaySeconds: number | undefined): number {
-  return Math.round((delaySeconds ?? defaultTaskSeconds) * 1000);
+/** How long a task takes and how long of that it waits queued, from its markers: `queue=N`
+ * seconds in the queue, then `delay` seconds of work. */
+export function taskTiming(markers: { delaySeconds?: number; queueSeconds?: number }): { durationMs: number; queuedMs?: number } {
+  const workMs = Math.round((markers.delaySeconds ?? defaultTaskSeconds) * 1000);
+  if (markers.queueSeconds === undefined) return { durationMs: workMs };
+  const queuedMs = Math.round(markers.queueSeconds * 1000);
+  return { durationMs: queuedMs + workMs, queuedMs };
 }

@@ -109,8 +109,14 @@ export class TaskStore {
     return (await this.find(taskId))?.workflow_started === true;
   }
 
-  /** Moves an open task to `running` (idempotent). Final states are never touched. */
-  /** True when this call moved the task to running (not when it already was, or is final). */
+  /** Notes the vendor's id for a task the vendor accepted but has not started (still
+   * `submitted`: the spec's "accepted and queued"). */
+  async recordVendorTask(taskId: string, vendorTaskId: string): Promise<void> {
+    await this.collection.updateOne({ _id: taskId, status: 'submitted' }, { $set: { vendor_task_id: vendorTaskId, updated_at: new Date() } });
+  }
+
+  /** Moves an open task to `running` (idempotent). Final states are never touched.
+   * True when this call moved the task to running (not when it already was, or is final). */
   async markRunning(taskId: string, update: { vendorTaskId: string; progress?: number }): Promise<boolean> {
     const set: Partial<TaskDocument> = { status: 'running', vendor_task_id: update.vendorTaskId, updated_at: new Date() };
     if (update.progress !== undefined) set.progress = update.progress;

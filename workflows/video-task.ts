@@ -47,6 +47,9 @@ const webhookDelivery = proxyActivities<Activities>({ startToCloseTimeout: '45s'
 const MAX_STATUS_REFUSALS = 3;
 /** Marks histories recorded since refusals end a task (older ones replay as they ran). */
 const STATUS_REFUSALS_PATCH = 'end-task-on-refused-status-reads';
+/** Marks histories in which a task reads `running` once the vendor runs it, not as soon as the
+ * vendor accepted it (spec 4.1: submitted is "accepted and queued", running "in progress"). */
+const RUNNING_WHEN_VENDOR_RUNS_PATCH = 'running-when-the-vendor-runs';
 const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 10_000;
 const WEBHOOK_MAX_DELAY_MS = 24 * 3600 * 1000;
@@ -130,9 +133,20 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
       ? failed('vendor_rejected', `The vendor refused the task: ${failure.message}`)
       : failed('vendor_unavailable', `The vendor could not be reached: ${failure.message}`);
   }
-  state.status = 'running';
   state.vendorTaskId = vendorTaskId;
-  await bookkeeping.markTaskRunning({ taskId: input.taskId, vendorTaskId });
+  const markRunning = async (progress?: number) => {
+    state.status = 'running';
+    await bookkeeping.markTaskRunning({ taskId: input.taskId, vendorTaskId });
+    if (progress !== undefined && progress > state.progress) {
+      state.progress = progress;
+      await bookkeeping.updateTaskProgress({ taskId: input.taskId, progress });
+    }
+  };
+  // Queued at the vendor is still `submitted`; the first read of the vendor running it (or
+  // done with it) makes it `running`.
+  const runningWhenVendorRuns = patched(RUNNING_WHEN_VENDOR_RUNS_PATCH);
+  if (runningWhenVendorRuns) await bookkeeping.recordVendorTask({ taskId: input.taskId, vendorTaskId });
+  else await markRunning();
 
   let interval = POLL_FIRST_MS;
   let refusals = 0;
@@ -161,6 +175,7 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
       continue;
     }
     refusals = 0;
+    if (state.status === 'submitted' && (status.state === 'running' || status.state === 'succeeded')) await markRunning(status.state === 'running' ? status.progress : undefined);
     if (status.state === 'succeeded') return status.videoUrl ? { status: 'succeeded', url: status.videoUrl } : { status: 'succeeded' };
     if (status.state === 'failed') return failed(status.code ?? 'generation_failed', `The vendor reported a failure: ${status.reason}`);
     if (status.state === 'running' && status.progress !== undefined && status.progress > state.progress) {

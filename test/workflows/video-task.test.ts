@@ -60,6 +60,26 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     assert.deepEqual([usage[0]!.video_seconds, usage[0]!.spend_micros, usage[0]!.model], [5, 200_000, 'seedance-2.0']);
   });
 
+  it('a task the vendor accepted but holds queued reads submitted, and running once the vendor runs it', async () => {
+    const { client } = await newCustomer(5);
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'a long queue [sim:queue=3 delay=0.5]' });
+    const taskId = submitted.json.task_id;
+    const stored = () => stack.database.db.collection('tasks').findOne({ _id: taskId as never });
+    const started = Date.now();
+    while (!(await stored())?.vendor_task_id) {
+      assert.ok(Date.now() - started < 2_500, 'the vendor never accepted the task');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const queued = await client.get(taskId);
+    assert.equal(queued.status, 'submitted', 'queued at the vendor is not yet running');
+    assert.equal(queued.progress, 0);
+    const task = await client.waitForFinal(taskId);
+    assert.equal(task.status, 'succeeded', JSON.stringify(task));
+    assert.ok(task.seen.includes('running'), `statuses seen: ${task.seen}`);
+    assert.ok(Date.now() - started >= 3_000, 'the task ran its queue time');
+    await recordHistoryIfAsked(taskId, 'queued-then-running');
+  });
+
   it('a vendor failure ends failed with an error and is not billed', async () => {
     const { account, client } = await newCustomer(5);
     const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'doomed [sim:fail] [sim:delay=0.2]' });
