@@ -17,7 +17,9 @@ export const environmentSchema = z.object({
   SIMULATOR_URL: z.string().default('http://127.0.0.1:8090'),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1_048_576),
   VIDEO_TASK_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3600),
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  // At most 30 s: one attempt runs as an activity the workflow gives 45 s (workflows/video-task.ts),
+  // which must also cover connecting and recording the attempt on the task.
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().max(30_000, 'WEBHOOK_TIMEOUT_MS may be at most 30000 (a webhook attempt has 45 s in all)').default(15_000),
   OUTBOUND_ALLOWLIST: z.string().default(''),
   CONSOLE_SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(43_200),
   WEBHOOK_SECRET_GRACE_SECONDS: z.coerce.number().int().min(0).default(86_400),
