@@ -12,6 +12,7 @@
  * - `[sim:reject]`    400 at submission.
  * - `[sim:flaky]`     503 with `Retry-After: 1` to the first two submissions of the same
  *                     prompt text, accepted from the third on.
+ * - `[sim:down]`      503 with `Retry-After: 1` to every submission.
  * - `[sim:delay=N]`   the task takes N seconds (fractions allowed, 0 = instant; default 1).
  * - `[sim:queue=N]`   the task waits N seconds queued before those (default: a tenth of them).
  * - `[sim:lose_answer]` the first submission of the same prompt text creates its task, then
@@ -31,6 +32,7 @@ export interface Markers {
   fail: boolean;
   reject: boolean;
   flaky: boolean;
+  down: boolean;
   loseAnswer: boolean;
   slow: boolean;
   delaySeconds?: number;
@@ -56,7 +58,7 @@ function nonNegativeInteger(value: string | undefined): number | undefined {
 }
 
 export function parseMarkers(text: string): Markers {
-  const markers: Markers = { fail: false, reject: false, flaky: false, loseAnswer: false, slow: false };
+  const markers: Markers = { fail: false, reject: false, flaky: false, down: false, loseAnswer: false, slow: false };
   for (const match of text.matchAll(markerPattern)) {
     for (const token of (match[1] ?? '').trim().split(/\s+/)) {
       const [name, value] = token.split('=', 2) as [string, string | undefined];
@@ -64,6 +66,7 @@ export function parseMarkers(text: string): Markers {
         case 'fail':
         case 'reject':
         case 'flaky':
+        case 'down':
         case 'slow':
           markers[name] = true;
           break;

@@ -22,6 +22,9 @@ export class SubmissionGate {
     if (markers.reject) {
       return { kind: 'reject', message: 'The request was refused by the simulator ([sim:reject] in the prompt).' };
     }
+    if (markers.down) {
+      return { kind: 'unavailable', message: 'The service is down ([sim:down] in the prompt); retry later.', retryAfterSeconds: 1 };
+    }
     if (markers.flaky) {
       const attempt = (this.attemptsByPrompt.get(prompt) ?? 0) + 1;
       this.attemptsByPrompt.set(prompt, attempt);

@@ -6,6 +6,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  type ActivityOptions,
   sleep,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
@@ -21,12 +22,20 @@ import { getTaskStateQuery, type TaskState } from './definitions.ts';
 // Money and snapshots are settled before the webhook, so a caller who hears of a final state
 // can already see it (and its bill) through GET.
 
-/** Vendor submission: transient trouble is retried with backoff for up to 30 minutes. */
-const submission = proxyActivities<Activities>({
+/** Vendor submission: transient trouble is retried with backoff for up to 30 minutes, and
+ * never past the task's deadline (see submissionWithin). */
+const SUBMISSION_MAX_MS = 30 * 60_000;
+const submissionOptions: ActivityOptions = {
   startToCloseTimeout: '60s',
-  scheduleToCloseTimeout: '30m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: ['VendorRejected'] },
-});
+};
+const submission = proxyActivities<Activities>({ ...submissionOptions, scheduleToCloseTimeout: SUBMISSION_MAX_MS });
+
+/** Submission retried until the task's deadline when that comes first: a deadline under 30
+ * minutes (VIDEO_TASK_DEADLINE_SECONDS) held for the whole task, the submission included. */
+function submissionWithin(deadline: number) {
+  return proxyActivities<Activities>({ ...submissionOptions, scheduleToCloseTimeout: Math.max(1_000, Math.min(SUBMISSION_MAX_MS, deadline - Date.now())) });
+}
 
 /** One status read; a failed read is simply followed by the next poll. */
 const polling = proxyActivities<Activities>({
@@ -47,6 +56,8 @@ const webhookDelivery = proxyActivities<Activities>({ startToCloseTimeout: '45s'
 const MAX_STATUS_REFUSALS = 3;
 /** Marks histories recorded since refusals end a task (older ones replay as they ran). */
 const STATUS_REFUSALS_PATCH = 'end-task-on-refused-status-reads';
+/** Marks histories in which submission retries stop at the task's deadline. */
+const SUBMISSION_DEADLINE_PATCH = 'submission-within-deadline';
 /** Marks histories in which a task reads `running` once the vendor runs it, not as soon as the
  * vendor accepted it (spec 4.1: submitted is "accepted and queued", running "in progress"). */
 const RUNNING_WHEN_VENDOR_RUNS_PATCH = 'running-when-the-vendor-runs';
@@ -124,11 +135,19 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
 
 async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadline: number): Promise<Outcome> {
   let vendorTaskId: string;
+  const withinDeadline = patched(SUBMISSION_DEADLINE_PATCH);
+  // Temporal ends the retries as soon as the next one would not fit, a little before the
+  // deadline itself: a transient failure then is the deadline's.
+  const deadlineFirst = withinDeadline && deadline - Date.now() < SUBMISSION_MAX_MS;
   try {
-    ({ vendorTaskId } = await submission.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request }));
+    const submitting = withinDeadline ? submissionWithin(deadline) : submission;
+    ({ vendorTaskId } = await submitting.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request }));
   } catch (error) {
     if (isCancellation(error)) throw error;
     const failure = describeActivityFailure(error);
+    if (deadlineFirst && failure.type !== 'VendorRejected') {
+      return failed('deadline_exceeded', `The vendor could not be reached within the task's deadline of ${input.deadlineSeconds} seconds: ${failure.message}`);
+    }
     return failure.type === 'VendorRejected'
       ? failed('vendor_rejected', `The vendor refused the task: ${failure.message}`)
       : failed('vendor_unavailable', `The vendor could not be reached: ${failure.message}`);

@@ -5,12 +5,12 @@ import { parseMarkers, stripMarkers } from '../../simulator/markers.ts';
 describe('simulator: prompt markers', () => {
   it('reads flags and valued markers anywhere in the text, several per bracket', () => {
     const markers = parseMarkers('a fox [sim:fail] runs [sim:delay=0.2] [sim:chunks=12 gap_ms=5] [sim:error=429 delay_ms=30] [sim:slow lose_answer]');
-    assert.deepEqual(markers, { fail: true, reject: false, flaky: false, loseAnswer: true, slow: true, delaySeconds: 0.2, chunks: 12, gapMs: 5, errorStatus: 429, delayMs: 30 });
+    assert.deepEqual(markers, { fail: true, reject: false, flaky: false, down: false, loseAnswer: true, slow: true, delaySeconds: 0.2, chunks: 12, gapMs: 5, errorStatus: 429, delayMs: 30 });
   });
 
   it('ignores malformed values and unknown names instead of failing', () => {
     const markers = parseMarkers('[sim:delay=soon] [sim:error=200] [sim:error=abc] [sim:chunks=0] [sim:teleport] [sim:delay=-1] [not:fail]');
-    assert.deepEqual(markers, { fail: false, reject: false, flaky: false, loseAnswer: false, slow: false });
+    assert.deepEqual(markers, { fail: false, reject: false, flaky: false, down: false, loseAnswer: false, slow: false });
   });
 
   it('accepts zero delays', () => {

@@ -34,6 +34,17 @@ describe('video task limits', () => {
     assert.equal(account.spent_usd, 0);
   });
 
+  it('a task whose vendor cannot be reached at submission fails at its deadline, not after the 30 minutes of submission retries', async () => {
+    const client = videoClient(stack.baseUrl, key.key);
+    const started = Date.now();
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: `unreachable ${Date.now()} [sim:down]`, seconds: '4', metadata: { resolution: '480p' } });
+    const task = await client.waitForFinal(submitted.json.task_id, 20_000);
+    assert.equal(task.status, 'failed');
+    assert.equal(task.error?.code, 'deadline_exceeded');
+    assert.match(task.error!.message, /^The vendor could not be reached within the task's deadline of 3 seconds: /);
+    assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`);
+  });
+
   it('a slow task does not delay a fast one submitted after it', async () => {
     const client = videoClient(stack.baseUrl, key.key);
     const slow = await client.submit({ model: 'seedance-2.0', prompt: 'slow one [sim:delay=2.5]', seconds: '4', metadata: { resolution: '480p' } });
