@@ -6,6 +6,7 @@ import { createJsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-ty
 // Imported, not read at run time, so the built api (scripts/lib/build-api.ts) carries it along.
 import packageJson from '../../package.json' with { type: 'json' };
 import { withResponseLinks } from './links.ts';
+import { withResponseHeaders } from './response-headers.ts';
 import { securitySchemes } from './security.ts';
 
 // The OpenAPI 3.1 document, generated from the routes' zod schemas (the same schemas that
@@ -48,7 +49,7 @@ async function openApiPlugin(app: FastifyInstance, options: OpenApiOptions): Pro
       ],
     },
     transform: (document) => (PUBLIC_ROUTE.test(document.url) ? zodTransform(document) : { schema: { hide: true }, url: document.url }),
-    transformObject: (document) => withResponseLinks(jsonSchemaTransformObject(document)),
+    transformObject: (document) => withResponseHeaders(withResponseLinks(jsonSchemaTransformObject(document))),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
 

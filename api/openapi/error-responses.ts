@@ -20,7 +20,7 @@ const descriptions: Record<ErrorStatus, string> = {
   413: 'The request body is larger than the configured limit.',
   415: 'The body is not `application/json`.',
   422: 'The request repeats an idempotency key with a different body.',
-  429: 'Rate limit exceeded; retry after the delay in `Retry-After`.',
+  429: 'Rate limit exceeded; retry after the delay in `Retry-After` when it is given, else with backoff.',
   431: 'The request line and headers are larger than 16 KB (answered before any route runs).',
   500: 'The gateway failed; the message names the request id and nothing else.',
   502: 'The upstream provider failed or answered something unusable; nothing was charged.',

@@ -151,6 +151,25 @@ describe('the OpenAPI document', () => {
     assert.ok(streamed['application/json'] && streamed['text/event-stream'], 'JSON and Server-Sent Events');
   });
 
+  it('declares the headers answers carry, and a real answer carries what its status declares', async () => {
+    const headersOf = (documentPath: string, method: string, status: string) => Object.keys(document.paths[documentPath][method].responses[status].headers ?? {}).sort();
+    const limits = ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'];
+    const tokens = ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'];
+    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '200'), [...limits, ...tokens, 'x-request-id'].sort());
+    assert.deepEqual(headersOf('/v1/video/generations', 'post', '200'), ['idempotent-replayed', ...limits, 'x-request-id'].sort());
+    assert.deepEqual(headersOf('/v1/video/generations', 'post', '429'), ['retry-after', ...limits, 'x-request-id'].sort());
+    assert.deepEqual(headersOf('/v1/models', 'get', '401'), ['x-request-id']);
+    assert.deepEqual(headersOf('/admin/accounts', 'post', '201'), ['x-request-id']);
+
+    const account = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { name: 'headers' } });
+    const key = await harness.app.inject({ method: 'POST', url: `/admin/accounts/${account.json().id}/keys`, headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { name: 'k' } });
+    const listed = await harness.app.inject({ url: '/v1/models', headers: { authorization: `Bearer ${key.json().key}` } });
+    assert.equal(listed.statusCode, 200);
+    for (const header of headersOf('/v1/models', 'get', '200')) assert.ok(listed.headers[header], `GET /v1/models answers ${header}`);
+    const refused = await harness.app.inject({ url: '/v1/models', headers: { authorization: 'Bearer fg_wrong' } });
+    for (const header of headersOf('/v1/models', 'get', '401')) assert.ok(refused.headers[header], `a 401 answers ${header}`);
+  });
+
   it('serves a docs page whose assets come from the gateway itself', async () => {
     const page = await harness.app.inject({ url: '/docs' });
     assert.equal(page.statusCode, 200);

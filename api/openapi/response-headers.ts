@@ -1,0 +1,64 @@
+// Response headers in the OpenAPI document. The routes' zod schemas describe bodies only, so
+// the headers the answers carry are added to the finished document here, by operation and
+// status, for generated clients and readers to see.
+
+interface Header {
+  description: string;
+  schema: { type: 'string'; enum?: string[] };
+}
+
+const text = (description: string): Header => ({ description, schema: { type: 'string' } });
+
+/** On every answer (api/app.ts sets it on arrival). */
+const requestId = { 'x-request-id': text('The request id; the log and a 500 name it.') };
+
+/** On every answer of a /v1 route whose key was accepted (api/plugins/rate-limit.ts). */
+const requestLimits = {
+  'x-ratelimit-limit-requests': text('Requests this key may make per minute.'),
+  'x-ratelimit-remaining-requests': text('Requests left in the current minute.'),
+  'x-ratelimit-reset-requests': text('When the minute ends, e.g. `12s`.'),
+};
+
+/** On chat answers (api/services/openai-proxy/chat-proxy.ts). */
+const tokenLimits = {
+  'x-ratelimit-limit-tokens': text('Tokens this key may use per minute.'),
+  'x-ratelimit-remaining-tokens': text('Tokens left in the current minute.'),
+  'x-ratelimit-reset-tokens': text('When the minute ends, e.g. `12s`.'),
+};
+
+/** On an answer replayed for a repeated Idempotency-Key (api/plugins/idempotency.ts). */
+const replayed = {
+  'idempotent-replayed': { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } } satisfies Header,
+};
+
+/** On 429s, and on 503s that know when to come back. */
+const retryAfter = { 'retry-after': text('Seconds to wait before retrying, when known.') };
+
+const IDEMPOTENT_OPERATIONS = new Set(['createVideoTask', 'createImage']);
+
+interface Operation {
+  operationId?: string;
+  responses?: Record<string, { headers?: Record<string, Header> }>;
+}
+
+/** Adds the headers to a finished document. */
+export function withResponseHeaders<Document extends object>(document: Document): Document {
+  const paths = (document as { paths?: Record<string, Record<string, unknown>> }).paths ?? {};
+  for (const [path, pathItem] of Object.entries(paths)) {
+    for (const operation of Object.values(pathItem) as Operation[]) {
+      if (!operation || typeof operation !== 'object' || !operation.responses) continue;
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const code = Number(status);
+        response.headers = {
+          ...response.headers,
+          ...requestId,
+          ...(path.startsWith('/v1/') && code !== 401 ? requestLimits : {}),
+          ...(operation.operationId === 'createChatCompletion' && code === 200 ? tokenLimits : {}),
+          ...(IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200 ? replayed : {}),
+          ...(code === 429 || code === 503 ? retryAfter : {}),
+        };
+      }
+    }
+  }
+  return document;
+}
