@@ -1,4 +1,5 @@
 import type { Collection, Db } from 'mongodb';
+import { LeaseJournal } from './lease-journal.ts';
 import { StoreClock } from './store-clock.ts';
 
 // The open spend leases of every API process (api/services/billing/): one document per lease,
@@ -29,6 +30,8 @@ export interface BudgetLeaseDocument {
 
 export class BudgetLeaseStore {
   readonly collection: Collection<BudgetLeaseDocument>;
+  /** What each lease's calls cost so far (lease-journal.ts). */
+  readonly journal: LeaseJournal;
 
   constructor(
     db: Db,
@@ -36,6 +39,7 @@ export class BudgetLeaseStore {
     readonly clock = new StoreClock(db),
   ) {
     this.collection = db.collection<BudgetLeaseDocument>('budget_leases');
+    this.journal = new LeaseJournal(db);
   }
 
   async open(lease: BudgetLeaseDocument): Promise<void> {

@@ -3,10 +3,12 @@ import type { Ledger, LedgerOutcome } from './ledger.ts';
 
 // A spend lease past its `expires_at` belongs to an api process that died, or one that lost
 // touch with the store: live processes keep pushing their leases' expiry forward, and stop
-// spending from a lease they could not extend (api/services/billing/account-budgets.ts). Its
-// hold is released and its document removed. What its calls cost is then lost if the process
-// died; a live one debits it from the balance when it settles (retired-leases.ts). Either way
-// nobody is billed twice. Two callers do it: the worker's sweeper, for every expired lease, and a caller that
+// spending from a lease they could not extend (api/services/billing/account-budgets.ts). What
+// its journal (lease-journal.ts) says its calls cost is captured from its hold, with their usage
+// records, and the rest of the hold released; then its documents are removed. Only the calls
+// after the journal's last write are lost if the process died (and any overage beyond the
+// hold); a live one debits what its calls cost beyond that capture when it settles
+// (retired-leases.ts). Either way nobody is billed twice. Two callers do it: the worker's sweeper, for every expired lease, and a caller that
 // needs the account's money now (api/services/billing/lease-recall.ts), for that account's.
 //
 // The release only runs when the lease's hold entry exists: a release without one would return
@@ -15,7 +17,8 @@ import type { Ledger, LedgerOutcome } from './ledger.ts';
 // gave part of the hold back early (a 'trim', see account-budgets.ts) has only the rest released;
 // sealing its trim slot first keeps a trim from landing after the release.
 
-/** Releases an expired lease's hold; what the ledger said, or 'no hold' when there was none. */
+/** Settles an expired lease's hold from its journal (or releases it whole); what the ledger
+ * said, or 'no hold' when there was none. */
 export async function releaseExpiredLease(stores: { ledger: Ledger; leases: BudgetLeaseStore }, lease: Pick<BudgetLeaseDocument, '_id' | 'account_id'>): Promise<LedgerOutcome | 'no hold'> {
   const { ledger } = stores;
   const hold = await ledger.find(lease._id, 'hold');
@@ -29,8 +32,18 @@ export async function releaseExpiredLease(stores: { ledger: Ledger; leases: Budg
       if (!trim) throw new Error(`lease ${lease._id}: its trim slot is taken but no trim entry was found`);
       trimmed = trim.amount_micros;
     }
-    outcome = await ledger.apply({ ...base, operation: 'release', amountMicros: hold.amount_micros - trimmed });
+    const held = hold.amount_micros - trimmed;
+    const journal = await stores.leases.journal.read(lease._id);
+    const captured = Math.min(journal?.spent_micros ?? 0, held);
+    if (journal && captured > 0) {
+      // Usage first, as a settlement writes it: records its own process wrote stay as they are.
+      await stores.leases.journal.recordUsage(journal);
+      outcome = await ledger.apply({ ...base, operation: 'capture', amountMicros: captured, heldMicros: held });
+    } else {
+      outcome = await ledger.apply({ ...base, operation: 'release', amountMicros: held });
+    }
   }
   await stores.leases.remove(lease._id);
+  await stores.leases.journal.remove(lease._id);
   return outcome;
 }

@@ -44,6 +44,16 @@ export class UsageStore {
     }
   }
 
+  /** Writes every record over what is there under its id: for a spend lease whose journal's
+   * records (store/lease-journal.ts) its own settlement completes. */
+  async replaceMany(records: ReadonlyArray<Omit<UsageRecord, 'day' | 'created_at'> & { at: Date }>): Promise<void> {
+    if (records.length === 0) return;
+    await this.collection.bulkWrite(
+      records.map(({ at, ...fields }) => ({ replaceOne: { filter: { _id: fields._id }, replacement: { ...fields, day: utcDay(at), created_at: at }, upsert: true } })),
+      { ordered: false },
+    );
+  }
+
   /** Inserts every record; ones already present (a retried settlement) are left as they are. */
   async recordMany(records: ReadonlyArray<Omit<UsageRecord, 'day' | 'created_at'> & { at: Date }>): Promise<void> {
     if (records.length === 0) return;

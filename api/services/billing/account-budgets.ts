@@ -18,9 +18,10 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 //
 // A lease is retired when its account goes idle or when it is old and has served calls (a fresh
 // one is opened ahead of time so callers do not wait), and settles once its last call has
-// finished (retired-leases.ts). If this process dies first, the hold is released once the lease
-// document expires (store/expired-leases.ts: by the worker's sweeper, or sooner by a caller that
-// needs the money): a crash can lose what the calls of the last seconds cost, never charge for
+// finished (retired-leases.ts). If this process dies first, the lease is settled from its
+// journal once its document expires (store/expired-leases.ts: by the worker's sweeper, or sooner
+// by a caller that needs the money): the journal is written about once a second while calls are
+// charged, so a crash can lose what the calls of the last second cost, never charge for
 // anything twice. A live process never reserves from a lease within the last quarter of the
 // expiry the store confirmed, so it does not spend money that may be on its way back.
 //
@@ -63,6 +64,8 @@ export class AccountBudgets {
   private readonly retired: RetiredLeases;
   private readonly openings = new Map<string, Promise<Opening>>();
   private timer: NodeJS.Timeout | undefined;
+  private nextJournalAt = 0;
+  private journaling = false;
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
@@ -241,6 +244,27 @@ export class AccountBudgets {
       else if (!lease.extending && !lease.expiryLost && lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
     }
     this.answerRecalls(now);
+    if (now >= this.nextJournalAt) this.writeJournals(now);
+  }
+
+  /** Writes down, for each lease charged since its last write, what its calls cost so far: one
+   * write per such lease, about once a second (LeaseTiming.journalMs), none for idle ones. */
+  private writeJournals(now: number): void {
+    if (this.journaling) return;
+    const due = [...this.active.values(), ...this.retired.all()].filter((lease) => lease.charges > lease.journaledCharges);
+    if (due.length === 0) return;
+    this.nextJournalAt = now + this.timing.journalMs;
+    this.journaling = true;
+    const { journal } = this.options.leases;
+    const writes = due.map((lease) => {
+      const charges = lease.charges;
+      const statement = lease.statement(new Date());
+      return journal.write({ _id: lease.reference, account_id: lease.accountId, spent_micros: statement.spentMicros, usage: statement.usage }).then(
+        () => (lease.journaledCharges = Math.max(lease.journaledCharges, charges)),
+        (error: unknown) => this.options.log.warn({ err: error, lease: lease.reference }, 'writing a spend lease journal failed; will write it again'),
+      );
+    });
+    void Promise.all(writes).finally(() => (this.journaling = false));
   }
 
   /** Retires the open leases another process asked back (lease-recall.ts), and trims those

@@ -23,6 +23,9 @@ export interface LeaseTiming extends RecallTiming {
    * handing back. */
   expiryMs: number;
   tickMs: number;
+  /** How often a lease whose calls were charged writes its journal (store/lease-journal.ts):
+   * the most a killed process's calls can go unbilled. */
+  journalMs: number;
   /** The longest pause between two attempts to settle a lease (they start at 0.4 s and double). */
   settleRetryMaxMs: number;
   /** The smallest hold worth a ledger round trip (unless the balance is smaller). */
@@ -43,6 +46,7 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = {
   // lease through store outages of 7.5 to 22.5 s (see expiryMs) before its calls get 503.
   expiryMs: 30_000,
   tickMs: 100,
+  journalMs: 1_000,
   settleRetryMaxMs: 5_000,
   minLeaseMicros: 1_000_000,
   reservationsPerLease: 8,

@@ -136,17 +136,35 @@ export class RetiredLeases {
         ? await ledger.apply({ ...base, operation: 'release', amountMicros: held })
         : await ledger.apply({ ...base, operation: 'capture', amountMicros: captured, heldMicros: held });
     if (outcome === 'insufficient_balance') log.error({ lease: lease.reference }, 'the ledger holds less than a spend lease it granted; its calls are not charged');
-    // 'conflict': the lease was released as expired elsewhere (its process could not push the
-    // expiry forward in time), and its hold went back to the balance. Its calls were served all
-    // the same: they are debited from the balance instead, as far as it goes.
-    const owed = outcome === 'applied' ? statement.spentMicros - captured : outcome === 'conflict' ? statement.spentMicros : 0;
+    // A lease whose expiry passed (its process could not push it forward in time, or was paused)
+    // may have been settled from its journal by whoever released it as expired
+    // (store/expired-leases.ts): its hold went back to the balance ('conflict'), or part of it
+    // was captured for the calls the journal had, and then this capture reads 'applied' too (the
+    // ledger keeps one capture per lease, whatever its amount). So what was captured is read
+    // back. The calls were served all the same: the rest of their cost is debited from the
+    // balance, as far as it goes.
+    const capturedOnLedger = outcome === 'insufficient_balance' || (outcome === 'applied' && captured === 0) ? 0 : await capturedFor(ledger, lease.reference);
+    const settledElsewhere = outcome === 'conflict' || capturedOnLedger !== captured;
+    const owed = outcome === 'insufficient_balance' ? 0 : statement.spentMicros - capturedOnLedger;
     if (owed > 0) {
       // As far as the balance goes: a shortfall forgives only what the balance lacks.
       await ledger.apply({ ...base, operation: 'debit', amountMicros: owed, upToBalance: true });
       const debited = (await ledger.find(lease.reference, 'debit'))?.amount_micros ?? 0;
       if (debited < owed) log.error({ lease: lease.reference, owed, debited, outcome }, "the balance could not cover all that a spend lease's calls cost beyond its hold; the rest is lost");
-      else if (outcome !== 'applied') log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
+      else if (settledElsewhere) log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
+    }
+    if (settledElsewhere) {
+      // Usage records the release wrote from the journal may predate the last calls: this
+      // statement is the whole of them.
+      await usage.replaceMany(statement.usage);
     }
     await leases.remove(lease.reference);
+    await leases.journal.remove(lease.reference);
   }
+}
+
+/** What the ledger captured for a lease: nothing when its hold was released instead. */
+async function capturedFor(ledger: Ledger, reference: string): Promise<number> {
+  const settled = await ledger.find(reference, 'capture');
+  return settled?.operation === 'capture' ? settled.amount_micros : 0;
 }

@@ -49,6 +49,10 @@ export class SpendLease {
   expiresAt: number;
   /** An extension of expiresAt is on its way to the store. */
   extending = false;
+  /** Counts the charges settled into it; the journal (store/lease-journal.ts) was last written
+   * as of `journaledCharges`. */
+  charges = 0;
+  journaledCharges = 0;
   /** An extension found it past its expiry or gone: its hold may have been released already.
    * It is retired then, and never extended again: each try would be another store write and
    * warning, every tick, for as long as its calls run. */
@@ -138,6 +142,7 @@ export class SpendLease {
     this.inFlight -= 1;
     this.lastActivityAt = now;
     if (figures === null) return;
+    this.charges += 1;
     const id = `${call.keyId}\u0000${call.modelId}\u0000${call.kind}`;
     let tally = this.usage.get(id);
     if (!tally) {

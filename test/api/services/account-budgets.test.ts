@@ -251,10 +251,65 @@ describe('spend leases (account budgets)', () => {
     assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
     const after = (await accounts.find(account._id))!;
     assert.equal(after.held_micros, 0);
-    // What the dead process's calls cost is lost with it: nobody is ever charged twice.
+    // Its timer never fired, so its calls never reached its journal: they are lost with it, and
+    // nobody is ever charged twice.
     assert.equal(after.balance_micros, 1_000_000);
     assert.equal(await leases.collection.countDocuments({ account_id: account._id }), 0);
     assert.equal(await sweepExpiredLeases({ ledger, leases }, new Date(Date.now() + 61_000)), 0);
+  });
+
+  it('charges the calls a killed process had written to its lease journal when its lease expires, with their usage', async () => {
+    const account = await accounts.create({ name: 'killed', balanceMicros: 1_000_000 });
+    // A process on a connection of its own, cut once its journal has the calls: it can neither
+    // settle nor extend from then on, as if killed. Its lease lives 60 s.
+    const own = await connectDatabase(process.env.FRAMEGATE_TEST_MONGODB_URI!, database.db.databaseName);
+    const killed = new AccountBudgets({
+      ledger: new Ledger(own.db),
+      leases: new BudgetLeaseStore(own.db),
+      usage: new UsageStore(own.db),
+      log: silent,
+      timing: { idleMs: 60_000, smallLeaseIdleMs: 60_000, tickMs: 20, journalMs: 50, expiryMs: 60_000 },
+    });
+    for (const price of [4_000, 2_500]) (await killed.reserve(account._id, 10_000, chatCall, 'hint')).charge(price, { inputTokens: 7, outputTokens: 3 }, { allowOverage: false });
+    const started = Date.now();
+    while ((await leases.journal.collection.findOne({ account_id: account._id }))?.spent_micros !== 6_500) {
+      assert.ok(Date.now() - started < 3_000, 'the journal never had both calls');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // A third call after the last write: it is lost with the process.
+    (await killed.reserve(account._id, 10_000, chatCall, 'hint')).charge(1_000, { inputTokens: 1, outputTokens: 1 }, { allowOverage: false });
+    await own.close();
+
+    const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
+    assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
+    const after = (await accounts.find(account._id))!;
+    assert.deepEqual([after.held_micros, after.spent_micros, after.balance_micros], [0, 6_500, 993_500]);
+    const records = await usageOf(account._id);
+    assert.deepEqual(records.map((record) => [record.requests, record.input_tokens, record.output_tokens, record.spend_micros]), [[2, 14, 6, 6_500]]);
+    assert.equal(await leases.journal.collection.countDocuments({ account_id: account._id }), 0, 'the journal goes with its lease');
+  });
+
+  it('charges a lease once when its process settles it after it was settled from its journal as expired', async () => {
+    const account = await accounts.create({ name: 'late', balanceMicros: 1_000_000 });
+    const budget = budgets({ idleMs: 60_000, smallLeaseIdleMs: 60_000, journalMs: 50, expiryMs: 60_000 });
+    (await budget.reserve(account._id, 10_000, chatCall, 'hint')).charge(4_000, { inputTokens: 5, outputTokens: 5 }, { allowOverage: false });
+    const started = Date.now();
+    while (!(await leases.journal.collection.findOne({ account_id: account._id }))) {
+      assert.ok(Date.now() - started < 3_000, 'the journal was never written');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    (await budget.reserve(account._id, 10_000, chatCall, 'hint')).charge(3_000, { inputTokens: 5, outputTokens: 5 }, { allowOverage: false });
+    // Another process's clock says the lease expired: it is settled from the journal (4,000),
+    // then its own process settles all of it (7,000) and owes only the difference.
+    const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
+    assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
+    assert.equal((await accounts.find(account._id))!.spent_micros, 4_000);
+    await budget.close();
+    const after = await settled(account._id);
+    assert.deepEqual([after.held_micros, after.spent_micros + after.balance_micros], [0, 1_000_000]);
+    assert.equal(1_000_000 - after.balance_micros, 7_000, 'both calls charged once');
+    const records = await usageOf(account._id);
+    assert.deepEqual(records.map((record) => [record.requests, record.spend_micros]), [[2, 7_000]], 'the usage records have both calls');
   });
 
   it('closes within its time limit when the store has gone, leaving the hold to the sweeper', async () => {

@@ -1,0 +1,67 @@
+import type { Collection, Db } from 'mongodb';
+import { UsageStore, type UsageRecord } from './usage.ts';
+
+// What a spend lease's calls have cost so far, as its api process last wrote it down: one
+// document per lease in `lease_journal`, rewritten whole (the lease's running totals) about once
+// a second while its calls are charged (api/services/billing/account-budgets.ts). Only the
+// lease's own process writes it, one write at a time, so a later total never loses to an
+// earlier one.
+//
+// A lease settles with the ledger a few seconds after it opens. A process killed before that
+// used to take what its lease's calls cost with it: the hold was released as expired and the
+// calls went unbilled. Whoever releases an expired lease now charges what its journal says
+// (store/expired-leases.ts), so a kill loses at most the calls since the last write.
+
+export type JournalUsage = Omit<UsageRecord, 'day' | 'created_at'> & { at: Date };
+
+export interface LeaseJournalDocument {
+  /** The lease's ledger reference. */
+  _id: string;
+  account_id: string;
+  /** Everything its calls cost so far (may pass the hold: overage). */
+  spent_micros: number;
+  /** Its usage records so far, under the ids its own settlement would write. */
+  usage: JournalUsage[];
+  written_at: Date;
+}
+
+export class LeaseJournal {
+  readonly collection: Collection<LeaseJournalDocument>;
+  private readonly usage: UsageStore;
+
+  constructor(db: Db) {
+    this.collection = db.collection<LeaseJournalDocument>('lease_journal');
+    this.usage = new UsageStore(db);
+  }
+
+  /** Writes a lease's totals so far over the ones written before. */
+  async write(entry: Omit<LeaseJournalDocument, 'written_at'>): Promise<void> {
+    const { _id, ...fields } = entry;
+    await this.collection.updateOne({ _id }, { $set: { ...fields, written_at: new Date() } }, { upsert: true });
+  }
+
+  read(reference: string): Promise<LeaseJournalDocument | null> {
+    return this.collection.findOne({ _id: reference });
+  }
+
+  /** The journal's usage as usage records; records already there (its process's own
+   * settlement wrote them) are left as they are. */
+  async recordUsage(entry: LeaseJournalDocument): Promise<void> {
+    await this.usage.recordMany(entry.usage);
+  }
+
+  async remove(reference: string): Promise<void> {
+    await this.collection.deleteOne({ _id: reference });
+  }
+
+  /** Journals whose lease is no longer open and that were last written before `before`: a
+   * process that settled its lease and died before it removed the journal. */
+  async removeOrphans(openReferences: (references: string[]) => Promise<string[]>, before: Date, limit: number): Promise<number> {
+    const old = await this.collection.find({ written_at: { $lt: before } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    if (old.length === 0) return 0;
+    const open = new Set(await openReferences(old.map((entry) => entry._id)));
+    const orphans = old.map((entry) => entry._id).filter((reference) => !open.has(reference));
+    if (orphans.length > 0) await this.collection.deleteMany({ _id: { $in: orphans } });
+    return orphans.length;
+  }
+}
