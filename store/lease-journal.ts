@@ -34,10 +34,14 @@ export class LeaseJournal {
     this.usage = new UsageStore(db);
   }
 
-  /** Writes a lease's totals so far over the ones written before. */
-  async write(entry: Omit<LeaseJournalDocument, 'written_at'>): Promise<void> {
-    const { _id, ...fields } = entry;
-    await this.collection.updateOne({ _id }, { $set: { ...fields, written_at: new Date() } }, { upsert: true });
+  /** Writes leases' totals so far over the ones written before, in one round trip. */
+  async write(entries: ReadonlyArray<Omit<LeaseJournalDocument, 'written_at'>>): Promise<void> {
+    if (entries.length === 0) return;
+    const writtenAt = new Date();
+    await this.collection.bulkWrite(
+      entries.map(({ _id, ...fields }) => ({ updateOne: { filter: { _id }, update: { $set: { ...fields, written_at: writtenAt } }, upsert: true } })),
+      { ordered: false },
+    );
   }
 
   read(reference: string): Promise<LeaseJournalDocument | null> {

@@ -248,23 +248,26 @@ export class AccountBudgets {
   }
 
   /** Writes down, for each lease charged since its last write, what its calls cost so far: one
-   * write per such lease, about once a second (LeaseTiming.journalMs), none for idle ones. */
+   * round trip for all of them, about once a second (LeaseTiming.journalMs), none when idle. */
   private writeJournals(now: number): void {
     if (this.journaling) return;
     const due = [...this.active.values(), ...this.retired.all()].filter((lease) => lease.charges > lease.journaledCharges);
     if (due.length === 0) return;
     this.nextJournalAt = now + this.timing.journalMs;
     this.journaling = true;
-    const { journal } = this.options.leases;
-    const writes = due.map((lease) => {
-      const charges = lease.charges;
-      const statement = lease.statement(new Date());
-      return journal.write({ _id: lease.reference, account_id: lease.accountId, spent_micros: statement.spentMicros, usage: statement.usage }).then(
-        () => (lease.journaledCharges = Math.max(lease.journaledCharges, charges)),
-        (error: unknown) => this.options.log.warn({ err: error, lease: lease.reference }, 'writing a spend lease journal failed; will write it again'),
-      );
+    const at = new Date();
+    const charges = due.map((lease) => lease.charges);
+    const entries = due.map((lease) => {
+      const statement = lease.statement(at);
+      return { _id: lease.reference, account_id: lease.accountId, spent_micros: statement.spentMicros, usage: statement.usage };
     });
-    void Promise.all(writes).finally(() => (this.journaling = false));
+    this.options.leases.journal
+      .write(entries)
+      .then(
+        () => due.forEach((lease, index) => (lease.journaledCharges = Math.max(lease.journaledCharges, charges[index]!))),
+        (error: unknown) => this.options.log.warn({ err: error }, 'writing the spend lease journals failed; will write them again'),
+      )
+      .finally(() => (this.journaling = false));
   }
 
   /** Retires the open leases another process asked back (lease-recall.ts), and trims those
