@@ -26,6 +26,9 @@ export interface WebhookDeliveryResult {
   outcome: 'delivered' | 'retry' | 'gone' | 'refused';
   status?: number;
   error?: string;
+  /** For the operator's log, beside `error`: what the caller may not read (the address a
+   * refused name resolved to, how to allow it). */
+  detail?: string;
   retryAfterMs?: number;
   durationMs: number;
 }
@@ -82,7 +85,7 @@ export async function deliverWebhookOnce(input: WebhookDeliveryInput): Promise<W
     });
   } catch (error) {
     const forbidden = findForbidden(error);
-    if (forbidden) return { outcome: 'refused', error: forbidden.message, durationMs: elapsed() };
+    if (forbidden) return { outcome: 'refused', error: forbidden.publicMessage, detail: forbidden.message, durationMs: elapsed() };
     return { outcome: 'retry', error: describeFailure(error, timeoutMs, signal), durationMs: elapsed() };
   }
 

@@ -69,6 +69,7 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
       const attempt: WebhookAttempt = { attempt: input.attempt, at: new Date(), outcome: result.outcome, duration_ms: result.durationMs };
       if (result.status !== undefined) attempt.status = result.status;
       if (result.error !== undefined) attempt.error = result.error;
+      if (result.detail !== undefined) warn('webhook destination refused', { taskId: task._id, detail: result.detail });
       const state = result.outcome === 'retry' ? (input.lastAttempt ? 'exhausted' : 'pending') : result.outcome;
       await record(task._id, attempt, state);
       const answer: { outcome: WebhookAttempt['outcome']; retryAfterMs?: number } = { outcome: result.outcome };

@@ -26,6 +26,13 @@ export class ForbiddenDestinationError extends Error {
     );
     this.name = 'ForbiddenDestinationError';
   }
+
+  /** What the caller who gave the URL may read (a webhook attempt on their task): not the
+   * address the name resolved to, nor the operator's allowlist, which would let a caller map
+   * the gateway's internal network by its DNS answers. The message above goes to the log. */
+  get publicMessage(): string {
+    return `refused: ${this.hostname} is ${this.range === 'loopback' ? 'a loopback' : `a ${this.range}`} address, which the gateway does not call`;
+  }
 }
 
 /** Parses OUTBOUND_ALLOWLIST: comma-separated CIDRs, or the word `loopback`. Throws on a typo so

@@ -25,9 +25,14 @@ export async function openClip(task: TaskDocument, sources: ClipSources): Promis
   if (!vendor?.openContent || !task.vendor_task_id) throw new GatewayError('task_not_found', 'The clip of this task is no longer available.');
   return vendor.openContent(task.vendor_task_id).catch((error: unknown) => {
     // The vendor's trouble, not the caller's and not a gateway bug: a 502 the caller may retry.
+    // In the gateway's words: the vendor's name its hosts, ports and the operator's account; they
+    // go to the log (the error handler logs a 5xx with its `upstream`).
     if (error instanceof VendorTransientError || error instanceof VendorRejectedError) {
       vendorErrors.inc({ vendor: upstream!, kind: error instanceof VendorTransientError ? 'transient' : 'rejected' });
-      throw new GatewayError('upstream_error', `The vendor could not deliver the clip: ${error.message}`);
+      const what = error.status === undefined ? 'could not be reached' : `answered ${error.status}`;
+      throw Object.assign(new GatewayError('upstream_error', `The vendor ${what} and could not deliver the clip; retry later.`), {
+        upstream: { status: error.status, message: error.message },
+      });
     }
     throw error;
   });

@@ -135,15 +135,16 @@ describe('deliverWebhookOnce', () => {
     assert.match(result.error ?? '', /ECONNREFUSED/);
   });
 
-  it('is refused, naming the address and OUTBOUND_ALLOWLIST, when the destination is forbidden', async () => {
+  it('is refused when the destination is forbidden: the caller reads why, the log also where it resolved and how to allow it', async () => {
     const receiver = await startWebhookReceiver([200]);
     const guarded = createGuardedDispatcher({ allowlist: parseOutboundAllowlist('') });
     try {
-      const result = await deliverWebhookOnce(attemptTo(receiver.url, { dispatcher: guarded }));
+      const result = await deliverWebhookOnce(attemptTo(receiver.url.replace('127.0.0.1', 'localhost'), { dispatcher: guarded }));
       assert.equal(result.outcome, 'refused');
       assert.equal(result.status, undefined);
-      assert.match(result.error ?? '', /127\.0\.0\.1/);
-      assert.match(result.error ?? '', /OUTBOUND_ALLOWLIST/);
+      assert.equal(result.error, 'refused: localhost is a loopback address, which the gateway does not call');
+      assert.match(result.detail ?? '', /localhost at (127\.0\.0\.1|::1)/);
+      assert.match(result.detail ?? '', /OUTBOUND_ALLOWLIST/);
       assert.equal(receiver.received.length, 0);
     } finally {
       await guarded.close();

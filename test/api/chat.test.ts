@@ -234,6 +234,13 @@ describe('POST /v1/chat/completions through the openai client', () => {
       });
     }
 
+    // A status a model provider does not answer (a proxy's 407, say): a 502 without its words.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'proxy [sim:error=407]' }] }, { maxRetries: 0 }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
+      assert.equal(error.message, '502 The model provider answered 407. Nothing was charged.');
+      return true;
+    });
+
     // OpenAI's codes that clients act on pass through a 400; others read invalid_request.
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'long [sim:error=400 error_code=context_length_exceeded]' }] }), (error: unknown) => {
       assert.ok(error instanceof OpenAI.BadRequestError);

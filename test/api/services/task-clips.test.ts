@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { openClip } from '../../../api/services/task-clips.ts';
+import { GatewayError } from '../../../core/errors.ts';
+import type { TaskDocument } from '../../../store/tasks.ts';
+import { VendorRejectedError, VendorTransientError, type VideoVendor } from '../../../vendors/types.ts';
+
+// A clip only the vendor can serve is streamed from it; when the vendor fails, the caller gets a
+// 502 in the gateway's words, and the vendor's (its hosts, the operator's account) go to the log.
+
+const task = { _id: 'task_c', status: 'succeeded', model: 'sora-2', vendor_task_id: 'video_1' } as TaskDocument;
+
+function failingWith(error: Error) {
+  const vendor = { openContent: async () => Promise.reject(error) } as unknown as VideoVendor;
+  return { vendorFor: () => vendor, upstreamOf: () => 'openai-videos' };
+}
+
+describe('clips the gateway streams from the vendor', () => {
+  for (const [label, error, words] of [
+    ['unreachable', new VendorTransientError('openai-videos: GET /v1/videos/video_1/content got no answer: ECONNREFUSED: connect ECONNREFUSED 10.0.0.7:8443'), 'could not be reached'],
+    ['failing', new VendorTransientError('openai-videos answered 500 server_error: proxy 10.20.30.40:8443 failed for org-Operator123', 500), 'answered 500'],
+    ['refusing', new VendorRejectedError('openai-videos answered 403: project proj_secret may not read this video', 403), 'answered 403'],
+  ] as const) {
+    it(`answers a ${label} vendor with a 502 that names no host or account, and keeps the vendor's words for the log`, async () => {
+      await assert.rejects(openClip(task, failingWith(error)), (thrown: unknown) => {
+        assert.ok(thrown instanceof GatewayError);
+        assert.equal(thrown.status, 502);
+        assert.equal(thrown.message, `The vendor ${words} and could not deliver the clip; retry later.`);
+        assert.equal((thrown as GatewayError & { upstream: { message: string } }).upstream.message, error.message);
+        return true;
+      });
+    });
+  }
+});
