@@ -38,6 +38,11 @@ const videoModelSchema = z.object({
   price_per_second_micros: z.record(z.string(), z.number().int().min(0)),
 });
 
+// A high-detail image at its largest: about 1,450 tokens on gpt-4o and 2,500 on gpt-4.1's
+// patch-based models. gpt-4o-mini bills the same images at about 33 times as many tokens (at a
+// lower price per token), so its catalog entry says so.
+const DEFAULT_IMAGE_INPUT_TOKENS = 2_500;
+
 const chatModelSchema = z.object({
   id: z.string(),
   kind: z.literal('chat'),
@@ -46,6 +51,9 @@ const chatModelSchema = z.object({
   owned_by: z.string(),
   tools: z.boolean(),
   max_output_tokens: z.number().int().positive(),
+  /** The most input tokens the provider bills for one image in a message: its reservation
+   * counts each image part as this many (core/chat-pricing.ts). */
+  image_input_tokens: z.number().int().min(0).default(DEFAULT_IMAGE_INPUT_TOKENS),
   price_per_million_input_tokens_micros: z.number().int().min(0),
   price_per_million_output_tokens_micros: z.number().int().min(0),
 });

@@ -19,6 +19,23 @@ export function estimateTokens(characters: number): number {
   return Math.ceil(characters / CHARACTERS_PER_TOKEN);
 }
 
+/** Tokens at most per character outside ASCII: CJK text runs about 0.7 to 1.5 tokens a
+ * character, four times what 4 characters a token would count. */
+const TOKENS_PER_OTHER_CHARACTER = 1.5;
+
+/**
+ * The input tokens of a request's text, for its reservation: 4 ASCII characters a token, and
+ * TOKENS_PER_OTHER_CHARACTER for the others. Those are counted from the UTF-8 length, without a
+ * pass over the text: a CJK character is 3 bytes in 1 UTF-16 unit (an emoji 4 in 2), so the
+ * bytes beyond one per unit, halved, count them (an accented Latin letter counts half).
+ * `asciiCharactersLeftOut` are not counted (image URLs, priced per image instead).
+ */
+export function estimateTextTokens(text: string, asciiCharactersLeftOut = 0): number {
+  const others = (Buffer.byteLength(text) - text.length) / 2;
+  const ascii = Math.max(0, text.length - others - asciiCharactersLeftOut);
+  return Math.ceil(ascii / CHARACTERS_PER_TOKEN + others * TOKENS_PER_OTHER_CHARACTER);
+}
+
 /** inputTokens × input price + outputTokens × output price, per million, rounded up. */
 export function chatPriceMicros(model: ChatModel, tokens: TokenCounts): number {
   // BigInt keeps the product exact before the single division.
@@ -30,8 +47,8 @@ export function chatPriceMicros(model: ChatModel, tokens: TokenCounts): number {
 }
 
 export interface ChatHoldInput {
-  /** Characters of everything the upstream reads as prompt (messages and tool definitions). */
-  promptCharacters: number;
+  /** The estimated input tokens (the upstream body's text and its images). */
+  promptTokens: number;
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   /** Number of choices asked for; each may use the whole output budget. */
@@ -46,7 +63,7 @@ export function outputTokenBudget(model: ChatModel, input: ChatHoldInput): numbe
 
 /** The worst case held before a call: the estimated prompt plus the full output budget. */
 export function chatHoldTokens(model: ChatModel, input: ChatHoldInput): TokenCounts {
-  return { inputTokens: estimateTokens(input.promptCharacters), outputTokens: outputTokenBudget(model, input) };
+  return { inputTokens: input.promptTokens, outputTokens: outputTokenBudget(model, input) };
 }
 
 export function imagePriceMicros(model: ImageModel, images: number): number {

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog, ChatModel } from '../../../core/catalog.ts';
-import { chatHoldTokens, chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { chatHoldTokens, chatPriceMicros, estimateTextTokens, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ChatCompletionRequest } from '../../routes/chat/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
@@ -55,11 +55,30 @@ export interface StartedChatCall extends AdmittedChatCall {
   response: UpstreamResponse;
 }
 
+/** Image parts of the messages, and the characters of their URLs (a data: URL can be megabytes
+ * of base64 that the provider bills as one image). */
+function imagesIn(messages: ChatCompletionRequest['messages']): { images: number; urlCharacters: number } {
+  let images = 0;
+  let urlCharacters = 0;
+  for (const message of messages) {
+    if (!Array.isArray(message.content)) continue;
+    for (const part of message.content as Json[]) {
+      if (part.type !== 'image_url') continue;
+      images += 1;
+      const imageUrl = part.image_url;
+      const url = typeof imageUrl === 'string' ? imageUrl : isObject(imageUrl) ? imageUrl.url : undefined;
+      if (typeof url === 'string') urlCharacters += url.length;
+    }
+  }
+  return { images, urlCharacters };
+}
+
 /** The body sent upstream, as JSON text, with the caller's parameters and the upstream's model
- * id, and how many of its characters are prompt (the messages and the tool definitions): the
- * reservation is estimated from them. The prompt is serialised once, and spliced in: with a
- * long conversation it is most of the text. */
-export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptCharacters: number } {
+ * id, and the input tokens it may cost: the reservation is estimated from all of it (the
+ * messages, tools, `functions`, a `response_format` schema, a `prediction`: the provider bills
+ * whatever it reads), its images at the model's `image_input_tokens` each. The prompt is
+ * serialised once, and spliced in: with a long conversation it is most of the text. */
+export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number } {
   const { messages, tools, ...rest } = body;
   const others: Json = { ...rest, model: model.upstream_model };
   // Billing needs the usage chunk; chat-stream.ts hides it again from callers that did not ask.
@@ -69,7 +88,8 @@ export function upstreamChatRequest(model: ChatModel, body: ChatCompletionReques
   const toolsJson = tools ? JSON.stringify(tools) : undefined;
   // `others` always has the model, so its text is `{"…":…}` and never `{}`.
   const payload = `{"messages":${messagesJson}${toolsJson === undefined ? '' : `,"tools":${toolsJson}`},${JSON.stringify(others).slice(1)}`;
-  return { payload, promptCharacters: messagesJson.length + (toolsJson?.length ?? 0) };
+  const { images, urlCharacters } = imagesIn(messages);
+  return { payload, promptTokens: estimateTextTokens(payload, urlCharacters) + images * model.image_input_tokens };
 }
 
 /** Output characters of a completion, for pricing an answer that came without usage. */
@@ -140,9 +160,9 @@ export class ChatProxy {
    * the body for the upstream as JSON text, kept apart so a stream holds no copy of the prompt. */
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
-    const { payload, promptCharacters } = upstreamChatRequest(model, body);
+    const { payload, promptTokens } = upstreamChatRequest(model, body);
     const holdTokens = chatHoldTokens(model, {
-      promptCharacters,
+      promptTokens,
       max_tokens: body.max_tokens,
       max_completion_tokens: body.max_completion_tokens,
       n: body.n,
