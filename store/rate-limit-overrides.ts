@@ -1,4 +1,4 @@
-import type { Collection, Db } from 'mongodb';
+import { MongoBulkWriteError, type Collection, type Db } from 'mongodb';
 
 // An operator's overrides of the per-minute limits, each in a document of its own: one per
 // account in account_rate_limits, one per key in api_key_rate_limits, _id the account's or the
@@ -26,9 +26,17 @@ export function keyOverrides(db: Db): Collection<RateLimitOverrideDocument> {
   return db.collection<RateLimitOverrideDocument>('api_key_rate_limits');
 }
 
-/** Replaces the overrides of one account or key. */
+const isDuplicateKey = (error: unknown) => (error as { code?: unknown }).code === 11000;
+
+/** Replaces the overrides of one account or key. Two first settings at once both try to insert
+ * the document, and FerretDB refuses the second with a duplicate key rather than updating: that
+ * one is written again, and then updates. */
 export async function setOverrides(collection: Collection<RateLimitOverrideDocument>, id: string, limits: RateLimitOverrides): Promise<void> {
-  await collection.updateOne({ _id: id }, { $set: { rate_limits: limits } }, { upsert: true });
+  const write = () => collection.updateOne({ _id: id }, { $set: { rate_limits: limits } }, { upsert: true });
+  await write().catch((error: unknown) => {
+    if (!isDuplicateKey(error)) throw error;
+    return write();
+  });
 }
 
 /** The overrides of one account or key; null when none were ever set. */
@@ -44,10 +52,13 @@ export async function readOverridesOf(collection: Collection<RateLimitOverrideDo
 }
 
 const MIGRATION_ID = 'rate-limit-overrides-own-documents';
+const MIGRATION_BATCH = 1_000;
 
 /** Copies overrides still kept on account and key documents (stores from before the move) to
- * their own documents, once per store. An override already set in its own document wins: the
- * copy is an insert, never an overwrite. */
+ * their own documents, once per store, a thousand to an insert. An override already set in its
+ * own document wins: the copy inserts, never overwrites. Every api process must run this
+ * version before any changes a limit (README, Upgrading): an older one still writes the field
+ * this copies from. */
 export async function moveLegacyOverrides(db: Db): Promise<void> {
   const migrations = db.collection<{ _id: string; at: Date }>('migrations');
   if (await migrations.findOne({ _id: MIGRATION_ID })) return;
@@ -55,13 +66,25 @@ export async function moveLegacyOverrides(db: Db): Promise<void> {
     [db.collection<{ _id: string; rate_limits?: RateLimitOverrides | null }>('accounts'), accountOverrides(db)],
     [db.collection<{ _id: string; rate_limits?: RateLimitOverrides | null }>('api_keys'), keyOverrides(db)],
   ] as const) {
-    const legacy = await from.find({ rate_limits: { $exists: true } }, { projection: { rate_limits: 1 } }).toArray();
-    for (const document of legacy) {
-      await to.insertOne({ _id: document._id, rate_limits: document.rate_limits ?? null }).catch((error: unknown) => {
-        if ((error as { code?: unknown }).code !== 11000) throw error;
+    let batch: RateLimitOverrideDocument[] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const documents = batch;
+      batch = [];
+      await to.insertMany(documents, { ordered: false }).catch((error: unknown) => {
+        const failures = error instanceof MongoBulkWriteError ? [error.writeErrors].flat() : [];
+        if (failures.length === 0 || !failures.every((failure) => failure.code === 11000)) throw error;
       });
+    };
+    for await (const document of from.find({ rate_limits: { $exists: true } }, { projection: { rate_limits: 1 } })) {
+      batch.push({ _id: document._id, rate_limits: document.rate_limits ?? null });
+      if (batch.length >= MIGRATION_BATCH) await flush();
     }
+    await flush();
   }
-  // Two processes starting at once may both copy: the inserts make that harmless.
-  await migrations.updateOne({ _id: MIGRATION_ID }, { $set: { at: new Date() } }, { upsert: true });
+  // Two processes starting at once may both copy (the inserts make that harmless) and both
+  // record it: the second's duplicate key says it is recorded.
+  await migrations.insertOne({ _id: MIGRATION_ID, at: new Date() }).catch((error: unknown) => {
+    if (!isDuplicateKey(error)) throw error;
+  });
 }

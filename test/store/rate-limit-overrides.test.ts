@@ -50,6 +50,17 @@ describe('rate-limit overrides in their own documents', () => {
     }
   });
 
+  it('takes two first settings of one account at once (FerretDB refuses the second insert of an upsert)', async () => {
+    const accounts = new AccountStore(database.db);
+    for (let trial = 0; trial < TRIALS; trial++) {
+      const account = await accounts.create({ name: `first${trial}`, balanceMicros: 0 });
+      const settings = [{ requests_per_minute: 1 }, { requests_per_minute: 2 }];
+      const results = await Promise.allSettled(settings.map((limits) => accounts.setRateLimits(account._id, limits)));
+      assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'fulfilled'], `trial ${trial}: ${results.map((result) => (result.status === 'rejected' ? String(result.reason) : 'ok'))}`);
+      assert.ok([1, 2].includes((await accounts.findWithLimits(account._id))!.rate_limits!.requests_per_minute!), `trial ${trial}`);
+    }
+  });
+
   it('refuses limits for an account or key that does not exist, and writes none', async () => {
     assert.equal(await new AccountStore(database.db).setRateLimits('acct_missing', { requests_per_minute: 5 }), false);
     assert.equal(await new ApiKeyStore(database.db).setRateLimits('key_missing', { requests_per_minute: 5 }), null);
