@@ -72,10 +72,11 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     genReqId: () => newId('req'),
     // Requests arriving during a close get the spec's 503 from api/plugins/graceful-close.ts.
     return503OnClosing: false,
-    // Path parameters are length-checked by the routes' schemas (400 in the spec's body); the
-    // router's own limit (default 100 encoded characters) only guards against absurd paths (a
-    // 404: longer than any id).
-    routerOptions: { maxParamLength: 2048 },
+    // Path parameters are checked by the routes, after the key: an id no model or task has is a
+    // 404 however long. The router's own limit (default 100 encoded characters) would answer
+    // before the key is checked; 16 KB is Node's limit on the request line and headers together,
+    // so no parameter reaches it.
+    routerOptions: { maxParamLength: 16_384 },
     rewriteUrl: modelIdsWithSlashes,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,

@@ -1,6 +1,6 @@
 import { NativeConnection } from '@temporalio/worker';
 import { loadCatalog } from '../core/catalog.ts';
-import { loadConfig, publicBaseUrl } from '../core/config.ts';
+import { loadConfig, publicBaseUrl, webhookTimeoutMs } from '../core/config.ts';
 import { createTemporalHandle } from '../core/temporal-client.ts';
 import { connectDatabase } from '../store/database.ts';
 import { BudgetLeaseStore } from '../store/budget-leases.ts';
@@ -26,7 +26,7 @@ const worker = await createVideoWorker({
   catalog,
   publicBaseUrl: publicBaseUrl(config),
   outboundAllowlist: config.OUTBOUND_ALLOWLIST,
-  webhookTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+  webhookTimeoutMs: webhookTimeoutMs(config, (message) => console.warn(message)),
 });
 const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
 const stopSweeper = startSweeper({

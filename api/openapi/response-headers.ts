@@ -12,9 +12,10 @@ const text = (description: string): Header => ({ description, schema: { type: 's
 /** On every answer (api/app.ts sets it on arrival). */
 const requestId = { 'x-request-id': text('The request id; the log and a 500 name it.') };
 
-/** On every answer of a /v1 route whose key was accepted (api/plugins/rate-limit.ts). */
+/** On every answer of a /v1 route whose key was accepted (api/plugins/rate-limit.ts); not on
+ * one refused before the key was checked (a malformed path, the store unreachable). */
 const requestLimits = {
-  'x-ratelimit-limit-requests': text('Requests this key may make per minute.'),
+  'x-ratelimit-limit-requests': text('Requests this key may make per minute (on answers to requests whose key was checked).'),
   'x-ratelimit-remaining-requests': text('Requests left in the current minute.'),
   'x-ratelimit-reset-requests': text('When the minute ends, e.g. `12s`.'),
 };
@@ -31,8 +32,11 @@ const replayed = {
   'idempotent-replayed': { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } } satisfies Header,
 };
 
-/** On 429s, and on 503s that know when to come back. */
+/** On 429s, and on 502s and 503s that know when to come back. */
 const retryAfter = { 'retry-after': text('Seconds to wait before retrying, when known.') };
+
+/** On 502s a retry cannot cure (the operator's upstream setup; api/services/openai-proxy/upstream-errors.ts). */
+const shouldRetry = { 'x-should-retry': { description: '`false` when retrying cannot help: the operator must fix the upstream setup.', schema: { type: 'string', enum: ['false'] } } satisfies Header };
 
 const IDEMPOTENT_OPERATIONS = new Set(['createVideoTask', 'createImage']);
 
@@ -55,7 +59,8 @@ export function withResponseHeaders<Document extends object>(document: Document)
           ...(path.startsWith('/v1/') && code !== 401 ? requestLimits : {}),
           ...(operation.operationId === 'createChatCompletion' && code === 200 ? tokenLimits : {}),
           ...(IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200 ? replayed : {}),
-          ...(code === 429 || code === 503 ? retryAfter : {}),
+          ...(code === 429 || code === 502 || code === 503 ? retryAfter : {}),
+          ...(code === 502 ? shouldRetry : {}),
         };
       }
     }

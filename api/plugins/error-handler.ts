@@ -111,7 +111,7 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
 export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   const gatewayError =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? new GatewayError('resource_not_found', 'Nothing here: a path segment is longer than any id (2048 characters).')
+      ? new GatewayError('resource_not_found', 'Nothing here: a path segment is longer than any id.')
       : new GatewayError('invalid_request', 'The request path is not a valid URL (malformed percent-encoding).');
   void reply.status(gatewayError.status).send(gatewayError.toBody());
 }

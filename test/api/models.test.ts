@@ -78,6 +78,10 @@ describe('GET /v1/models/{model} for any id', () => {
         assert.ok(response.json().error.message.length < 200, response.json().error.message);
       }
     }
+    // The key is checked first, however long the id: a 401 without one, and the route's own code.
+    assert.equal((await harness.app.inject({ method: 'GET', url: `/v1/models/${'x'.repeat(10_000)}` })).statusCode, 401);
+    const longTask = await harness.app.inject({ method: 'GET', url: `/v1/video/generations/${'x'.repeat(10_000)}`, headers: bearer(key) });
+    assert.equal(longTask.json().error.code, 'task_not_found');
     const empty = await harness.app.inject({ method: 'GET', url: '/v1/video/generations/', headers: bearer(key) });
     assert.equal(empty.statusCode, 404);
     assert.equal(empty.json().error.code, 'task_not_found');

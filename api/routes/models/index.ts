@@ -35,7 +35,8 @@ export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (a
     description: 'A model the key may not use is a 404, as if it did not exist. An id with slashes (`org/model`) may be sent as is or with the slashes encoded.',
     security: apiKeySecurity,
     params: z.object({ model: z.string().describe('A model id.') }),
-    response: { 200: modelSchema, ...errorResponses(404, ...AUTHENTICATED_ERRORS) },
+    // 400: a path whose percent-encoding is malformed (api/plugins/error-handler.ts).
+    response: { 200: modelSchema, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) },
   };
   const readModel = (request: FastifyRequest, modelId: string) => {
     const principal = principalOf(request);

@@ -72,7 +72,8 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
         description: 'The same JSON the webhook delivers. Another account’s task is a 404.',
         security: apiKeySecurity,
         params: taskParams,
-        response: { 200: videoTaskView, ...errorResponses(404, ...AUTHENTICATED_ERRORS) },
+        // 400: a path whose percent-encoding is malformed (api/plugins/error-handler.ts).
+        response: { 200: videoTaskView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) },
       },
     },
     async (request, reply) => {
@@ -94,7 +95,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
         summary: 'Download a finished clip',
         security: apiKeySecurity,
         params: taskParams,
-        response: { 200: clipResponse, 302: clipRedirect, ...errorResponses(404, 409, 502, ...AUTHENTICATED_ERRORS) },
+        response: { 200: clipResponse, 302: clipRedirect, ...errorResponses(400, 404, 409, 502, ...AUTHENTICATED_ERRORS) },
       },
     },
     async (request, reply) => {
