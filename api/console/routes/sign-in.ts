@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HashingBusy, spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
 import { isAdminToken } from '../../plugins/admin-auth.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
-import { SignInThrottle, type SignInAttempt } from '../sign-in-throttle.ts';
+import { SignInThrottle, type AdmittedAttempt, type SignInAttempt } from '../sign-in-throttle.ts';
 import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
 import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_OUT_NOTICE } from '../views/sign-in.ts';
 
@@ -21,14 +21,14 @@ function tooManyFailures(seconds: number): string {
   return `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
 }
 
-/** The refusal's words when `attempt` must wait after repeated failures (Retry-After set on
- * `reply`), or null when it may go ahead. */
-function throttledFor(throttle: SignInThrottle, attempt: SignInAttempt, request: FastifyRequest, reply: FastifyReply): string | null {
-  const wait = throttle.waitSeconds(attempt);
-  if (wait === 0) return null;
+/** The attempt let through (counted as failed until it succeeds), or the refusal's words when
+ * it must wait after repeated failures (Retry-After set on `reply`). */
+function admitOrRefuse(throttle: SignInThrottle, attempt: SignInAttempt, request: FastifyRequest, reply: FastifyReply): { admitted: AdmittedAttempt } | { refusal: string } {
+  const decision = throttle.admit(attempt);
+  if ('admitted' in decision) return decision;
   request.log.warn({ operator: attempt.who === OPERATOR }, 'console sign-in throttled after repeated failures');
-  reply.header('retry-after', String(wait));
-  return tooManyFailures(wait);
+  reply.header('retry-after', String(decision.waitSeconds));
+  return { refusal: tooManyFailures(decision.waitSeconds) };
 }
 
 function noticeFrom(request: FastifyRequest) {
@@ -59,22 +59,24 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     const form = parseForm(signInForm, request.body);
     const csrfToken = reply.generateCsrf();
     if (!form.ok) return sendPage(reply, accountSignInPage({ csrfToken, state: form }), 400);
-    const attempt = { who: form.data.email, address: request.ip };
-    const throttled = throttledFor(throttle, attempt, request, reply);
-    if (throttled) return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: throttled } } }), 429);
-    const credential = await credentials.find(form.data.email);
-    let passwordMatches: boolean;
+    const decision = admitOrRefuse(throttle, { who: form.data.email, address: request.ip }, request, reply);
+    if ('refusal' in decision) return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: decision.refusal } } }), 429);
+    const attempt = decision.admitted;
+    let credential: Awaited<ReturnType<typeof credentials.find>>;
+    let account: Awaited<ReturnType<typeof accounts.find>>;
     try {
-      passwordMatches = credential ? await verifyPassword(form.data.password, credential.password_hash) : (await spendDecoyVerification(form.data.password), false);
+      credential = await credentials.find(form.data.email);
+      const passwordMatches = credential ? await verifyPassword(form.data.password, credential.password_hash) : (await spendDecoyVerification(form.data.password), false);
+      account = credential && passwordMatches ? await accounts.find(credential.account_id) : null;
     } catch (error) {
+      // Undecided (the store away, the hashing queue full): not a failure of the caller's.
+      throttle.takeBack(attempt);
       if (!(error instanceof HashingBusy)) throw error;
       request.log.warn('console sign-in refused: too many passwords being checked');
       reply.header('retry-after', String(BUSY_RETRY_SECONDS));
       return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: BUSY } } }), 503);
     }
-    const account = credential && passwordMatches ? await accounts.find(credential.account_id) : null;
     if (!credential || !account) {
-      throttle.failed(attempt);
       request.log.info({ email_known: Boolean(credential) }, 'console sign-in refused');
       const state = { values: { email: form.data.email }, errors: { form: WRONG_CREDENTIALS } };
       return sendPage(reply, accountSignInPage({ csrfToken, state }), 401);
@@ -96,11 +98,10 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     if (!config.ADMIN_TOKEN) return sendPage(reply, operatorSignInPage({ csrfToken, disabled }), 503);
     const form = parseForm(operatorSignInForm, request.body);
     if (!form.ok) return sendPage(reply, operatorSignInPage({ csrfToken, state: form, disabled }), 400);
-    const attempt = { who: OPERATOR, address: request.ip };
-    const throttled = throttledFor(throttle, attempt, request, reply);
-    if (throttled) return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: throttled } }, disabled }), 429);
+    const decision = admitOrRefuse(throttle, { who: OPERATOR, address: request.ip }, request, reply);
+    if ('refusal' in decision) return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: decision.refusal } }, disabled }), 429);
+    const attempt = decision.admitted;
     if (!isAdminToken(form.data.admin_token, config.ADMIN_TOKEN)) {
-      throttle.failed(attempt);
       request.log.info('console operator sign-in refused');
       return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: 'That is not the admin token.' } }, disabled }), 401);
     }
