@@ -65,6 +65,13 @@ const imageModelSchema = z.object({
   upstream_model: z.string(),
   owned_by: z.string(),
   price_per_image_micros: z.number().int().min(0),
+  /** Prices by quality and size, keyed `"<quality> <size>"` (`"high 1536x1024"`), for providers
+   * that charge by both: a request whose quality and size (or the defaults below) have no price
+   * here is refused. Without it every image costs price_per_image_micros. */
+  prices_per_image_micros: z.record(z.string().regex(/^\S+ \S+$/, 'keys are "<quality> <size>"'), z.number().int().min(0)).optional(),
+  /** What a request that names no quality or size gets (OpenAI's default is auto for both). */
+  default_quality: z.string().default('auto'),
+  default_size: z.string().default('auto'),
 });
 
 const modelSchema = z.discriminatedUnion('kind', [videoModelSchema, chatModelSchema, imageModelSchema]);

@@ -66,6 +66,9 @@ export function chatHoldTokens(model: ChatModel, input: ChatHoldInput): TokenCou
   return { inputTokens: input.promptTokens, outputTokens: outputTokenBudget(model, input) };
 }
 
-export function imagePriceMicros(model: ImageModel, images: number): number {
-  return model.price_per_image_micros * images;
+/** The price of one image of `model` at the request's quality and size; undefined when the
+ * model is priced by quality and size and has no price for these. */
+export function imageUnitPriceMicros(model: ImageModel, request: { quality?: string; size?: string }): number | undefined {
+  if (!model.prices_per_image_micros) return model.price_per_image_micros;
+  return model.prices_per_image_micros[`${request.quality ?? model.default_quality} ${request.size ?? model.default_size}`];
 }

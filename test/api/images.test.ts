@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
@@ -109,5 +112,42 @@ describe('POST /v1/images/generations through the openai client', () => {
       return true;
     });
     assert.equal((await stack.settledAccount(poor.accountId)).balance_micros, 50_000);
+  });
+});
+
+describe('images priced by quality and size', () => {
+  let stack: SimulatorStack;
+  before(async () => {
+    // gpt-image-1 as OpenAI prices it: by quality and size, auto taken at its dearest.
+    const catalog = JSON.parse(await readFile('config/catalog.local.json', 'utf8')) as { models: Array<Record<string, unknown>> };
+    const image = catalog.models.find((model) => model.id === 'gpt-image-1')!;
+    image.prices_per_image_micros = { 'low 1024x1024': 11_000, 'high 1024x1024': 167_000, 'high 1536x1024': 250_000, 'auto 1024x1024': 167_000 };
+    image.default_size = '1024x1024';
+    const file = path.join(await mkdtemp(path.join(tmpdir(), 'framegate-catalog-')), 'catalog.json');
+    await writeFile(file, JSON.stringify(catalog));
+    stack = await startOpenAiStack('images-priced', { CATALOG_FILE: file });
+  });
+  after(() => stack.close());
+
+  it('charges each image at its quality and size, and refuses a pair it has no price for', async () => {
+    const caller = await stack.newCaller('priced');
+    const client = stack.client(caller.key);
+    await client.images.generate({ model: 'gpt-image-1', prompt: 'a kite', quality: 'low', n: 2 });
+    await client.images.generate({ model: 'gpt-image-1', prompt: 'a kite', quality: 'high', size: '1536x1024' });
+    await client.images.generate({ model: 'gpt-image-1', prompt: 'a kite' });
+    for (const [body, field] of [
+      [{ quality: 'medium' }, 'quality'],
+      [{ quality: 'low', size: '1536x1024' }, 'quality'],
+      [{ size: '1024x1536' }, 'size'],
+    ] as const) {
+      await assert.rejects(client.images.generate({ model: 'gpt-image-1', prompt: 'a kite', ...body } as OpenAI.ImageGenerateParamsNonStreaming), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, JSON.stringify(body));
+        assert.equal(error.param, field, JSON.stringify(body));
+        assert.match(error.message, /priced for these quality and size pairs only: "low 1024x1024", "high 1024x1024"/);
+        return true;
+      });
+    }
+    const account = await stack.settledAccount(caller.accountId);
+    assert.equal(account.spent_micros, 2 * 11_000 + 250_000 + 167_000);
   });
 });

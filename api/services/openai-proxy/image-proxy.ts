@@ -1,5 +1,6 @@
 import type { Catalog } from '../../../core/catalog.ts';
-import { imagePriceMicros } from '../../../core/chat-pricing.ts';
+import { imageUnitPriceMicros } from '../../../core/chat-pricing.ts';
+import { GatewayError } from '../../../core/errors.ts';
 import { countImageCharge } from '../../../core/metrics.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ImageGenerationRequest } from '../../routes/images/schemas.ts';
@@ -11,6 +12,8 @@ import { malformedUpstreamAnswer } from './upstream-errors.ts';
 
 // POST /v1/images/generations against an OpenAI-compatible upstream, billed per image: reserve
 // n × the image price from the account's spend lease, charge the images that actually came back.
+// A model the catalog prices by quality and size serves only the combinations it has a price
+// for: anything else would be billed at a price the provider does not charge.
 
 export interface ImageProxyOptions {
   catalog: Catalog;
@@ -25,9 +28,19 @@ export class ImageProxy {
   async generate(principal: Principal, body: ImageGenerationRequest, context: CallContext): Promise<string> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'image');
     const asked = body.n ?? 1;
+    const quality = typeof body.quality === 'string' ? body.quality : undefined;
+    const unitPrice = imageUnitPriceMicros(model, { quality, size: body.size ?? undefined });
+    if (unitPrice === undefined) {
+      const priced = Object.keys(model.prices_per_image_micros ?? {}).map((key) => `"${key}"`).join(', ');
+      throw new GatewayError(
+        'invalid_request',
+        `The model '${model.id}' is priced for these quality and size pairs only: ${priced} (a request without quality or size means "${model.default_quality}" and "${model.default_size}").`,
+        quality === undefined && body.size != null ? 'size' : 'quality',
+      );
+    }
     const reservation = await this.options.budgets.reserve(
       principal.accountId,
-      imagePriceMicros(model, asked),
+      unitPrice * asked,
       { keyId: principal.keyId, modelId: model.id, kind: 'image' },
       'or ask for fewer images (n)',
     );
@@ -45,7 +58,7 @@ export class ImageProxy {
       throw malformedUpstreamAnswer('image response (no images)');
     }
     const images = Math.min(data.length, asked);
-    countImageCharge(model.id, reservation.charge(imagePriceMicros(model, images), { images }, { allowOverage: false }));
+    countImageCharge(model.id, reservation.charge(unitPrice * images, { images }, { allowOverage: false }));
     // The caller gets what it asked for and pays for: an upstream's extra images are dropped.
     if (data.length > asked) return JSON.stringify({ ...(answer as object), data: data.slice(0, asked) });
     return text;
