@@ -5,6 +5,7 @@ import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger } from '../../../store/ledger.ts';
 import type { UsageStore } from '../../../store/usage.ts';
 import { balanceRefusal, formatUsd } from './insufficient-balance.ts';
+import { JournalWriter } from './journal-writer.ts';
 import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
@@ -64,13 +65,13 @@ export class AccountBudgets {
   private readonly retired: RetiredLeases;
   private readonly openings = new Map<string, Promise<Opening>>();
   private timer: NodeJS.Timeout | undefined;
-  private nextJournalAt = 0;
-  private journaling = false;
+  private readonly journals: JournalWriter;
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
     this.recall = new LeaseRecall(options.leases, options.ledger, this.timing);
     this.retired = new RetiredLeases(options, this.timing.settleRetryMaxMs);
+    this.journals = new JournalWriter(options.leases.journal, this.timing.journalMs, options.log);
   }
 
   /**
@@ -244,30 +245,7 @@ export class AccountBudgets {
       else if (!lease.extending && !lease.expiryLost && lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
     }
     this.answerRecalls(now);
-    if (now >= this.nextJournalAt) this.writeJournals(now);
-  }
-
-  /** Writes down, for each lease charged since its last write, what its calls cost so far: one
-   * round trip for all of them, about once a second (LeaseTiming.journalMs), none when idle. */
-  private writeJournals(now: number): void {
-    if (this.journaling) return;
-    const due = [...this.active.values(), ...this.retired.all()].filter((lease) => lease.charges > lease.journaledCharges);
-    if (due.length === 0) return;
-    this.nextJournalAt = now + this.timing.journalMs;
-    this.journaling = true;
-    const at = new Date();
-    const charges = due.map((lease) => lease.charges);
-    const entries = due.map((lease) => {
-      const statement = lease.statement(at);
-      return { _id: lease.reference, account_id: lease.accountId, spent_micros: statement.spentMicros, usage: statement.usage };
-    });
-    this.options.leases.journal
-      .write(entries)
-      .then(
-        () => due.forEach((lease, index) => (lease.journaledCharges = Math.max(lease.journaledCharges, charges[index]!))),
-        (error: unknown) => this.options.log.warn({ err: error }, 'writing the spend lease journals failed; will write them again'),
-      )
-      .finally(() => (this.journaling = false));
+    this.journals.tick(now, [...this.active.values(), ...this.retired.all()]);
   }
 
   /** Retires the open leases another process asked back (lease-recall.ts), and trims those
