@@ -25,6 +25,11 @@ export interface TaskDocument {
   workflow_started: boolean;
   /** What the workflow was (or will be) started with, so the sweeper can start it again. */
   workflow_input: VideoTaskWorkflowInput;
+  /** Whether its caller can learn its id without the submission's answer: true when the
+   * submission carried an Idempotency-Key (a retry under it gets the task). An unstarted task
+   * that is not (its api died before answering) is closed unbilled rather than run
+   * (worker/sweeper.ts). Absent on tasks stored before this was recorded: they are run. */
+  recoverable?: boolean;
   webhook?: { url: string; state: 'pending' | 'delivered' | 'gone' | 'refused' | 'exhausted'; attempts: WebhookAttempt[] };
   created_at: Date;
   updated_at: Date;

@@ -1,7 +1,7 @@
 import type { IdempotentRoute } from '../plugins/idempotency.ts';
 import { principalOf } from '../plugins/api-key-auth.ts';
 import type { TaskStore } from '../../store/tasks.ts';
-import { ABANDONED_TASK_ERROR } from '../services/video-tasks.ts';
+import { ABANDONED_TASK_ERROR } from '../../store/abandoned-tasks.ts';
 
 // The routes that honour Idempotency-Key (api/plugins/idempotency.ts), and how long after its
 // last refresh (every 10 s while it runs) a first attempt counts as abandoned: its process died.

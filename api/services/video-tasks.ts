@@ -11,6 +11,7 @@ import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { validateVideoSubmission, type SubmissionInput } from '../../core/video-validation.ts';
 import type { AccountStore } from '../../store/accounts.ts';
 import type { Ledger } from '../../store/ledger.ts';
+import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
 import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
 import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
@@ -45,7 +46,6 @@ const STALLED_AFTER_MS = 2_000;
  * down); its backoff between attempts. */
 const ABANDON_FOR_MS = 10 * 60_000;
 /** The error code of a task closed unbilled because its submission failed halfway. */
-export const ABANDONED_TASK_ERROR = 'gateway_unavailable';
 /** Longer than any task id the gateway makes (task_ and 16 characters). */
 const MAX_TASK_ID_LENGTH = 100;
 const ABANDON_RETRY_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
@@ -67,8 +67,9 @@ export class VideoTaskService {
   // Order matters for crash safety: the snapshot exists before money moves (so a hold is never
   // orphaned without a task the sweeper can find), and the workflow re-applies the hold
   // idempotently, so a task started by the sweeper is still paid for exactly once.
-  /** `taskId` is given under an Idempotency-Key, so a retry can find the task it created. */
-  async submit(principal: Principal, body: SubmissionInput, requestId: string, taskId: string = newId('task')): Promise<{ task_id: string; status: 'submitted' }> {
+  /** `idempotentTaskId` is given under an Idempotency-Key, so a retry can find the task it created. */
+  async submit(principal: Principal, body: SubmissionInput, requestId: string, idempotentTaskId?: string): Promise<{ task_id: string; status: 'submitted' }> {
+    const taskId = idempotentTaskId ?? newId('task');
     const { catalog, tasks, ledger } = this.options;
     const model = resolveModel(catalog, principal, body.model, 'video');
     const validated = validateVideoSubmission(model, body);
@@ -103,6 +104,7 @@ export class VideoTaskService {
       request_id: requestId,
       workflow_started: false,
       workflow_input: input,
+      recoverable: idempotentTaskId !== undefined,
       created_at: now,
       updated_at: now,
     };
@@ -191,19 +193,12 @@ export class VideoTaskService {
    */
   private async abandon(input: VideoTaskWorkflowInput, message: string, after?: Promise<unknown>): Promise<void> {
     await after?.catch(() => undefined);
-    const { tasks, ledger } = this.options;
     const attempt = async () => {
-      if ((await tasks.decide(input.taskId, 'abandon')) === 'run') {
-        // The workflow started after all and claimed the task first: it runs to its end and is
-        // billed as any task is; closing it now would fight the worker over its state.
+      // The workflow may have started after all and claimed the task first: it runs to its end
+      // and is billed as any task is; closing it now would fight the worker over its state.
+      if ((await closeAbandonedTask(this.options, input, message)) === 'runs') {
         this.options.log?.warn({ taskId: input.taskId }, 'an abandoned submission had started after all; its task runs');
-        return;
       }
-      await tasks.finish(input.taskId, { status: 'failed', error: { code: ABANDONED_TASK_ERROR, message } });
-      if (await ledger.find(input.taskId, 'hold')) {
-        await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
-      }
-      await tasks.markWorkflowStarted(input.taskId);
     };
     const giveUpAt = Date.now() + ABANDON_FOR_MS;
     const retry = (failures: number) => {

@@ -9,8 +9,9 @@ import { sweepUnstartedTasks } from '../../worker/sweeper.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
 // An api that dies after storing a task but before starting its workflow leaves a `submitted`
-// task nothing would move. The sweeper starts it; the workflow places the hold the api never
-// did, so the task is still paid for exactly once.
+// task nothing would move, and a caller who got no answer. A task submitted under an
+// Idempotency-Key (its caller's retry finds it) is started, and the workflow places the hold the
+// api never did, so it is still paid for exactly once; any other is closed unbilled.
 
 describe('sweeper for tasks an api crash left unstarted', () => {
   let stack: VideoStack;
@@ -19,11 +20,12 @@ describe('sweeper for tasks an api crash left unstarted', () => {
   });
   after(() => stack.close());
 
-  it('starts the stranded task, which then succeeds and is charged once', async () => {
-    const accounts = new AccountStore(stack.database.db);
-    const tasks = new TaskStore(stack.database.db);
-    const ledger = new Ledger(stack.database.db);
-    const account = await accounts.create({ name: 'stranded', balanceMicros: 1_000_000 });
+  const tasks = () => new TaskStore(stack.database.db);
+  const ledger = () => new Ledger(stack.database.db);
+
+  /** A task an api stored 5 minutes ago and never started, for an account with $1. */
+  async function strandedTask(name: string, recoverable: boolean) {
+    const account = await new AccountStore(stack.database.db).create({ name, balanceMicros: 1_000_000 });
     const taskId = newId('task');
     const input: VideoTaskWorkflowInput = {
       taskId, accountId: account._id, keyId: 'key_stranded', modelId: 'seedance-2.0', upstream: 'simulator-seedance',
@@ -31,16 +33,23 @@ describe('sweeper for tasks an api crash left unstarted', () => {
       holdMicros: 160_000, deadlineSeconds: 600, requestId: 'req_stranded',
     };
     const createdLongAgo = new Date(Date.now() - 5 * 60_000);
-    await tasks.insert({
+    await tasks().insert({
       _id: taskId, account_id: account._id, key_id: 'key_stranded', model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
-      metadata: {}, price_micros: 160_000, progress: 0, request_id: 'req_stranded', workflow_started: false, workflow_input: input,
+      metadata: {}, price_micros: 160_000, progress: 0, request_id: 'req_stranded', workflow_started: false, workflow_input: input, recoverable,
       created_at: createdLongAgo, updated_at: createdLongAgo,
     });
+    return { account, taskId, input };
+  }
 
-    const started = await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
+  it('starts a stranded task its caller can recover (an Idempotency-Key), which then succeeds and is charged once', async () => {
+    const { account, taskId } = await strandedTask('stranded', true);
+    const tasks = new TaskStore(stack.database.db);
+    const ledger = new Ledger(stack.database.db);
+
+    const started = await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
     assert.equal(started, 1);
     assert.equal(await tasks.workflowStarted(taskId), true);
-    assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue }), 0, 'a second sweep finds nothing');
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue }), 0, 'a second sweep finds nothing');
 
     const result = await stack.temporal.client.workflow.getHandle(taskId).result();
     assert.equal(result.status, 'succeeded');
@@ -49,7 +58,21 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [840_000, 0, 160_000]);
   });
 
+  it('closes unbilled a stranded task whose caller never got its id, hold released and no workflow started', async () => {
+    const { account, taskId, input } = await strandedTask('unanswered', false);
+    // The api placed the hold, then died before starting the workflow and answering.
+    assert.equal(await ledger().apply({ accountId: account._id, keyId: 'key_stranded', reference: taskId, operation: 'hold', amountMicros: input.holdMicros }), 'applied');
+    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
+    const task = await tasks().find(taskId);
+    assert.deepEqual([task?.status, task?.error?.code], ['failed', 'gateway_unavailable']);
+    assert.equal(await tasks().workflowStarted(taskId), true, 'the sweeper leaves it alone from now on');
+    await assert.rejects(stack.temporal.client.workflow.getHandle(taskId).describe(), /not found/i);
+    const totals = await ledger().totals(account._id);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  });
+
   it('leaves a fresh task alone during its grace period', async () => {
+    const ledger = new Ledger(stack.database.db);
     const tasks = new TaskStore(stack.database.db);
     const taskId = newId('task');
     const now = new Date();
@@ -58,7 +81,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
       metadata: {}, price_micros: 1, progress: 0, request_id: 'req_fresh', workflow_started: false, workflow_input: {} as VideoTaskWorkflowInput,
       created_at: now, updated_at: now,
     });
-    assert.equal(await sweepUnstartedTasks({ tasks, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
     assert.equal(await tasks.workflowStarted(taskId), false);
   });
 });

@@ -1,0 +1,24 @@
+import type { VideoTaskWorkflowInput } from '../core/video-task.ts';
+import type { Ledger } from './ledger.ts';
+import type { TaskStore } from './tasks.ts';
+
+// A stored video task whose submission never got its answer to the caller: the api answered an
+// error (the store or Temporal failed it halfway: api/services/video-tasks.ts), or died before
+// answering (the worker's sweeper finds the task unstarted: worker/sweeper.ts). Its caller
+// cannot know it exists, so it must neither run nor cost anything. It is closed `failed` with
+// its hold released, unless its workflow started after all and claimed it first
+// (TaskStore.decide): then it runs and is billed as any task is.
+
+export const ABANDONED_TASK_ERROR = 'gateway_unavailable';
+
+/** Closes the task unless its workflow claimed it: 'closed', or 'runs'. Safe to retry. */
+export async function closeAbandonedTask(stores: { tasks: TaskStore; ledger: Ledger }, input: VideoTaskWorkflowInput, message: string): Promise<'closed' | 'runs'> {
+  const { tasks, ledger } = stores;
+  if ((await tasks.decide(input.taskId, 'abandon')) === 'run') return 'runs';
+  await tasks.finish(input.taskId, { status: 'failed', error: { code: ABANDONED_TASK_ERROR, message } });
+  if (await ledger.find(input.taskId, 'hold')) {
+    await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
+  }
+  await tasks.markWorkflowStarted(input.taskId);
+  return 'closed';
+}
