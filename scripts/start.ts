@@ -52,14 +52,54 @@ process.on('exit', () => {
   for (const child of children) if (child.running()) child.child.kill('SIGTERM');
 });
 
+/** An engine or the simulator: the rest of the stack cannot do without it, so its exit stops
+ * the stack. */
 function watch(child: ManagedProcess): ManagedProcess {
   children.push(child);
   void child.exited.then((code) => {
     if (stopping) return;
-    console.error(`[framegate] ${child.name} exited unexpectedly (code ${code}); stopping the stack.`);
+    console.error(`[framegate] ${child.name} ${exitDescription(child, code)}; stopping the stack.`);
     void stopAll(1);
   });
   return child;
+}
+
+const RESTARTS_PER_MINUTE = 5;
+
+/** The api or the worker: started again a second after it dies, as a process supervisor would,
+ * so the tasks in flight carry on (Temporal, the store and the simulator keep their state).
+ * RESTARTS_PER_MINUTE exits within a minute stop the stack: that is a crash loop. */
+function supervise(start: () => ManagedProcess): ManagedProcess {
+  const first = start();
+  const slot = children.push(first) - 1;
+  const exits: number[] = [];
+  const follow = (child: ManagedProcess) => {
+    void child.exited.then((code) => {
+      if (stopping) return;
+      const now = Date.now();
+      exits.push(now);
+      while (exits[0]! < now - 60_000) exits.shift();
+      if (exits.length >= RESTARTS_PER_MINUTE) {
+        console.error(`[framegate] ${child.name} ${exitDescription(child, code)}, ${exits.length} times within a minute; stopping the stack.`);
+        void stopAll(1);
+        return;
+      }
+      console.error(`[framegate] ${child.name} ${exitDescription(child, code)}; starting it again.`);
+      setTimeout(() => {
+        if (stopping) return;
+        const next = start();
+        children[slot] = next;
+        follow(next);
+      }, 1_000).unref();
+    });
+  };
+  follow(first);
+  return first;
+}
+
+function exitDescription(child: ManagedProcess, code: number | null): string {
+  const signal = child.child.signalCode;
+  return signal ? `was killed (${signal})` : `exited unexpectedly (code ${code})`;
 }
 
 try {
@@ -84,16 +124,16 @@ try {
   // The local stack delivers webhooks to receivers on this machine, so loopback is allowed here.
   environment.OUTBOUND_ALLOWLIST ??= 'loopback';
 
-  const node = (name: string, entry: string) =>
-    watch(startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed', ownProcessGroup: true }));
-  const simulator = node('simulator', 'simulator/server.ts');
+  const node = (name: string, entry: string) => () =>
+    startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed', ownProcessGroup: true });
+  const simulator = watch(node('simulator', 'simulator/server.ts')());
   await waitForPort('127.0.0.1', ports.simulator, simulator);
-  const worker = node('worker', 'worker/main.ts');
+  const worker = supervise(node('worker', 'worker/main.ts'));
   await buildApi();
   // Stopping, the api lets running calls finish for SHUTDOWN_GRACE_MS, then settles its spend
   // leases (at most 10 s): it is not killed before that.
   const apiStopMs = loadConfig(environment).SHUTDOWN_GRACE_MS + 15_000;
-  const api = watch(startProcess('api', process.execPath, builtApiArgs, { env: environment, output: 'inherit-prefixed', stopTimeoutMs: apiStopMs, ownProcessGroup: true }));
+  const api = supervise(() => startProcess('api', process.execPath, builtApiArgs, { env: environment, output: 'inherit-prefixed', stopTimeoutMs: apiStopMs, ownProcessGroup: true }));
   await waitForPort('127.0.0.1', ports.api, api);
   // The worker bundles the workflow code first (a few seconds); tasks submitted before it polls
   // would simply wait in Temporal, but "up" should mean up.
