@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { request } from 'undici';
+import { projectRoot } from '../../scripts/lib/engines.ts';
+import { freePort } from '../../scripts/lib/processes.ts';
+import { testTemporalAddress, uniqueName } from '../helpers/engines.ts';
+
+// `npm start` (scripts/start.ts) on the suite's store and Temporal: a worker or api that dies is
+// started again, and a task submitted after the worker was killed still runs to its end.
+
+const ADMIN_TOKEN = 'start-supervision-admin-token';
+
+/** The pids of `parent`'s children whose command line matches `pattern`, read from /proc. */
+function childPids(parent: number, pattern: RegExp): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const parentPid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      if (parentPid === parent && pattern.test(readFileSync(`/proc/${entry}/cmdline`, 'utf8'))) pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+async function until(holds: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const started = Date.now();
+  while (!(await holds())) {
+    assert.ok(Date.now() - started < timeoutMs, `${what} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('npm start', () => {
+  it('starts a killed worker and a killed api again, and the tasks carry on', { timeout: 180_000 }, async () => {
+    const [port, simulatorPort] = [await freePort(), await freePort()];
+    const stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+      cwd: projectRoot,
+      env: {
+        ...process.env,
+        MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI,
+        MONGODB_DB: uniqueName('start_supervision'),
+        TEMPORAL_ADDRESS: testTemporalAddress(),
+        TEMPORAL_TASK_QUEUE: uniqueName('start-supervision'),
+        ADMIN_TOKEN,
+        PORT: String(port),
+        SIMULATOR_PORT: String(simulatorPort),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    stack.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    stack.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => stack.on('close', resolve));
+    try {
+      await until(() => output.includes('Framegate is up'), 'the stack is up', 120_000);
+      const base = `http://127.0.0.1:${port}`;
+      const call = async (method: 'GET' | 'POST', path: string, token: string, body?: object) => {
+        const answer = await request(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
+        return { status: answer.statusCode, json: (await answer.body.json()) as Record<string, any> };
+      };
+
+      const [worker] = childPids(stack.pid!, /worker\/main\.ts/);
+      assert.ok(worker, `a worker child:\n${output.slice(-2000)}`);
+      process.kill(worker, 'SIGKILL');
+      await until(() => output.includes('worker was killed (SIGKILL); starting it again'), 'the worker is started again');
+
+      const account = await call('POST', '/admin/accounts', ADMIN_TOKEN, { name: 'supervised', balance_usd: 5 });
+      const key = await call('POST', `/admin/accounts/${account.json.id}/keys`, ADMIN_TOKEN, { name: 'k' });
+      const submitted = await call('POST', '/v1/video/generations', key.json.key, { model: 'seedance-2.0', prompt: 'after the crash [sim:delay=0.5]' });
+      assert.equal(submitted.status, 200, JSON.stringify(submitted.json));
+      await until(async () => (await call('GET', `/v1/video/generations/${submitted.json.task_id}`, key.json.key)).json.status === 'succeeded', 'the task succeeds on the new worker');
+
+      const [api] = childPids(stack.pid!, /dist\/api/);
+      assert.ok(api, 'an api child');
+      process.kill(api, 'SIGKILL');
+      await until(() => output.includes('api was killed (SIGKILL); starting it again'), 'the api is started again');
+      await until(async () => (await call('GET', '/v1/models', key.json.key).catch(() => ({ status: 0 }))).status === 200, 'the new api answers');
+    } finally {
+      stack.kill('SIGINT');
+      await exited;
+    }
+    assert.match(output, /\[framegate\] stopped\./);
+  });
+});
