@@ -55,6 +55,8 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
       if (!task?.webhook) throw new Error(`task ${input.taskId} has no webhook to deliver`);
       const account = await deps.accounts.find(task.account_id);
       if (!account) throw new Error(`account ${task.account_id} of task ${input.taskId} is gone`);
+      // When it was sent, as the receiver's own log would have it (not when it ended).
+      const sentAt = new Date();
       const result = await deliverWebhookOnce({
         url: task.webhook.url,
         webhookId: webhookIdFor(task._id),
@@ -66,7 +68,7 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
         timeoutMs: deps.timeoutMs ?? 15_000,
       });
       webhookAttempts.inc({ outcome: result.outcome });
-      const attempt: WebhookAttempt = { attempt: input.attempt, at: new Date(), outcome: result.outcome, duration_ms: result.durationMs };
+      const attempt: WebhookAttempt = { attempt: input.attempt, at: sentAt, outcome: result.outcome, duration_ms: result.durationMs };
       if (result.status !== undefined) attempt.status = result.status;
       if (result.error !== undefined) attempt.error = result.error;
       if (result.detail !== undefined) warn('webhook destination refused', { taskId: task._id, detail: result.detail });

@@ -157,7 +157,7 @@ describe('console usage and spend', () => {
     const text = visibleText(detail.body);
     assert.match(text, /Error vendor_failed: The vendor could not <render> this/);
     assert.ok(detail.body.includes('could not &lt;render&gt; this'));
-    assert.match(text, /Delivered to https:\/\/hooks\.example\/video : pending 1 attempt/);
+    assert.match(text, /Not delivered yet \(it is tried again on a schedule\) to https:\/\/hooks\.example\/video : pending 1 attempt/);
     assert.match(visibleText(section(detail.body, 'webhook-attempts')), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC retry 503 42 ms HTTP 503/);
     const foreign = await browser.get(`/console/tasks/${foreignTaskId}`);
     assert.equal(foreign.statusCode, 404);

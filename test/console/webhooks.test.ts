@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createWebhookActivities } from '../../activities/webhooks.ts';
@@ -105,6 +107,24 @@ describe('console webhook secret', () => {
       assert.deepEqual(warnings, ['could not record a webhook attempt; the delivery stands']);
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('records an attempt at the time it was sent, not when its timeout ended it', async () => {
+    const tasks = new TaskStore(harness.database.db);
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const task = await storedTaskWithWebhook(tasks, 'silent', `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`);
+      const activities = createWebhookActivities({ tasks, accounts: new AccountStore(harness.database.db), dispatcher, publicBaseUrl: 'http://127.0.0.1:8080', timeoutMs: 600 });
+      const sentAfter = Date.now();
+      assert.equal((await activities.deliverTaskWebhook({ taskId: task._id, attempt: 1, lastAttempt: false })).outcome, 'retry');
+      const [attempt] = (await tasks.find(task._id))!.webhook!.attempts;
+      assert.ok(attempt!.at.getTime() - sentAfter < 300, `recorded ${attempt!.at.getTime() - sentAfter} ms after the send began`);
+      assert.ok(attempt!.duration_ms >= 550, `lasted ${attempt!.duration_ms} ms`);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
     }
   });
 

@@ -30,6 +30,15 @@ function clipLink(task: TaskDocument, links: TaskLinks): Html {
   return href ? html`<a href="${href}" rel="noopener noreferrer">clip</a>` : html`<span class="muted">—</span>`;
 }
 
+/** What the webhook's state says about its destination, in the holder's words. */
+const WEBHOOK_STATES: Record<NonNullable<TaskDocument['webhook']>['state'], string> = {
+  pending: 'Not delivered yet (it is tried again on a schedule) to',
+  delivered: 'Delivered to',
+  gone: 'Stopped (the receiver answered 410 Gone) for',
+  refused: 'Not sent (the destination is not allowed) to',
+  exhausted: 'Not delivered (every attempt failed) to',
+};
+
 function webhookSummary(task: TaskDocument): Html {
   if (!task.webhook) return html`<span class="muted">none</span>`;
   const attempts = task.webhook.attempts.length;
@@ -97,7 +106,7 @@ export function taskDetailPage(frame: PageFrame, task: TaskDocument, links: Task
 </dl></div>
 <h2>Webhook</h2>
 <div class="card">
-  ${task.webhook ? html`<p>Delivered to <span class="mono">${task.webhook.url}</span>: ${webhookSummary(task)}</p>` : html`<p class="muted">This task was submitted without a callback_url.</p>`}
+  ${task.webhook ? html`<p>${WEBHOOK_STATES[task.webhook.state]} <span class="mono">${task.webhook.url}</span>: ${webhookSummary(task)}</p>` : html`<p class="muted">This task was submitted without a callback_url.</p>`}
   ${task.webhook ? attemptsTable(task) : ''}
 </div>
 <p><a href="/console/usage">← Usage &amp; spend</a></p>`,
