@@ -80,6 +80,8 @@ export interface RateLimiterOptions {
 
 export class RateLimiter {
   private readonly windows = new Map<string, WindowAllowance>();
+  /** The allowance made last for each kind, key and minute, whatever its limit. */
+  private readonly latestAllowances = new Map<string, WindowAllowance>();
   private readonly accountLimits = new Map<string, { limits: RateLimitOverrides | null; readAt: number }>();
   /** Reads again the overrides of accounts in use once they are due. */
   private readonly accountRefresh: RefreshRounds<string>;
@@ -200,6 +202,7 @@ export class RateLimiter {
     if (window > this.currentWindow) {
       // Allowances of past minutes are never asked again: drop them with the minute.
       for (const [id, allowance] of this.windows) if (allowance.window < window) this.windows.delete(id);
+      for (const [id, allowance] of this.latestAllowances) if (allowance.window < window) this.latestAllowances.delete(id);
       this.currentWindow = window;
     }
     const allowance = this.windowAllowance(kind, caller.keyId, window, limit);
@@ -211,8 +214,12 @@ export class RateLimiter {
     const id = windowAllowanceId(kind, keyId, window, limit);
     let allowance = this.windows.get(id);
     if (!allowance) {
-      allowance = new WindowAllowance(this.options.store, kind, keyId, window, limit);
+      // The limit changed within the minute: the new allowance starts past what the old one saw claimed.
+      const latestId = `${kind}:${keyId}:${window}`;
+      const before = this.latestAllowances.get(latestId);
+      allowance = new WindowAllowance(this.options.store, kind, keyId, window, limit, before?.claimedUnits ?? 0);
       this.windows.set(id, allowance);
+      this.latestAllowances.set(latestId, allowance);
       this.scheduleNextMinute();
     }
     return allowance;

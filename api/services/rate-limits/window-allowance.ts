@@ -15,7 +15,8 @@ import type { LimitKind } from './rate-limiter.ts';
 export const WINDOW_MS = 60_000;
 
 /** Names a key's allowance of one kind, for one minute, under one limit (a changed limit is a
- * new allowance); its blocks are named after it. */
+ * new allowance, which starts past what was used under the old one); its blocks are named
+ * after it. */
 export function windowAllowanceId(kind: LimitKind, keyId: string, window: number, limit: number): string {
   return `${kind}:${keyId}:${window}:${limit}`;
 }
@@ -40,10 +41,21 @@ export class WindowAllowance {
     readonly keyId: string,
     readonly window: number,
     readonly limit: number,
+    /** Units of this minute claimed under the key's limit before this one: an operator who
+     * changes a limit mid-minute (lowers it to stop abuse, say) does not hand out a fresh one.
+     * Those blocks count as gone; so the new limit's first blocks are skipped. */
+    unitsClaimedBefore = 0,
   ) {
     this.id = windowAllowanceId(kind, keyId, window, limit);
     this.endsAt = (window + 1) * WINDOW_MS;
     this.blockSize = Math.max(1, Math.ceil(limit / 10));
+    this.nextIndex = Math.ceil(unitsClaimedBefore / this.blockSize);
+  }
+
+  /** Units of this minute claimed by any process, as far as this one has seen (every block
+   * below the next it would try), counting what was claimed under an earlier limit. */
+  get claimedUnits(): number {
+    return Math.min(this.limit, this.nextIndex * this.blockSize);
   }
 
   /** Units left in this minute for everyone, as far as this process can tell. */

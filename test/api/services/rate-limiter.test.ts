@@ -90,6 +90,43 @@ describe('rate limiter: rounds on its own timer', () => {
     assert.equal((await limits.admitTokens(caller, at(60_500))).remaining, 400);
   });
 
+  it('keeps counting a minute whose limit changed: a lowered limit is not a fresh allowance, a raised one adds only the difference', async () => {
+    const limits = limiter();
+    const minute = Math.floor(Date.now() / 60_000) + 30;
+    const at = (offsetMs: number) => minute * 60_000 + offsetMs;
+    const admitted = async (requestsPerMinute: number, calls: number, from: number) => {
+      const caller = { accountId: 'acct_change', keyId: 'key_change', rateLimits: { requests_per_minute: requestsPerMinute } };
+      let count = 0;
+      for (let call = 0; call < calls; call++) {
+        try {
+          await limits.admitRequest(caller, at(from + call));
+          count++;
+        } catch {
+          // 429: over the limit.
+        }
+      }
+      return count;
+    };
+    assert.equal(await admitted(10, 8, 1_000), 8);
+    assert.equal(await admitted(4, 5, 2_000), 0, 'lowered to 4 after 8 calls: none more this minute');
+    const later = minute + 1;
+    const next = async (requestsPerMinute: number, calls: number, from: number) => {
+      const caller = { accountId: 'acct_change', keyId: 'key_raise', rateLimits: { requests_per_minute: requestsPerMinute } };
+      let count = 0;
+      for (let call = 0; call < calls; call++) {
+        try {
+          await limits.admitRequest(caller, later * 60_000 + from + call);
+          count++;
+        } catch {
+          // 429: over the limit.
+        }
+      }
+      return count;
+    };
+    assert.equal(await next(3, 5, 1_000), 3);
+    assert.equal(await next(10, 12, 2_000), 7, 'raised from 3 to 10 after 3 calls: 7 more');
+  });
+
   it("claims the next minute's first block ahead for the keys in use, so its first call waits for nothing", async () => {
     const limits = limiter();
     const without = limiter();
