@@ -11,24 +11,43 @@ export interface AccountDocument {
   _id: string;
   name: string;
   webhook_secret: string;
-  /** The secret before the last rotation; deliveries are signed with it too until it expires, so
-   * receivers can switch over without dropping a webhook (Standard Webhooks allows several
-   * signatures). */
+  /** Secrets rotated away from, newest first: deliveries are signed with each too until it
+   * expires, so receivers can switch over without dropping a webhook (Standard Webhooks allows
+   * several signatures), and a second rotation within the grace period does not cut the first
+   * one's short. */
+  previous_webhook_secrets?: PreviousWebhookSecret[];
+  /** The one previous secret, as stores from before previous_webhook_secrets kept it: read,
+   * and dropped at the next rotation. */
   previous_webhook_secret?: string;
   previous_webhook_secret_expires_at?: Date;
   created_at: Date;
 }
 
+export interface PreviousWebhookSecret {
+  secret: string;
+  expires_at: Date;
+}
+
+/** Previous secrets signing at most at once, besides the current one. */
+const MAX_PREVIOUS_SECRETS = 4;
+
 export type AccountWithTotals = AccountDocument & Totals;
 /** With the operator's overrides of its per-minute limits (null: none). */
 export type AccountWithLimits = AccountWithTotals & { rate_limits: RateLimitOverrides | null };
 
-/** The secrets a webhook is signed with now: the current one, and the previous one while its
- * grace period lasts. */
+/** The previous secrets whose grace period lasts at `now`, newest first. */
+export function previousSecretsInGrace(account: AccountDocument, now = new Date()): PreviousWebhookSecret[] {
+  const all = [...(account.previous_webhook_secrets ?? [])];
+  if (account.previous_webhook_secret !== undefined && account.previous_webhook_secret_expires_at) {
+    all.push({ secret: account.previous_webhook_secret, expires_at: account.previous_webhook_secret_expires_at });
+  }
+  return all.filter((previous, index) => previous.expires_at.getTime() > now.getTime() && all.findIndex((other) => other.secret === previous.secret) === index);
+}
+
+/** The secrets a webhook is signed with now: the current one, and the previous ones while their
+ * grace periods last. */
 export function webhookSecretsInForce(account: AccountDocument, now = new Date()): string[] {
-  const previous = account.previous_webhook_secret;
-  const inGrace = previous !== undefined && (account.previous_webhook_secret_expires_at?.getTime() ?? 0) > now.getTime();
-  return inGrace ? [account.webhook_secret, previous] : [account.webhook_secret];
+  return [account.webhook_secret, ...previousSecretsInGrace(account, now).map((previous) => previous.secret)];
 }
 
 export class AccountStore {
@@ -85,14 +104,12 @@ export class AccountStore {
     if (!account) return null;
     // Guarded on the secret read, so two rotations at once cannot both demote the same secret
     // (MongoDB enforces the guard; FerretDB 1.24 may not, and then the later write wins).
+    const previous = [{ secret: account.webhook_secret, expires_at: new Date(now.getTime() + graceSeconds * 1000) }, ...previousSecretsInGrace(account, now)];
     await this.collection.updateOne(
       { _id: accountId, webhook_secret: account.webhook_secret },
       {
-        $set: {
-          webhook_secret: generateWebhookSecret(),
-          previous_webhook_secret: account.webhook_secret,
-          previous_webhook_secret_expires_at: new Date(now.getTime() + graceSeconds * 1000),
-        },
+        $set: { webhook_secret: generateWebhookSecret(), previous_webhook_secrets: previous.slice(0, MAX_PREVIOUS_SECRETS) },
+        $unset: { previous_webhook_secret: '', previous_webhook_secret_expires_at: '' },
       },
     );
     return this.find(accountId);

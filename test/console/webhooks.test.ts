@@ -65,17 +65,35 @@ describe('console webhook secret', () => {
     assert.equal(rotated.headers.location, '/console/webhooks?notice=rotated');
     const account = (await new AccountStore(harness.database.db).find(accountId))!;
     assert.notEqual(account.webhook_secret, originalSecret);
-    assert.equal(account.previous_webhook_secret, originalSecret);
-    const expiresIn = account.previous_webhook_secret_expires_at!.getTime() - startedAt;
+    assert.equal(account.previous_webhook_secrets?.[0]?.secret, originalSecret);
+    const expiresIn = account.previous_webhook_secrets![0]!.expires_at.getTime() - startedAt;
     assert.ok(expiresIn >= GRACE_SECONDS * 1000 - 1000 && expiresIn <= GRACE_SECONDS * 1000 + 5000, `grace ${expiresIn} ms`);
     assert.deepEqual(webhookSecretsInForce(account), [account.webhook_secret, originalSecret]);
 
     const page = await browser.get('/console/webhooks?notice=rotated');
     assert.match(visibleText(page.body), /New secret created\./);
-    assert.match(visibleText(page.body), /Rotation in progress: deliveries are also signed with the previous secret/);
+    assert.match(visibleText(page.body), /Rotation in progress: deliveries are also signed with the earlier secret/);
     assert.equal((await new AccountStore(harness.database.db).find(accountId))!.webhook_secret, account.webhook_secret, 'showing the page again rotates nothing');
     const revealed = await browser.post('/console/webhooks/reveal', {});
     assert.ok(revealed.body.includes(`value="${account.webhook_secret}"`));
+  });
+
+  it('keeps every earlier secret signing for its own grace period when rotated again within it', async () => {
+    const accounts = new AccountStore(harness.database.db);
+    const first = await accounts.create({ name: 'twice rotated', balanceMicros: 0 });
+    const once = (await accounts.rotateWebhookSecret(first._id, 3_600))!;
+    const twice = (await accounts.rotateWebhookSecret(first._id, 3_600))!;
+    assert.deepEqual(webhookSecretsInForce(twice), [twice.webhook_secret, once.webhook_secret, first.webhook_secret]);
+    // An hour later both earlier ones have expired.
+    assert.deepEqual(webhookSecretsInForce(twice, new Date(Date.now() + 3_601_000)), [twice.webhook_secret]);
+    // A store from before kept one previous secret in two fields: it still signs, and the next
+    // rotation carries it over.
+    await accounts.collection.updateOne({ _id: first._id }, { $unset: { previous_webhook_secrets: '' }, $set: { previous_webhook_secret: once.webhook_secret, previous_webhook_secret_expires_at: new Date(Date.now() + 60_000) } });
+    const legacy = (await accounts.find(first._id))!;
+    assert.deepEqual(webhookSecretsInForce(legacy), [twice.webhook_secret, once.webhook_secret]);
+    const after = (await accounts.rotateWebhookSecret(first._id, 3_600))!;
+    assert.deepEqual(webhookSecretsInForce(after), [after.webhook_secret, twice.webhook_secret, once.webhook_secret]);
+    assert.equal(after.previous_webhook_secret, undefined);
   });
 
   /** A task of the account, under a new key named `keyName`, whose webhook goes to `url`. */
@@ -145,7 +163,7 @@ describe('console webhook secret', () => {
       }
 
       // The grace period is over: only the new secret signs.
-      await accounts.collection.updateOne({ _id: accountId }, { $set: { previous_webhook_secret_expires_at: new Date(Date.now() - 1000) } });
+      await accounts.collection.updateOne({ _id: accountId }, { $set: { 'previous_webhook_secrets.0.expires_at': new Date(Date.now() - 1000) } });
       await activities.deliverTaskWebhook({ taskId: task._id, attempt: 2, lastAttempt: false });
       const afterGrace = (await receiver.waitFor(2))[1]!;
       assert.equal(String(afterGrace.headers['webhook-signature']).split(' ').length, 1);

@@ -44,7 +44,7 @@ describe('rate-limit overrides in their own documents', () => {
       const limits = { requests_per_minute: null, tokens_per_minute: 1_000 + trial };
       await Promise.all([accounts.rotateWebhookSecret(account._id, 60), accounts.setRateLimits(account._id, limits)]);
       const after = await accounts.findWithLimits(account._id);
-      assert.equal(after?.previous_webhook_secret, account.webhook_secret, `trial ${trial}: the rotation was undone`);
+      assert.equal(after?.previous_webhook_secrets?.[0]?.secret, account.webhook_secret, `trial ${trial}: the rotation was undone`);
       assert.notEqual(after?.webhook_secret, account.webhook_secret, `trial ${trial}: the old secret is current again`);
       assert.deepEqual(after?.rate_limits, limits, `trial ${trial}: the limits were lost`);
     }

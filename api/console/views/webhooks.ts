@@ -1,4 +1,4 @@
-import { webhookSecretsInForce, type AccountWithTotals } from '../../../store/accounts.ts';
+import { previousSecretsInGrace } from '../../../store/accounts.ts';
 import { html, type Html } from '../html.ts';
 import { formatTime, maskedSecret } from './format.ts';
 import { csrfField, layout, type Notice, type PageFrame } from './layout.ts';
@@ -17,7 +17,7 @@ function graceLabel(seconds: number): string {
 
 export function webhooksPage(frame: AccountFrame, input: { revealed: boolean; graceSeconds: number; notice?: Notice | null }): Html {
   const { account } = frame;
-  const inForce = webhookSecretsInForce(account);
+  const inGrace = previousSecretsInGrace(account);
   const secret = input.revealed
     ? html`<div class="secret-box">
     <input id="webhook-secret" type="text" readonly value="${account.webhook_secret}" aria-label="Webhook signing secret" data-select-on-focus data-testid="webhook-secret">
@@ -28,10 +28,10 @@ export function webhooksPage(frame: AccountFrame, input: { revealed: boolean; gr
     <span class="mono" data-testid="masked-secret">${maskedSecret(account.webhook_secret)}</span>
     <button type="submit" class="secondary">Show secret</button>
   </form>`;
-  const previous =
-    inForce.length > 1
-      ? html`<p class="alert warning">Rotation in progress: deliveries are also signed with the previous secret <span class="mono">${maskedSecret(inForce[1]!)}</span> until ${formatTime(account.previous_webhook_secret_expires_at)}. Switch your receiver to the new secret before then.</p>`
-      : '';
+  const previous = inGrace.map(
+    (earlier) =>
+      html`<p class="alert warning">Rotation in progress: deliveries are also signed with the earlier secret <span class="mono">${maskedSecret(earlier.secret)}</span> until ${formatTime(earlier.expires_at)}. Switch your receiver to the new secret before then.</p>`,
+  );
   return layout(frame, {
     title: 'Webhooks',
     notice: input.notice,
