@@ -34,6 +34,15 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
     const first = error.validation[0]!;
     const field = describePath(first.instancePath);
     const where = error.validationContext === 'body' || !error.validationContext ? '' : `${error.validationContext} `;
+    // A field the schema does not name (strict objects: the video body, the admin API): named
+    // as `param` like any other field at fault.
+    const keys = first.keyword === 'unrecognized_keys' ? (first.params as { keys?: unknown }).keys : undefined;
+    const unknownKey = Array.isArray(keys) && typeof keys[0] === 'string' ? keys[0] : undefined;
+    if (unknownKey !== undefined) {
+      const unknown = field ? `${field}.${unknownKey}` : unknownKey;
+      const more = (keys as string[]).length > 1 ? ` (and ${(keys as string[]).length - 1} more)` : '';
+      return new GatewayError('invalid_request', `Unknown ${where}field '${unknown}'${more}: this endpoint does not take it.`, unknown);
+    }
     const message = field ? `Invalid ${where}field '${field}': ${first.message}` : `Invalid ${where}request: ${first.message}`;
     return new GatewayError('invalid_request', message, field || undefined);
   }

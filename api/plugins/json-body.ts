@@ -54,6 +54,11 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
     if (text.length >= SHORTEST_TOO_DEEP && nestedDeeperThan(parsed, MAX_NESTING)) {
       return done(new GatewayError('invalid_json', `The request body nests objects and arrays more than ${MAX_NESTING} levels deep.`));
     }
+    // Every JSON body here is an object: say so, rather than a schema's word about its first field.
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      const what = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`;
+      return done(new GatewayError('invalid_request', `The request body must be a JSON object, not ${what}.`));
+    }
     done(null, parsed);
   });
 }

@@ -84,6 +84,17 @@ describe('errors in the shape of spec section 7', () => {
     assert.match(response.json().error.message, /'name'/);
   });
 
+  it('400 saying a body must be a JSON object, and naming a field the endpoint does not take', async () => {
+    for (const [payload, what] of [['[1]', 'an array'], ['"hello"', 'a string'], ['42', 'a number'], ['null', 'null']] as const) {
+      const response = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { ...adminHeaders, 'content-type': 'application/json' }, payload });
+      assert.equal(response.statusCode, 400, payload);
+      assert.equal(response.json().error.message, `The request body must be a JSON object, not ${what}.`);
+    }
+    const unknown = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: adminHeaders, payload: { name: 'x', colour: 'blue' } });
+    assert.equal(unknown.statusCode, 400);
+    assert.deepEqual([unknown.json().error.param, unknown.json().error.message], ['colour', "Unknown field 'colour': this endpoint does not take it."]);
+  });
+
   it('400 for a prototype-poisoning body, and the process stays healthy', async () => {
     const response = await harness.app.inject({
       method: 'POST',

@@ -214,10 +214,10 @@ export class RateLimiter {
     const id = windowAllowanceId(kind, keyId, window, limit);
     let allowance = this.windows.get(id);
     if (!allowance) {
-      // The limit changed within the minute: the new allowance starts past what the old one saw claimed.
+      // The limit changed within the minute: the new allowance starts past what the old one saw used.
       const latestId = `${kind}:${keyId}:${window}`;
       const before = this.latestAllowances.get(latestId);
-      allowance = new WindowAllowance(this.options.store, kind, keyId, window, limit, before?.claimedUnits ?? 0);
+      allowance = new WindowAllowance(this.options.store, kind, keyId, window, limit, before?.usedUnits ?? 0);
       this.windows.set(id, allowance);
       this.latestAllowances.set(latestId, allowance);
       this.scheduleNextMinute();

@@ -41,21 +41,22 @@ export class WindowAllowance {
     readonly keyId: string,
     readonly window: number,
     readonly limit: number,
-    /** Units of this minute claimed under the key's limit before this one: an operator who
+    /** Units of this minute used under the key's limit before this one: an operator who
      * changes a limit mid-minute (lowers it to stop abuse, say) does not hand out a fresh one.
-     * Those blocks count as gone; so the new limit's first blocks are skipped. */
-    unitsClaimedBefore = 0,
+     * The new limit's first blocks, as many as cover them, count as gone. */
+    unitsUsedBefore = 0,
   ) {
     this.id = windowAllowanceId(kind, keyId, window, limit);
     this.endsAt = (window + 1) * WINDOW_MS;
     this.blockSize = Math.max(1, Math.ceil(limit / 10));
-    this.nextIndex = Math.ceil(unitsClaimedBefore / this.blockSize);
+    this.nextIndex = Math.ceil(unitsUsedBefore / this.blockSize);
   }
 
-  /** Units of this minute claimed by any process, as far as this one has seen (every block
-   * below the next it would try), counting what was claimed under an earlier limit. */
-  get claimedUnits(): number {
-    return Math.min(this.limit, this.nextIndex * this.blockSize);
+  /** Units of this minute used, as far as this process can tell: every block below the next it
+   * would try is claimed by some process (an earlier limit's used units included), less what
+   * this process holds unspent. */
+  get usedUnits(): number {
+    return Math.max(0, Math.min(this.limit, this.nextIndex * this.blockSize) - this.available);
   }
 
   /** Units left in this minute for everyone, as far as this process can tell. */
