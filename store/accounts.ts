@@ -115,6 +115,11 @@ export class AccountStore {
     return this.find(accountId);
   }
 
+  /** Ends the grace of every earlier secret now (one leaked, say): only the current one signs. */
+  async retireEarlierWebhookSecrets(accountId: string): Promise<void> {
+    await this.collection.updateOne({ _id: accountId }, { $unset: { previous_webhook_secrets: '', previous_webhook_secret: '', previous_webhook_secret_expires_at: '' } });
+  }
+
   /** Adds money; `reference` makes the credit idempotent (a retried request credits once). */
   async credit(accountId: string, amountMicros: number, reference: string = newId('req')): Promise<AccountWithTotals | null> {
     if (!(await this.collection.countDocuments({ _id: accountId }, { limit: 1 }))) return null;

@@ -58,8 +58,10 @@ export class LeaseJournal {
     await this.collection.deleteOne({ _id: reference });
   }
 
-  /** Journals whose lease is no longer open and that were last written before `before`: a
-   * process that settled its lease and died before it removed the journal. */
+  /** Removes journals whose lease is no longer open and that were last written before
+   * `before`: a process that settled its lease and died before it removed the journal. Looks at
+   * up to `limit` old journals a call, which may include as many of open idle leases (ids only:
+   * a few tens of KB). */
   async removeOrphans(openReferences: (references: string[]) => Promise<string[]>, before: Date, limit: number): Promise<number> {
     const old = await this.collection.find({ written_at: { $lt: before } }, { projection: { _id: 1 } }).limit(limit).toArray();
     if (old.length === 0) return 0;

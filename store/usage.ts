@@ -44,8 +44,8 @@ export class UsageStore {
     }
   }
 
-  /** Writes every record over what is there under its id: for a spend lease whose journal's
-   * records (store/lease-journal.ts) its own settlement completes. */
+  /** Writes every record over what is there under its id: a spend lease's settlement, whose
+   * records are the whole of its calls, over any its journal gave (store/lease-journal.ts). */
   async replaceMany(records: ReadonlyArray<Omit<UsageRecord, 'day' | 'created_at'> & { at: Date }>): Promise<void> {
     if (records.length === 0) return;
     await this.collection.bulkWrite(

@@ -19,6 +19,6 @@ export async function sweepExpiredLeases(options: { ledger: Ledger; leases: Budg
     if (outcome !== 'no hold') options.log?.(`sweeper released the expired spend lease ${lease._id} (${outcome})`);
   }
   const { leases } = options;
-  await leases.journal.removeOrphans(async (references) => (await leases.openAmong(references)).map((lease) => lease._id), new Date(Date.now() - ORPHAN_JOURNAL_MS), 100);
+  await leases.journal.removeOrphans(async (references) => (await leases.openAmong(references)).map((lease) => lease._id), new Date(Date.now() - ORPHAN_JOURNAL_MS), 1_000);
   return expired.length;
 }

@@ -39,7 +39,8 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
     const keys = first.keyword === 'unrecognized_keys' ? (first.params as { keys?: unknown }).keys : undefined;
     const unknownKey = Array.isArray(keys) && typeof keys[0] === 'string' ? keys[0] : undefined;
     if (unknownKey !== undefined) {
-      const unknown = field ? `${field}.${unknownKey}` : unknownKey;
+      // Cut like any id a caller sends (core/characters.ts quotedId): a name can be a megabyte.
+      const unknown = (field ? `${field}.${unknownKey}` : unknownKey).slice(0, 100);
       const more = (keys as string[]).length > 1 ? ` (and ${(keys as string[]).length - 1} more)` : '';
       return new GatewayError('invalid_request', `Unknown ${where}field '${unknown}'${more}: this endpoint does not take it.`, unknown);
     }

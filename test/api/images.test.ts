@@ -137,7 +137,7 @@ describe('images priced by quality and size', () => {
     await client.images.generate({ model: 'gpt-image-1', prompt: 'a kite' });
     for (const [body, field] of [
       [{ quality: 'medium' }, 'quality'],
-      [{ quality: 'low', size: '1536x1024' }, 'quality'],
+      [{ quality: 'low', size: '1536x1024' }, 'size'],
       [{ size: '1024x1536' }, 'size'],
     ] as const) {
       await assert.rejects(client.images.generate({ model: 'gpt-image-1', prompt: 'a kite', ...body } as OpenAI.ImageGenerateParamsNonStreaming), (error: unknown) => {

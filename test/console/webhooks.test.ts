@@ -181,4 +181,19 @@ describe('console webhook secret', () => {
       await receiver.close();
     }
   });
+
+  it('stops earlier secrets at once when asked (one leaked): only the current one signs', async () => {
+    await browser.get('/console/webhooks');
+    assert.equal((await browser.post('/console/webhooks/rotate', {})).statusCode, 303);
+    const page = await browser.get('/console/webhooks?notice=rotated');
+    assert.match(visibleText(page.body), /Stop earlier secrets now/);
+    const retired = await browser.post('/console/webhooks/retire-earlier', {});
+    assert.deepEqual([retired.statusCode, retired.headers.location], [303, '/console/webhooks?notice=retired']);
+    const account = (await new AccountStore(harness.database.db).find(accountId))!;
+    assert.deepEqual(webhookSecretsInForce(account), [account.webhook_secret]);
+    const after = visibleText((await browser.get('/console/webhooks?notice=retired')).body);
+    assert.match(after, /Earlier secrets no longer sign/);
+    assert.doesNotMatch(after, /Rotation in progress/);
+    assert.equal((await browser.post('/console/webhooks/retire-earlier', {}, { csrf: false })).statusCode, 403);
+  });
 });

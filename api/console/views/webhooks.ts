@@ -28,10 +28,17 @@ export function webhooksPage(frame: AccountFrame, input: { revealed: boolean; gr
     <span class="mono" data-testid="masked-secret">${maskedSecret(account.webhook_secret)}</span>
     <button type="submit" class="secondary">Show secret</button>
   </form>`;
-  const previous = inGrace.map(
-    (earlier) =>
-      html`<p class="alert warning">Rotation in progress: deliveries are also signed with the earlier secret <span class="mono">${maskedSecret(earlier.secret)}</span> until ${formatTime(earlier.expires_at)}. Switch your receiver to the new secret before then.</p>`,
-  );
+  const previous = inGrace.length
+    ? html`${inGrace.map(
+        (earlier) =>
+          html`<p class="alert warning">Rotation in progress: deliveries are also signed with the earlier secret <span class="mono">${maskedSecret(earlier.secret)}</span> until ${formatTime(earlier.expires_at)}. Switch your receiver to the new secret before then.</p>`,
+      )}
+  <form method="post" action="/console/webhooks/retire-earlier">
+    ${csrfField(frame.csrfToken)}
+    <p>If an earlier secret leaked, stop it now instead: receivers still on it stop verifying at once.</p>
+    <div class="actions"><button type="submit" class="secondary">Stop earlier secrets now</button></div>
+  </form>`
+    : '';
   return layout(frame, {
     title: 'Webhooks',
     notice: input.notice,

@@ -124,7 +124,10 @@ export class RetiredLeases {
   private async settleOnce(lease: SpendLease): Promise<void> {
     const { ledger, leases, usage, log } = this.stores;
     const statement = lease.statement(new Date());
-    await usage.recordMany(statement.usage);
+    // Written over whatever is there: whoever released the lease as expired may have written the
+    // journal's records first (store/expired-leases.ts, insert-only), which can predate the last
+    // calls; this statement is the whole of them.
+    await usage.replaceMany(statement.usage);
     // The trim goes on the ledger before the settlement that counts on it: applied again here, a
     // trim that failed or is still under way lands now, one already applied moves nothing. A
     // sealed slot ('conflict') means the lease was released as expired: the capture conflicts too.
@@ -152,11 +155,6 @@ export class RetiredLeases {
       const debited = (await ledger.find(lease.reference, 'debit'))?.amount_micros ?? 0;
       if (debited < owed) log.error({ lease: lease.reference, owed, debited, outcome }, "the balance could not cover all that a spend lease's calls cost beyond its hold; the rest is lost");
       else if (settledElsewhere) log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
-    }
-    if (settledElsewhere) {
-      // Usage records the release wrote from the journal may predate the last calls: this
-      // statement is the whole of them.
-      await usage.replaceMany(statement.usage);
     }
     await leases.remove(lease.reference);
     await leases.journal.remove(lease.reference);

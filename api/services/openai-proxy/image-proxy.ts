@@ -29,15 +29,24 @@ export class ImageProxy {
     const model = resolveModel(this.options.catalog, principal, body.model, 'image');
     const asked = body.n ?? 1;
     const quality = typeof body.quality === 'string' ? body.quality : undefined;
-    const unitPrice = imageUnitPriceMicros(model, { quality, size: body.size ?? undefined });
+    const size = body.size ?? undefined;
+    const unitPrice = imageUnitPriceMicros(model, { quality, size });
     if (unitPrice === undefined) {
-      const priced = Object.keys(model.prices_per_image_micros ?? {}).map((key) => `"${key}"`).join(', ');
+      const prices = model.prices_per_image_micros ?? {};
+      const priced = Object.keys(prices).map((key) => `"${key}"`).join(', ');
+      // The field at fault: the quality, unless it is priced at some size and the size is what
+      // has no price with it.
+      const chosenQuality = quality ?? model.default_quality;
+      const qualityPriced = Object.keys(prices).some((key) => key.startsWith(`${chosenQuality} `));
       throw new GatewayError(
         'invalid_request',
         `The model '${model.id}' is priced for these quality and size pairs only: ${priced} (a request without quality or size means "${model.default_quality}" and "${model.default_size}").`,
-        quality === undefined && body.size != null ? 'size' : 'quality',
+        qualityPriced ? 'size' : 'quality',
       );
     }
+    // A model priced by quality and size gets the pair it was priced at, defaults included:
+    // left out, the provider would pick its own (gpt-image-1's auto may render at high).
+    const upstreamBody = model.prices_per_image_micros ? { ...body, quality: quality ?? model.default_quality, size: size ?? model.default_size } : body;
     const reservation = await this.options.budgets.reserve(
       principal.accountId,
       unitPrice * asked,
@@ -47,7 +56,7 @@ export class ImageProxy {
     let text: string;
     let answer: unknown;
     try {
-      ({ text, json: answer } = await this.options.upstreams.postForJson(model.upstream, '/images/generations', JSON.stringify({ ...body, model: model.upstream_model }), { signal: context.signal, what: 'image response' }));
+      ({ text, json: answer } = await this.options.upstreams.postForJson(model.upstream, '/images/generations', JSON.stringify({ ...upstreamBody, model: model.upstream_model }), { signal: context.signal, what: 'image response' }));
     } catch (error) {
       reservation.release();
       throw error;
