@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { createKey } from '../helpers/app.ts';
-import { PNG_SIGNATURE, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+import { PNG_SIGNATURE, startApiBeforeUpstream, startFakeUpstream, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 
 // POST /v1/images/generations through the official client: real PNGs by URL or inline, billed
 // per image (gpt-image-1: $0.04 each in config/catalog.local.json), refusals as the client's
@@ -149,5 +149,33 @@ describe('images priced by quality and size', () => {
     }
     const account = await stack.settledAccount(caller.accountId);
     assert.equal(account.spent_micros, 2 * 11_000 + 250_000 + 167_000);
+  });
+});
+
+describe('what a model priced by quality and size is sent', () => {
+  it('sends the provider the quality and size it was priced at, the defaults included', async () => {
+    const upstream = await startFakeUpstream((_recorded, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1, data: [{ url: 'https://images.example/1.png' }] }));
+    });
+    const stack = await startApiBeforeUpstream('images-priced-upstream', upstream.url, {
+      imageModel: { prices_per_image_micros: { 'auto 1024x1024': 167_000, 'low 1536x1024': 16_000 }, default_size: '1024x1024' },
+    });
+    try {
+      const caller = await stack.newCaller('sent');
+      const client = stack.client(caller.key);
+      await client.images.generate({ model: 'gpt-image-1', prompt: 'a kite' });
+      await client.images.generate({ model: 'gpt-image-1', prompt: 'a kite', quality: 'low', size: '1536x1024' });
+      assert.deepEqual(
+        upstream.received.map((recorded) => [recorded.body.quality, recorded.body.size]),
+        [
+          ['auto', '1024x1024'],
+          ['low', '1536x1024'],
+        ],
+      );
+      assert.equal((await stack.settledAccount(caller.accountId)).spent_micros, 167_000 + 16_000);
+    } finally {
+      await stack.close();
+      await upstream.close();
+    }
   });
 });

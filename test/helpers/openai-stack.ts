@@ -137,7 +137,11 @@ export async function startFakeUpstream(handler: FakeHandler) {
 
 /** The api with the local catalog's OpenAI upstream pointed at `upstreamUrl`, and the chat
  * model's upstream id replaced, so tests can see the gateway swap model ids both ways. */
-export async function startApiBeforeUpstream(label: string, upstreamUrl: string, options: { upstreamChatModel?: string } = {}): Promise<OpenAiStack> {
+export async function startApiBeforeUpstream(
+  label: string,
+  upstreamUrl: string,
+  options: { upstreamChatModel?: string; imageModel?: Record<string, unknown> } = {},
+): Promise<OpenAiStack> {
   const catalog = JSON.parse(readFileSync('config/catalog.local.json', 'utf8'));
   catalog.upstreams['simulator-openai'].base_url = `${upstreamUrl}/v1`;
   catalog.upstreams['simulator-openai'].api_key = 'fake-upstream-key';
@@ -145,6 +149,8 @@ export async function startApiBeforeUpstream(label: string, upstreamUrl: string,
     const chat = catalog.models.find((model: { id: string }) => model.id === 'gpt-4o-mini');
     chat.upstream_model = options.upstreamChatModel;
   }
+  // Fields set on the image model (its prices by quality and size, say).
+  if (options.imageModel) Object.assign(catalog.models.find((model: { id: string }) => model.id === 'gpt-image-1'), options.imageModel);
   const directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
   const file = path.join(directory, 'catalog.json');
   writeFileSync(file, JSON.stringify(catalog));
