@@ -1,4 +1,5 @@
-import { MongoServerError, type Collection, type Db } from 'mongodb';
+import type { Collection, Db } from 'mongodb';
+import { isDuplicateKey } from './duplicate-keys.ts';
 
 // Web console sign-ins of account holders, set up by an operator. The normalised email is the
 // _id: signing in is one _id lookup (the only query FerretDB answers without a scan), and the
@@ -33,7 +34,7 @@ export class ConsoleCredentialStore {
       await this.collection.insertOne({ _id: normaliseEmail(input.email), account_id: input.accountId, password_hash: input.passwordHash, created_at: now, updated_at: now });
       return 'created';
     } catch (error) {
-      if (error instanceof MongoServerError && error.code === 11000) return 'taken';
+      if (isDuplicateKey(error)) return 'taken';
       throw error;
     }
   }

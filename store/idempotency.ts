@@ -1,4 +1,5 @@
-import { MongoServerError, type Collection, type Db } from 'mongodb';
+import type { Collection, Db } from 'mongodb';
+import { isDuplicateKey } from './duplicate-keys.ts';
 import { StoreClock } from './store-clock.ts';
 
 // Idempotency-Key records: one per (API key, Idempotency-Key), kept 24 hours. The insert of
@@ -71,7 +72,7 @@ export class IdempotencyStore {
         await this.collection.insertOne(record);
         return { kind: 'claimed', record };
       } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+        if (!isDuplicateKey(error)) throw error;
       }
       const existing = await this.collection.findOne({ _id: input.id });
       if (existing && existing.expires_at > input.now) return { kind: 'exists', record: existing };

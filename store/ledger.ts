@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
-import { MongoServerError, type Collection, type Db } from 'mongodb';
+import type { Collection, Db } from 'mongodb';
+import { isDuplicateKey } from './duplicate-keys.ts';
 
 // Money lives in an append-only chain of entries per account. Entry n+1 carries the account's
 // totals after its movement and is inserted under the _id `${account}:${n+1}`: the unique _id is
@@ -95,9 +96,6 @@ function move(totals: Totals, operation: LedgerOperation, amount: number, hold: 
   return next;
 }
 
-function isDuplicateKey(error: unknown): boolean {
-  return error instanceof MongoServerError && error.code === 11000;
-}
 
 // Movements of one account are queued within a process: the compare-and-swap then only has
 // to settle races between processes, instead of every concurrent request of one caller

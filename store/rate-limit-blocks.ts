@@ -1,4 +1,5 @@
-import { MongoServerError, type Collection, type Db } from 'mongodb';
+import type { Collection, Db } from 'mongodb';
+import { isDuplicateKey } from './duplicate-keys.ts';
 
 // Rate-limit allowances shared by every API process. A key's allowance for one minute is cut
 // into numbered blocks; a process claims a block by inserting its document, and the unique
@@ -25,7 +26,7 @@ export class RateLimitBlockStore {
       await this.collection.insertOne({ _id: id, expires_at: expiresAt });
       return true;
     } catch (error) {
-      if (error instanceof MongoServerError && error.code === 11000) return false;
+      if (isDuplicateKey(error)) return false;
       throw error;
     }
   }

@@ -1,4 +1,5 @@
-import { MongoBulkWriteError, type Collection, type Db } from 'mongodb';
+import type { Collection, Db } from 'mongodb';
+import { isDuplicateKey, onlyDuplicateKeys } from './duplicate-keys.ts';
 
 // An operator's overrides of the per-minute limits, each in a document of its own: one per
 // account in account_rate_limits, one per key in api_key_rate_limits, _id the account's or the
@@ -25,8 +26,6 @@ export function accountOverrides(db: Db): Collection<RateLimitOverrideDocument> 
 export function keyOverrides(db: Db): Collection<RateLimitOverrideDocument> {
   return db.collection<RateLimitOverrideDocument>('api_key_rate_limits');
 }
-
-const isDuplicateKey = (error: unknown) => (error as { code?: unknown }).code === 11000;
 
 /** Replaces the overrides of one account or key. Two first settings at once both try to insert
  * the document, and FerretDB refuses the second with a duplicate key rather than updating: that
@@ -72,8 +71,7 @@ export async function moveLegacyOverrides(db: Db): Promise<void> {
       const documents = batch;
       batch = [];
       await to.insertMany(documents, { ordered: false }).catch((error: unknown) => {
-        const failures = error instanceof MongoBulkWriteError ? [error.writeErrors].flat() : [];
-        if (failures.length === 0 || !failures.every((failure) => failure.code === 11000)) throw error;
+        if (!onlyDuplicateKeys(error)) throw error;
       });
     };
     for await (const document of from.find({ rate_limits: { $exists: true } }, { projection: { rate_limits: 1 } })) {

@@ -1,4 +1,5 @@
-import { MongoServerError, type Collection, type Db, type Filter } from 'mongodb';
+import type { Collection, Db, Filter } from 'mongodb';
+import { isDuplicateKey } from './duplicate-keys.ts';
 import type { TaskError, TaskStatus, VideoTaskMetadata, VideoTaskWorkflowInput, WebhookAttempt } from '../core/video-task.ts';
 
 export interface TaskDocument {
@@ -51,8 +52,6 @@ interface WorkflowStart {
   _id: string;
   at: Date;
 }
-
-const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && error.code === 11000;
 
 export class TaskStore {
   readonly collection: Collection<TaskDocument>;

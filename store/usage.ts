@@ -1,4 +1,5 @@
-import { MongoBulkWriteError, MongoServerError, type Collection, type Db } from 'mongodb';
+import type { Collection, Db } from 'mongodb';
+import { isDuplicateKey, onlyDuplicateKeys } from './duplicate-keys.ts';
 
 // Usage records under deterministic ids, so a retried writer cannot count twice: one per video
 // task, and one per (spend lease, key, model, kind) for chat and images, which sums the calls
@@ -39,7 +40,7 @@ export class UsageStore {
     try {
       await this.collection.insertOne({ ...fields, day: utcDay(at), created_at: at });
     } catch (error) {
-      if (error instanceof MongoServerError && error.code === 11000) return;
+      if (isDuplicateKey(error)) return;
       throw error;
     }
   }
@@ -61,9 +62,7 @@ export class UsageStore {
     try {
       await this.collection.insertMany(documents, { ordered: false });
     } catch (error) {
-      const failures = error instanceof MongoBulkWriteError ? [error.writeErrors].flat() : [];
-      const duplicatesOnly = failures.length > 0 && failures.every((write) => write.code === 11000);
-      if (!duplicatesOnly) throw error;
+      if (!onlyDuplicateKeys(error)) throw error;
     }
   }
 }

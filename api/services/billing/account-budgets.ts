@@ -240,12 +240,13 @@ export class AccountBudgets {
     }
     // Expiry is on the store's clock (store/store-clock.ts): other processes judge it on that one.
     const storeNow = this.options.leases.clock.now();
-    for (const lease of [...this.active.values(), ...this.retired.all()]) {
+    const leases = [...this.active.values(), ...this.retired.all()];
+    for (const lease of leases) {
       if (lease.isDrained) this.retired.settle(lease);
       else if (!lease.extending && !lease.expiryLost && lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
     }
     this.answerRecalls(now);
-    this.journals.tick(now, [...this.active.values(), ...this.retired.all()]);
+    this.journals.tick(now, leases);
   }
 
   /** Retires the open leases another process asked back (lease-recall.ts), and trims those

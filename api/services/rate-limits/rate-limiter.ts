@@ -212,18 +212,18 @@ export class RateLimiter {
 
   private windowAllowance(kind: LimitKind, keyId: string, window: number, limit: number): WindowAllowance {
     const id = windowAllowanceId(kind, keyId, window, limit);
-    const latestId = `${kind}:${keyId}:${window}`;
     let allowance = this.windows.get(id);
     if (!allowance) {
       // The limit changed within the minute: the new allowance starts past what the last one
       // this process used saw used. (Another process, or this one restarted, that had no
       // allowance of the key this minute starts from 0.)
-      const before = this.latestAllowances.get(latestId);
+      const before = this.latestAllowances.get(`${kind}:${keyId}:${window}`);
       allowance = new WindowAllowance(this.options.store, kind, keyId, window, limit, before?.usedUnits ?? 0);
       this.windows.set(id, allowance);
       this.scheduleNextMinute();
     }
-    this.latestAllowances.set(latestId, allowance);
+    // Almost every call finds its allowance the latest already: one lookup, no string built.
+    if (this.latestAllowances.get(allowance.minuteId) !== allowance) this.latestAllowances.set(allowance.minuteId, allowance);
     return allowance;
   }
 

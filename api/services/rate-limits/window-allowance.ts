@@ -30,6 +30,8 @@ export class WindowAllowance {
   private claiming: Promise<boolean> | null = null;
 
   readonly id: string;
+  /** Names the key's allowances of this kind and minute, whatever their limit. */
+  readonly minuteId: string;
   readonly endsAt: number;
   readonly blockSize: number;
   /** A call admitted or spent through it (one claimed ahead is not used until then). */
@@ -47,6 +49,7 @@ export class WindowAllowance {
     unitsUsedBefore = 0,
   ) {
     this.id = windowAllowanceId(kind, keyId, window, limit);
+    this.minuteId = `${kind}:${keyId}:${window}`;
     this.endsAt = (window + 1) * WINDOW_MS;
     this.blockSize = Math.max(1, Math.ceil(limit / 10));
     this.nextIndex = Math.ceil(unitsUsedBefore / this.blockSize);
