@@ -15,7 +15,10 @@ import { sweepExpiredLeases } from './lease-sweeper.ts';
 // Idempotency-Key has its workflow started (idempotently: the workflow id is the task id), and
 // the caller's retry under that key gets it; any other is closed unbilled
 // (store/abandoned-tasks.ts), since its caller will never know its id and may well have
-// submitted again. A workflow that did start (the api died before recording it) is recorded.
+// submitted again. An api that was only stalled past the grace finds its task closed when it
+// claims it for its caller, and answers 503 instead of handing out a failed task
+// (api/services/video-tasks.ts). A workflow that did start (the api died before recording it)
+// is recorded.
 // The same timer releases the spend leases of dead api processes (lease-sweeper.ts) and deletes
 // the rate-limit blocks of past minutes and Idempotency-Key records past their 24 hours
 // (FerretDB has no TTL indexes).
@@ -34,7 +37,7 @@ export async function sweepUnstartedTasks(options: SweeperOptions): Promise<numb
   const stale = await options.tasks.findUnstarted(new Date(Date.now() - (options.graceMs ?? 60_000)), 100);
   for (const task of stale) {
     if (task.recoverable === false && !(await workflowExists(options.client, task._id))) {
-      const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped before it answered this submission, so the task id never reached its caller; nothing was charged.');
+      const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped or stalled before it answered this submission, so the task id never reached its caller; nothing was charged.');
       options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose submission was never answered` : `sweeper found task ${task._id} claimed by its workflow`);
       continue;
     }

@@ -159,8 +159,31 @@ export class VideoTaskService {
     }
     // The workflow runs, so the caller gets its task even if this flag cannot be written now: the
     // sweeper then starts the workflow again, which Temporal answers with "already started".
-    await tasks.markWorkflowStarted(taskId).catch((error: unknown) => this.options.log?.warn({ err: error, taskId }, 'could not mark the workflow started'));
+    const [decision] = await Promise.all([
+      this.claimForCaller(input),
+      tasks.markWorkflowStarted(taskId).catch((error: unknown) => this.options.log?.warn({ err: error, taskId }, 'could not mark the workflow started')),
+    ]);
+    if (decision === 'abandon') {
+      throw new GatewayError('service_unavailable', 'This submission took too long inside the gateway and was closed unstarted; nothing was charged. Retry with backoff.');
+    }
     return { task_id: taskId, status: 'submitted' };
+  }
+
+  /**
+   * Claims the task for running before its id goes to the caller. A task the sweeper found
+   * unstarted after its grace (this process stalled between storing it and starting its
+   * workflow) and closed as unanswered (worker/sweeper.ts) has lost that claim: answering 200
+   * would hand out a task that is already `failed`. Its workflow, started just now, finds it
+   * closed and releases any hold placed since. A claim the store cannot record is left to the
+   * workflow's own first step, which makes the same claim: the caller gets its task.
+   */
+  private async claimForCaller(input: VideoTaskWorkflowInput): Promise<'run' | 'abandon'> {
+    try {
+      return await this.options.tasks.decide(input.taskId, 'run');
+    } catch (error) {
+      this.options.log?.warn({ err: error, taskId: input.taskId }, 'could not claim the task for its caller; its workflow will');
+      return 'run';
+    }
   }
 
   /** Holds the task's price, or removes the task and throws 403 when the balance is short (503

@@ -197,6 +197,35 @@ describe('video submissions that fail halfway', () => {
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000 - PRICE, 0, PRICE]);
   });
 
+  it('an api stalled past the sweeper\'s grace before starting the workflow: the sweeper closed the task, so the caller gets 503, not a failed task, and nothing stays held', async () => {
+    const principal = await fundedPrincipal('stalled-api');
+    let taskId = '';
+    // The api stored the task and placed its hold, then stalled (a long GC, a paused VM) for more
+    // than the sweeper's grace before its start call went out: the sweeper ran in between.
+    const stalledTemporal = {
+      connection: stack.temporal.client.connection,
+      workflow: {
+        start: async (...args: Parameters<typeof stack.temporal.client.workflow.start>) => {
+          taskId = args[1].workflowId;
+          assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 1);
+          return stack.temporal.client.workflow.start(...args);
+        },
+      },
+    };
+    const stalled = new VideoTaskService({
+      holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
+      temporal: stalledTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600,
+    });
+    // No Idempotency-Key: the sweeper closes such a task rather than starting it.
+    await assert.rejects(stalled.submit(principal, { ...body, metadata: { ...body.metadata, callback_url: 'http://127.0.0.1:9/never-called' } }, 'req_stalled'), (error: GatewayError) => error.code === 'service_unavailable' && /nothing was charged/.test(error.message));
+    // The workflow the api started anyway finds its task closed: no vendor call, no callback.
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.deepEqual([result.status, result.error?.code, result.webhook], ['failed', 'gateway_unavailable', undefined]);
+    assert.equal((await tasks.find(taskId))?.vendor_task_id, undefined);
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  });
+
   it('a workflow whose start went through although the api gave up on it runs nothing and bills nothing', async () => {
     const principal = await fundedPrincipal('late-start');
     const taskId = newId('task');
