@@ -83,12 +83,18 @@ function validateContent(model: VideoModel, content: NonNullable<SubmissionInput
   return media;
 }
 
-function validateCitations(prompt: string, imageEntries: number): void {
-  for (const match of prompt.matchAll(/@image(\d+)/g)) {
+/** "@image2", in any case, standing as a word of its own: not inside an address
+ * (bob@image1.com) and not the start of a longer word (@image1x). */
+const CITATION = /(?<!\w)@image(\d+)(?!\w)/gi;
+
+/** Spec 4.1 rule 2: @image1 to @imageN cite the reference images (role reference_image), in the
+ * order of their entries; first/last-frame images are not references and cannot be cited. */
+function validateCitations(prompt: string, referenceImages: number): void {
+  for (const match of prompt.matchAll(CITATION)) {
     const cited = Number(match[1]);
-    if (cited < 1 || cited > imageEntries) {
-      const available = imageEntries === 0 ? 'the request has no image entries' : `valid citations are @image1 to @image${imageEntries}`;
-      refuse('prompt', `The prompt cites @image${match[1]}, but ${available} in metadata.content.`);
+    if (cited < 1 || cited > referenceImages) {
+      const available = referenceImages === 0 ? 'the request has no reference images (role reference_image)' : `valid citations are @image1 to @image${referenceImages}`;
+      refuse('prompt', `The prompt cites ${match[0]}, but ${available} in metadata.content.`);
     }
   }
 }
@@ -111,7 +117,7 @@ export function validateVideoSubmission(model: VideoModel, input: SubmissionInpu
     refuse('metadata.generate_audio', `The model '${model.id}' cannot generate audio; omit metadata.generate_audio or set it to false.`);
   }
   const content = validateContent(model, metadata.content);
-  validateCitations(input.prompt, content.filter((item) => item.type === 'image_url').length);
+  validateCitations(input.prompt, content.filter((item) => item.role === 'reference_image').length);
 
   const request: VideoGenerationRequest = { upstreamModel: model.upstream_model, prompt: input.prompt, seconds, ratio, resolution, content };
   if (metadata.generate_audio !== undefined) request.generateAudio = metadata.generate_audio;

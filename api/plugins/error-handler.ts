@@ -83,7 +83,7 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
       void reply.status(405).header('allow', allowed.join(', ')).send(error.toBody());
       return;
     }
-    const error = new GatewayError('route_not_found', `No route for ${request.method} ${path}. The API lives under /v1; see the README.`);
+    const error = new GatewayError('route_not_found', `No route for ${request.method} ${path}. The API's paths are /v1/models, /v1/chat/completions, /v1/images/generations and /v1/video/generations.`);
     void reply.status(404).send(error.toBody());
   }
 

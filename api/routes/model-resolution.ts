@@ -27,14 +27,15 @@ export function modelIdField(catalog: Catalog, kind: CatalogModel['kind']) {
 }
 
 /** preValidation hook: 404 for an unknown model, 403 for one the key may not use, 400 for a
- * model of another kind; a missing or non-string model is left to the schema. */
+ * model of another kind; a missing, empty or non-string model is left to the schema (a 400:
+ * spec 7's missing required parameter, not an unknown id). */
 export function resolveModelFirst(catalog: Catalog, kind: CatalogModel['kind']) {
   return (request: FastifyRequest, _reply: unknown, done: (error?: Error) => void): void => {
     const body = request.body;
     if (typeof body !== 'object' || body === null || !('model' in body)) return done();
     const modelId = (body as { model: unknown }).model;
     try {
-      if (typeof modelId === 'string') resolveModel(catalog, principalOf(request), modelId, kind);
+      if (typeof modelId === 'string' && modelId !== '') resolveModel(catalog, principalOf(request), modelId, kind);
     } catch (error) {
       return done(error as Error);
     }

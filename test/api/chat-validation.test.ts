@@ -12,6 +12,8 @@ const cases: Array<{ name: string; body: unknown; field: string }> = [
   { name: 'model missing', body: { messages: valid.messages }, field: 'model' },
   { name: 'messages missing', body: { model: 'gpt-4o-mini' }, field: 'messages' },
   { name: 'messages empty', body: { ...valid, messages: [] }, field: 'messages' },
+  { name: 'messages one object, not an array', body: { ...valid, messages: { role: 'user', content: 'hi' } }, field: 'messages' },
+  { name: 'model empty', body: { ...valid, model: '' }, field: 'model' },
   { name: 'unknown role', body: { ...valid, messages: [{ role: 'robot', content: 'hi' }] }, field: 'messages.0.role' },
   { name: 'content a number', body: { ...valid, messages: [{ role: 'user', content: 42 }] }, field: 'messages.0.content' },
   { name: 'temperature above 2', body: { ...valid, temperature: 2.1 }, field: 'temperature' },

@@ -26,6 +26,8 @@ describe('errors in the shape of spec section 7', () => {
       assert.equal(response.statusCode, 404, url);
       assertErrorShape(response.json(), 404, 'not_found_error');
       assert.equal(response.json().error.code, 'route_not_found');
+      // It names the paths there are, not a document the caller may not have.
+      assert.match(response.json().error.message, /\/v1\/models, \/v1\/chat\/completions, \/v1\/images\/generations and \/v1\/video\/generations/);
     }
   });
 

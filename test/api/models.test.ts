@@ -30,7 +30,7 @@ describe('GET /v1/models', () => {
     }
   });
 
-  it('lists only the permitted models for a restricted key, and hides the others from GET /v1/models/{id}', async () => {
+  it('lists only the permitted models for a restricted key, and answers GET /v1/models/{id} of the others with 403 (spec 5.6)', async () => {
     const key = (await createKey(harness.app, accountId, { name: 'video only', models: ['seedance-2.0'] })).key;
     const listed = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key) });
     assert.deepEqual(listed.json().data.map((model: { id: string }) => model.id), ['seedance-2.0']);
@@ -38,8 +38,8 @@ describe('GET /v1/models', () => {
     assert.equal(allowed.statusCode, 200);
     assert.equal(allowed.json().id, 'seedance-2.0');
     const hidden = await harness.app.inject({ method: 'GET', url: '/v1/models/gpt-4o-mini', headers: bearer(key) });
-    assert.equal(hidden.statusCode, 404);
-    assert.equal(hidden.json().error.type, 'not_found_error');
+    assert.equal(hidden.statusCode, 403);
+    assert.deepEqual([hidden.json().error.type, hidden.json().error.code, hidden.json().error.param], ['permission_error', 'model_not_allowed', 'model']);
   });
 });
 

@@ -40,7 +40,13 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['a last frame without a first frame', { model: 'seedance-1.0-pro', prompt: 'x', metadata: { content: [image(1, 'last_frame')] } }, 400, 'metadata.content', /needs a first_frame/],
   ['@image0', { model: 'seedance-2.0', prompt: 'a cat like @image0', metadata: { content: [image(1)] } }, 400, 'prompt', /@image0/],
   ['@image3 with two images', { model: 'seedance-2.0', prompt: '@image1 meets @image3', metadata: { content: [image(1), image(2)] } }, 400, 'prompt', /@image1 to @image2/],
-  ['@image1 with no images', { model: 'seedance-2.0', prompt: 'like @image1' }, 400, 'prompt', /no image entries/],
+  ['@image1 with no images', { model: 'seedance-2.0', prompt: 'like @image1' }, 400, 'prompt', /no reference images/],
+  ['@Image2 (any case) with one image', { model: 'seedance-2.0', prompt: 'like @Image2', metadata: { content: [image(1)] } }, 400, 'prompt', /cites @Image2, but valid citations are @image1 to @image1/],
+  ['@image1 in first/last-frame mode', { model: 'seedance-2.0', prompt: 'from @image1', metadata: { content: [image(1, 'first_frame')] } }, 400, 'prompt', /no reference images/],
+  ['an empty model', { model: '', prompt: 'x' }, 400, 'model', /'model': must be a video model id/],
+  ['metadata null', { model: 'seedance-2.0', prompt: 'x', metadata: null }, 400, 'metadata', /'metadata': must be an object/],
+  ['metadata an array', { model: 'seedance-2.0', prompt: 'x', metadata: [] }, 400, 'metadata', /'metadata': must be an object/],
+  ['seconds with a leading zero', { model: 'seedance-2.0', prompt: 'x', seconds: '05' }, 400, 'seconds', /without leading zeros/],
   ['an unknown top-level field', { model: 'seedance-2.0', prompt: 'x', duration: 5 }, 400, undefined, /duration/],
 ];
 

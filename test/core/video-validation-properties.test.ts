@@ -59,7 +59,8 @@ function validSubmission(model: VideoModel): fc.Arbitrary<SubmissionInput> {
       words,
     })
     .chain((parts) => {
-      const images = (parts.content ?? []).filter((item) => item.type === 'image_url').length;
+      // Only reference images are cited (spec 4.1 rule 2), first/last-frame images are not.
+      const images = (parts.content ?? []).filter((item) => item.role === 'reference_image').length;
       const citations = images > 0 ? fc.array(fc.integer({ min: 1, max: images }), { maxLength: 3 }) : fc.constant([] as number[]);
       return citations.map((cited) => {
         const metadata: NonNullable<SubmissionInput['metadata']> = {};
@@ -173,7 +174,7 @@ const mutations: Record<string, Mutation> = {
   'a citation past the last image': {
     applies: () => true,
     mutate: (_model, submission) => {
-      const images = (submission.metadata?.content ?? []).filter((item) => item.type === 'image_url').length;
+      const images = (submission.metadata?.content ?? []).filter((item) => item.role === 'reference_image').length;
       return fc.integer({ min: images + 1, max: images + 20 }).map((index) => ({ ...submission, prompt: `${submission.prompt} like @image${index}` }));
     },
     param: () => 'prompt',
@@ -217,4 +218,19 @@ describe('video submission properties', () => {
       );
     });
   }
+});
+
+describe('@imageN citations', () => {
+  const seedance = models.find((model) => model.id === 'seedance-2.0')!;
+  const oneImage = { content: [entry('image_url', 'reference_image', 0)] };
+  // Without reference images any citation is refused: these cite nothing.
+  for (const prompt of ['mail bob@image1.com', 'see @image1x and @images', 'no @image here']) {
+    it(`reads ${JSON.stringify(prompt)} as citing nothing`, () => {
+      assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt }));
+    });
+  }
+  it('reads a citation in any case, after punctuation', () => {
+    assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: '@image1, then (@IMAGE1).', metadata: oneImage }));
+    assert.throws(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: '(@IMAGE2) runs', metadata: oneImage }), (error: GatewayError) => error.param === 'prompt' && /@IMAGE2/.test(error.message));
+  });
 });

@@ -32,17 +32,23 @@ export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (a
     tags: ['models'],
     operationId: 'retrieveModel',
     summary: 'Read one model',
-    description: 'A model the key may not use is a 404, as if it did not exist. An id with slashes (`org/model`) may be sent as is or with the slashes encoded.',
+    description: 'A model the key may not use is a 403 (`model_not_allowed`), as on every endpoint that names a model. An id with slashes (`org/model`) may be sent as is or with the slashes encoded.',
     security: apiKeySecurity,
     params: z.object({ model: z.string().describe('A model id.') }),
     // 400: a path whose percent-encoding is malformed (api/plugins/error-handler.ts).
-    response: { 200: modelSchema, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) },
+    response: { 200: modelSchema, ...errorResponses(400, 403, 404, ...AUTHENTICATED_ERRORS) },
   };
+  // The spec's order, as on every other endpoint (core/model-access.ts): an unknown id is a 404,
+  // a model the key may not use a 403 (spec 5.6). Hiding it as a 404 here hid nothing: a
+  // submission naming it answers 403.
   const readModel = (request: FastifyRequest, modelId: string) => {
     const principal = principalOf(request);
     const model = catalog.find(modelId);
-    if (!model || !mayUseModel(principal, model.id)) {
-      throw new GatewayError('model_not_found', `The model ${quotedId(modelId)} does not exist or this key may not use it.`, 'model');
+    if (!model) {
+      throw new GatewayError('model_not_found', `The model ${quotedId(modelId)} does not exist. GET /v1/models lists the models your key can use.`, 'model');
+    }
+    if (!mayUseModel(principal, model.id)) {
+      throw new GatewayError('model_not_allowed', `This API key may not use the model ${quotedId(modelId)}.`, 'model');
     }
     return { id: model.id, object: 'model' as const, created: catalog.data.created, owned_by: model.owned_by };
   };

@@ -28,9 +28,11 @@ function secondsField(model: VideoModel) {
   return z
     .enum(allowed, {
       error: (issue) =>
-        typeof issue.input === 'string' && /^\d+$/.test(issue.input)
-          ? `must be one of ${list(model.seconds)} for '${model.id}'`
-          : 'must be a string of digits, e.g. "5"',
+        typeof issue.input === 'string' && /^0\d/.test(issue.input)
+          ? `must be written without leading zeros: one of ${list(model.seconds)} for '${model.id}'`
+          : typeof issue.input === 'string' && /^\d+$/.test(issue.input)
+            ? `must be one of ${list(model.seconds)} for '${model.id}'`
+            : 'must be a string of digits, e.g. "5"',
     })
     .describe(`Clip length in seconds, as a string of digits. Default "${model.default_seconds}".`);
 }
@@ -91,8 +93,12 @@ function contentField(model: VideoModel) {
     .array(entry)
     .max(model.reference.total, `allows at most ${model.reference.total} reference entries in total for '${model.id}'`)
     .meta(contentArrayRules(model))
-    .describe('Reference media, in order: image entries are cited in the prompt as @image1…@imageN.');
+    .describe('Reference media, in order: reference images (role reference_image) are cited in the prompt as @image1…@imageN, in any case; first/last-frame images are not cited.');
 }
+
+/** `metadata` that is not an object (null, an array); other issues keep their own messages. */
+const metadataRefusal = (issue: { code?: string }) =>
+  issue.code === 'invalid_type' ? 'must be an object of vendor parameters (ratio, resolution, generate_audio, callback_url, content); omit it for the defaults' : undefined;
 
 function submissionFor(model: VideoModel) {
   return z
@@ -107,7 +113,7 @@ function submissionFor(model: VideoModel) {
           generate_audio: audioField(model).optional(),
           callback_url: httpUrl.describe('Webhook address; receives the final task JSON, signed per Standard Webhooks.').optional(),
           content: contentField(model).optional(),
-        })
+        }, { error: metadataRefusal })
         .describe('Vendor parameters (spec 2.2).')
         .optional(),
     })
