@@ -7,6 +7,8 @@ export type TaskStatus = 'submitted' | 'running' | 'succeeded' | 'failed';
 export interface TaskError {
   code: string;
   message: string;
+  /** The vendor's own code for a failure it reported, beside the gateway's `code`. */
+  vendor_code?: string;
 }
 
 /** What the caller sent in `metadata`, echoed back on the task. */

@@ -33,7 +33,12 @@ export type VendorTaskStatus =
   | { state: 'queued' }
   | { state: 'running'; progress?: number }
   | { state: 'succeeded'; videoUrl?: string }
-  | { state: 'failed'; reason: string; code?: string };
+  /** `code` is the gateway's word for the failure, the same for every vendor (README, Video
+   * tasks); `vendorCode` the vendor's own, kept for whoever needs to tell its cases apart. */
+  | { state: 'failed'; reason: string; code: VideoFailureCode; vendorCode?: string };
+
+/** Why a vendor ended a generation, in words that do not depend on the vendor. */
+export type VideoFailureCode = 'content_policy_violation' | 'generation_failed' | 'generation_expired' | 'generation_cancelled';
 
 export interface VideoVendor {
   /** Starts a generation. Throws VendorTransientError or VendorRejectedError. `idempotencyKey`

@@ -67,8 +67,8 @@ const WEBHOOK_MAX_DELAY_MS = 24 * 3600 * 1000;
 
 type Outcome = { status: 'succeeded'; url?: string } | { status: 'failed'; error: TaskError };
 
-function failed(code: string, message: string): Outcome {
-  return { status: 'failed', error: { code, message } };
+function failed(code: string, message: string, vendorCode?: string): Outcome {
+  return { status: 'failed', error: vendorCode === undefined ? { code, message } : { code, message, vendor_code: vendorCode } };
 }
 
 function describeActivityFailure(error: unknown): { type?: string; message: string } {
@@ -196,7 +196,8 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
     refusals = 0;
     if (state.status === 'submitted' && (status.state === 'running' || status.state === 'succeeded')) await markRunning(status.state === 'running' ? status.progress : undefined);
     if (status.state === 'succeeded') return status.videoUrl ? { status: 'succeeded', url: status.videoUrl } : { status: 'succeeded' };
-    if (status.state === 'failed') return failed(status.code ?? 'generation_failed', `The vendor reported a failure: ${status.reason}`);
+    // A history from before vendors' codes were translated holds the vendor's own as `code`.
+    if (status.state === 'failed') return failed(status.code ?? 'generation_failed', `The vendor reported a failure: ${status.reason}`, status.vendorCode);
     if (status.state === 'running' && status.progress !== undefined && status.progress > state.progress) {
       state.progress = status.progress;
       await bookkeeping.updateTaskProgress({ taskId: input.taskId, progress: status.progress });

@@ -4,7 +4,7 @@ export interface TaskJson {
   task_id: string;
   status: string;
   url?: string;
-  error?: { code: string; message: string };
+  error?: { code: string; message: string; vendor_code?: string };
   progress: number;
   metadata: Record<string, unknown>;
   [field: string]: unknown;

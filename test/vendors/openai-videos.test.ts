@@ -93,7 +93,8 @@ describe('OpenAI videos adapter', () => {
       ['video-queued', { state: 'queued' }],
       ['video-in-progress', { state: 'running', progress: 42 }],
       ['video-completed', { state: 'succeeded' }],
-      ['video-failed', { state: 'failed', reason: 'Your request was blocked by our moderation system.', code: 'moderation_blocked' }],
+      ['video-failed', { state: 'failed', reason: 'Your request was blocked by our moderation system.', code: 'content_policy_violation', vendorCode: 'moderation_blocked' }],
+      ['video-failed-internal', { state: 'failed', reason: 'The video could not be generated.', code: 'generation_failed', vendorCode: 'internal_error' }],
     ];
 
     for (const [name, expected] of expectations) {

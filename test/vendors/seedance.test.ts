@@ -110,7 +110,17 @@ describe('Seedance adapter', () => {
           state: 'failed',
           reason:
             'The request failed because the output video may contain sensitive information. Request id: 021769590413000fdbdc0b5a4e1c3e7a1b2c3d4e5f6a7b8c9d0e1f',
-          code: 'OutputVideoSensitiveContentDetected',
+          code: 'content_policy_violation',
+          vendorCode: 'OutputVideoSensitiveContentDetected',
+        },
+      ],
+      [
+        'task-failed-internal',
+        {
+          state: 'failed',
+          reason: 'The service encountered an unexpected internal error. Request id: 02176959041300000000000000000000000000000000000000000',
+          code: 'generation_failed',
+          vendorCode: 'InternalServiceError',
         },
       ],
       ['task-expired', { state: 'failed', reason: 'The task expired at Seedance before it finished.', code: 'generation_expired' }],

@@ -19,12 +19,15 @@ function toVendorTaskStatus(video: OpenAiVideo): VendorTaskStatus {
       // No videoUrl: the clip is only downloadable with the vendor key, so the gateway streams
       // it to the caller through openContent instead of handing out a URL.
       return { state: 'succeeded' };
-    case 'failed':
+    case 'failed': {
+      const vendorCode = video.error?.code ?? undefined;
       return {
         state: 'failed',
         reason: video.error?.message ?? 'OpenAI reported the video failed without a reason.',
-        code: video.error?.code ?? undefined,
+        code: vendorCode === 'moderation_blocked' ? 'content_policy_violation' : 'generation_failed',
+        ...(vendorCode !== undefined ? { vendorCode } : {}),
       };
+    }
     default:
       // A status this adapter does not know yet: keep polling rather than guess a final state.
       throw new VendorTransientError(`openai-videos answered an unknown video status '${video.status}'`);

@@ -21,8 +21,13 @@ function toVendorTaskStatus(task: SeedanceTask): VendorTaskStatus {
       if (!videoUrl) throw new VendorTransientError('seedance reported succeeded without content.video_url');
       return { state: 'succeeded', videoUrl };
     }
-    case 'failed':
-      return { state: 'failed', reason: vendorMessage ?? 'Seedance reported the task failed without a reason.', code: task.error?.code ?? undefined };
+    case 'failed': {
+      const vendorCode = task.error?.code ?? undefined;
+      // Seedance names each moderation verdict (InputTextSensitiveContentDetected,
+      // OutputVideoSensitiveContentDetected, ...): all of them are the caller's content.
+      const code = vendorCode !== undefined && /Sensitive/i.test(vendorCode) ? 'content_policy_violation' : 'generation_failed';
+      return { state: 'failed', reason: vendorMessage ?? 'Seedance reported the task failed without a reason.', code, ...(vendorCode !== undefined ? { vendorCode } : {}) };
+    }
     // Expired and cancelled are not the model's verdict on the prompt, so they get their own
     // codes: whoever reads the failed task can tell "timed out at the vendor" from "refused".
     case 'expired':

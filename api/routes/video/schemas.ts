@@ -26,7 +26,17 @@ export const videoTaskView = z.object({
   seconds: z.string(),
   progress: z.number().int().min(0).max(100),
   metadata: z.record(z.string(), z.unknown()),
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  error: z
+    .object({
+      code: z
+        .string()
+        .describe(
+          'Why the task failed, the same words for every vendor: content_policy_violation, generation_failed, generation_expired, generation_cancelled (the vendor ended it); vendor_rejected, vendor_unavailable, deadline_exceeded; insufficient_balance, gateway_unavailable, cancelled.',
+        ),
+      message: z.string(),
+      vendor_code: z.string().optional().describe("The vendor's own code, when the vendor reported the failure with one."),
+    })
+    .optional(),
   created_at: z.number().int(),
   updated_at: z.number().int(),
 });
