@@ -93,6 +93,8 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
         tags: ['video'],
         operationId: 'downloadVideoContent',
         summary: 'Download a finished clip',
+        description:
+          "Works for every model with the API key: a clip the vendor serves publicly is a 302 to the vendor's address (which expires when the vendor says: Seedance's after 24 hours), any other is streamed through the gateway. A task's `url` is this address for vendors whose downloads need the vendor's key (sora-2), and the vendor's own address otherwise.",
         security: apiKeySecurity,
         params: taskParams,
         response: { 200: clipResponse, 302: clipRedirect, ...errorResponses(400, 404, 409, 502, ...AUTHENTICATED_ERRORS) },

@@ -20,7 +20,7 @@ export const videoTaskView = z.object({
   task_id: z.string(),
   object: z.literal('video.generation'),
   status: z.enum(['submitted', 'running', 'succeeded', 'failed']),
-  url: z.string().optional(),
+  url: z.string().optional().describe("Where to download the clip, once succeeded: the vendor's own address (public, until the vendor expires it: Seedance's after 24 hours) or, for vendors whose downloads need the vendor's key (sora-2), this gateway's /content address, which needs the API key. /v1/video/generations/{task_id}/content with the key works for every model."),
   format: z.literal('mp4'),
   model: z.string(),
   seconds: z.string(),
