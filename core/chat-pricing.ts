@@ -30,8 +30,8 @@ const TOKENS_PER_OTHER_CHARACTER = 1.5;
  * bytes beyond one per unit, halved, count them (an accented Latin letter counts half).
  * `asciiCharactersLeftOut` are not counted (image URLs, priced per image instead).
  */
-export function estimateTextTokens(text: string, asciiCharactersLeftOut = 0): number {
-  const others = (Buffer.byteLength(text) - text.length) / 2;
+export function estimateTextTokens(text: string, asciiCharactersLeftOut = 0, bytes = Buffer.byteLength(text)): number {
+  const others = (bytes - text.length) / 2;
   const ascii = Math.max(0, text.length - others - asciiCharactersLeftOut);
   return Math.ceil(ascii / CHARACTERS_PER_TOKEN + others * TOKENS_PER_OTHER_CHARACTER);
 }
@@ -64,6 +64,25 @@ export function outputTokenBudget(model: ChatModel, input: ChatHoldInput): numbe
 /** The worst case held before a call: the estimated prompt plus the full output budget. */
 export function chatHoldTokens(model: ChatModel, input: ChatHoldInput): TokenCounts {
   return { inputTokens: input.promptTokens, outputTokens: outputTokenBudget(model, input) };
+}
+
+/**
+ * The most a call can have used, whatever its upstream says: input no more tokens than the
+ * request's UTF-8 bytes (a BPE token covers at least one byte; a message's few framing tokens
+ * are fewer than its JSON's framing bytes) plus its images at the catalog's tokens each, output
+ * no more than its budget (`max_tokens` or the model's limit, per choice). Usage reported
+ * beyond it is an upstream's fault, and is charged at this: one bad or hostile report must not
+ * be able to take an account's balance (a reported 900 million tokens did). Within it, usage
+ * above the hold's estimate is charged as reported.
+ */
+export function chatUsageCeiling(model: ChatModel, request: { bodyBytes: number; images: number }, outputBudget: number): TokenCounts {
+  return { inputTokens: request.bodyBytes + request.images * model.image_input_tokens, outputTokens: outputBudget };
+}
+
+/** `tokens` within `ceiling`, and whether they had to be cut to fit. */
+export function withinCeiling(tokens: TokenCounts, ceiling: TokenCounts): { tokens: TokenCounts; cut: boolean } {
+  if (tokens.inputTokens <= ceiling.inputTokens && tokens.outputTokens <= ceiling.outputTokens) return { tokens, cut: false };
+  return { tokens: { inputTokens: Math.min(tokens.inputTokens, ceiling.inputTokens), outputTokens: Math.min(tokens.outputTokens, ceiling.outputTokens) }, cut: true };
 }
 
 /** The price of one image of `model` at the request's quality and size; undefined when the

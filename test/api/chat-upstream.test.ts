@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
-import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
+import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, IMPOSSIBLE_USAGE, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
@@ -245,6 +245,29 @@ describe('chat against a scripted upstream', () => {
     const after = await stack.settledAccount(accountId);
     const spent = before.balance_micros - after.balance_micros;
     assert.ok(spent > 0 && spent < UPSTREAM_USAGE_PRICE, `spent ${spent}`);
+  });
+
+  it('charges usage beyond what a call can have used at most that: its body\'s bytes in, its max_tokens out', async () => {
+    for (const stream of [false, true]) {
+      const before = await stack.settledAccount(accountId);
+      const messages = [{ role: 'user' as const, content: 'impossible usage' }];
+      if (stream) {
+        const answer = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, max_tokens: 50, stream: true, stream_options: { include_usage: true } });
+        let seen;
+        for await (const part of answer) seen = part.usage ?? seen;
+        // The caller who asked sees what the upstream said; it is charged what can be true.
+        assert.deepEqual(seen, IMPOSSIBLE_USAGE);
+      } else {
+        await client.chat.completions.create({ model: 'gpt-4o-mini', messages, max_tokens: 50 });
+      }
+      const bodyBytes = Number(lastRequest().headers['content-length']);
+      assert.ok(bodyBytes > 50 && bodyBytes < 400, `body of ${bodyBytes} bytes`);
+      const after = await stack.settledAccount(accountId);
+      // gpt-4o-mini: 0.15 µ$ an input token, 0.60 an output token.
+      assert.equal(before.balance_micros - after.balance_micros, Math.ceil((bodyBytes * 150_000 + 50 * 600_000) / 1_000_000), `stream: ${stream}`);
+      const record = (await stack.usageRecords(accountId)).at(-1)!;
+      assert.deepEqual([record.input_tokens, record.output_tokens], [bodyBytes, 50], JSON.stringify(record));
+    }
   });
 
   it('hides usage the upstream puts on the finish chunk from a caller who did not ask, and bills it', async () => {

@@ -7,9 +7,14 @@ import { sseWriter, type RecordedRequest } from './openai-stack.ts';
 // simulator cannot (refusals, a connection reset, mid-stream failures, a flood, a slow start).
 
 export const UPSTREAM_MODEL = 'gpt-4o-mini-2024-07-18';
-export const UPSTREAM_USAGE = { prompt_tokens: 1000, completion_tokens: 2000, total_tokens: 3000 };
-/** What UPSTREAM_USAGE costs at gpt-4o-mini's catalog prices: 1000 × 0.15 + 2000 × 0.60 micro-USD. */
-export const UPSTREAM_USAGE_PRICE = 1_350;
+/** Usage a real upstream could report for the scripts' short prompts: no more input tokens than
+ * the request has bytes (the gateway charges no more than that, core/chat-pricing.ts). */
+export const UPSTREAM_USAGE = { prompt_tokens: 12, completion_tokens: 2000, total_tokens: 2012 };
+/** What UPSTREAM_USAGE costs at gpt-4o-mini's catalog prices: 12 × 0.15 + 2000 × 0.60 micro-USD,
+ * rounded up. */
+export const UPSTREAM_USAGE_PRICE = 1_202;
+/** Usage no call of the scripts can have used: 900 million tokens each way. */
+export const IMPOSSIBLE_USAGE = { prompt_tokens: 900_000_000, completion_tokens: 900_000_000, total_tokens: 1_800_000_000 };
 
 function completion(content: string) {
   return {
@@ -127,6 +132,10 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     await splitCharacters(response);
     return;
   }
+  if (said === 'impossible usage' && recorded.body.stream !== true) {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...completion('Hello from the fake upstream.'), usage: IMPOSSIBLE_USAGE }));
+    return;
+  }
   if (said === 'fractional usage' && recorded.body.stream !== true) {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...completion('Hello from the fake upstream.'), usage: FRACTIONAL_USAGE }));
     return;
@@ -152,6 +161,13 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
   if (said === 'fractional usage') {
     send(chunk({}, 'stop'));
     send({ ...chunk({}), choices: [], usage: FRACTIONAL_USAGE });
+    send('[DONE]');
+    response.end();
+    return;
+  }
+  if (said === 'impossible usage') {
+    send(chunk({}, 'stop'));
+    send({ ...chunk({}), choices: [], usage: IMPOSSIBLE_USAGE });
     send('[DONE]');
     response.end();
     return;

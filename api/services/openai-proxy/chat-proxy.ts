@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog, ChatModel } from '../../../core/catalog.ts';
-import { chatHoldTokens, chatPriceMicros, estimateTextTokens, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { chatHoldTokens, chatPriceMicros, chatUsageCeiling, estimateTextTokens, estimateTokens, withinCeiling, type TokenCounts } from '../../../core/chat-pricing.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ChatCompletionRequest } from '../../routes/chat/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
@@ -48,6 +48,8 @@ interface AdmittedChatCall {
   spendTokens: (tokens: TokenCounts) => void;
   /** The reservation's token counts; its input side is the prompt estimate. */
   holdTokens: TokenCounts;
+  /** The most the call can have used (core/chat-pricing.ts chatUsageCeiling). */
+  ceiling: TokenCounts;
 }
 
 /** A streamed call whose upstream answered 2xx. */
@@ -78,7 +80,7 @@ function imagesIn(messages: ChatCompletionRequest['messages']): { images: number
  * messages, tools, `functions`, a `response_format` schema, a `prediction`: the provider bills
  * whatever it reads), its images at the model's `image_input_tokens` each. The prompt is
  * serialised once, and spliced in: with a long conversation it is most of the text. */
-export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number } {
+export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number; bodyBytes: number; images: number } {
   const { messages, tools, ...rest } = body;
   const others: Json = { ...rest, model: model.upstream_model };
   // Billing needs the usage chunk; chat-stream.ts hides it again from callers that did not ask.
@@ -89,7 +91,8 @@ export function upstreamChatRequest(model: ChatModel, body: ChatCompletionReques
   // `others` always has the model, so its text is `{"…":…}` and never `{}`.
   const payload = `{"messages":${messagesJson}${toolsJson === undefined ? '' : `,"tools":${toolsJson}`},${JSON.stringify(others).slice(1)}`;
   const { images, urlCharacters } = imagesIn(messages);
-  return { payload, promptTokens: estimateTextTokens(payload, urlCharacters) + images * model.image_input_tokens };
+  const bodyBytes = Buffer.byteLength(payload);
+  return { payload, promptTokens: estimateTextTokens(payload, urlCharacters, bodyBytes) + images * model.image_input_tokens, bodyBytes, images };
 }
 
 /** Output characters of a completion, for pricing an answer that came without usage. */
@@ -104,6 +107,13 @@ function completionCharacters(completion: Json): number {
     }
   }
   return characters;
+}
+
+/** The usage an upstream reported, cut to what the call can have used (logged when cut). */
+export function reportedWithin(call: { model: ChatModel; ceiling: TokenCounts }, reported: TokenCounts, log: Pick<FastifyBaseLogger, 'warn'>): TokenCounts {
+  const { tokens, cut } = withinCeiling(reported, call.ceiling);
+  if (cut) log.warn({ model: call.model.id, reported, charged: tokens }, 'the model provider reported more tokens than the call can have used; charged at most what it can');
+  return tokens;
 }
 
 export class ChatProxy {
@@ -124,7 +134,7 @@ export class ChatProxy {
     }
     try {
       const reported = readUsage(completion.usage);
-      const tokens = reported ?? { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
+      const tokens = reported ? reportedWithin(call, reported, context.log) : { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
       countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined }));
       spendTokens(tokens);
     } finally {
@@ -160,7 +170,7 @@ export class ChatProxy {
    * the body for the upstream as JSON text, kept apart so a stream holds no copy of the prompt. */
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
-    const { payload, promptTokens } = upstreamChatRequest(model, body);
+    const { payload, promptTokens, bodyBytes, images } = upstreamChatRequest(model, body);
     const holdTokens = chatHoldTokens(model, {
       promptTokens,
       max_tokens: body.max_tokens,
@@ -176,6 +186,10 @@ export class ChatProxy {
       { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
       'or lower max_tokens',
     );
-    return { call: { model, reservation, holdTokens, spendTokens }, payload };
+    // A predicted output's rejected tokens are billed as output too (OpenAI's `prediction`).
+    const prediction = (body as { prediction?: unknown }).prediction;
+    const predictedBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
+    const ceiling = chatUsageCeiling(model, { bodyBytes, images }, holdTokens.outputTokens + predictedBytes);
+    return { call: { model, reservation, holdTokens, ceiling, spendTokens }, payload };
   }
 }

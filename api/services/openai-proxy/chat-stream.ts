@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { countChatCharge, observeTimeToFirstToken } from '../../../core/metrics.ts';
-import type { StartedChatCall } from './chat-proxy.ts';
+import { reportedWithin, type StartedChatCall } from './chat-proxy.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
 import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
 
@@ -12,7 +12,8 @@ import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
 // memory; the ledger sees it when the account's spend lease settles).
 //
 // How each ending is billed:
-// - completed: the upstream's usage, in full (beyond the hold if the estimate was low);
+// - completed: the upstream's usage, in full (beyond the hold if the estimate was low), never
+//   beyond what the call can have used (core/chat-pricing.ts chatUsageCeiling);
 //   without a usage chunk, the prompt estimate plus the delivered text, capped at the hold.
 // - the caller disconnected: the upstream's usage if it already arrived, otherwise the prompt
 //   estimate plus what was delivered (max of chunks and characters/4 as output tokens), capped
@@ -100,18 +101,20 @@ export class ChatStream {
   }
 
   private settle(outcome: RelayOutcome): void {
-    const { model, reservation, holdTokens } = this.call;
-    const estimated: TokenCounts = { inputTokens: holdTokens.inputTokens, outputTokens: deliveredOutputTokens(outcome) };
+    const { model, reservation, holdTokens, ceiling } = this.call;
+    // Never more output than the call's budget: a firehose upstream can deliver more chunks.
+    const estimated: TokenCounts = { inputTokens: holdTokens.inputTokens, outputTokens: Math.min(deliveredOutputTokens(outcome), ceiling.outputTokens) };
+    const usage = outcome.usage && reportedWithin(this.call, outcome.usage, this.options.log);
     switch (outcome.end) {
       case 'completed': {
-        const tokens = outcome.usage ?? estimated;
-        countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: outcome.usage !== undefined }));
+        const tokens = usage ?? estimated;
+        countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: usage !== undefined }));
         this.call.spendTokens(tokens);
         return;
       }
       case 'client_gone': {
-        if (!outcome.usage && outcome.delivered.pieces === 0) return reservation.release();
-        const tokens = outcome.usage ?? estimated;
+        if (!usage && outcome.delivered.pieces === 0) return reservation.release();
+        const tokens = usage ?? estimated;
         countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: false }));
         this.call.spendTokens(tokens);
         return;
