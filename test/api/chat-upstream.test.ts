@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
-import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, IMPOSSIBLE_USAGE, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
+import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, halfEvent, IMPOSSIBLE_USAGE, PROVIDER_ERROR_WORDS, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
@@ -115,7 +115,7 @@ describe('chat against a scripted upstream', () => {
   });
 
   it('ends a stream whose upstream dies with an error event, and bills nothing', async () => {
-    for (const said of ['die mid-stream', 'error mid-stream', 'endless event']) {
+    for (const said of ['die mid-stream', 'error mid-stream', 'endless event', 'not json mid-stream', 'named error event']) {
       const before = await stack.settledAccount(accountId);
       const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: said }], stream: true });
       let text = '';
@@ -127,7 +127,11 @@ describe('chat against a scripted upstream', () => {
           assert.ok(error instanceof OpenAI.APIError, String(error));
           assert.match(error.message, /mid-stream/);
           if (said === 'endless event') assert.match(error.message, /more than 16 MiB without ending an event/);
-          if (said === 'error mid-stream') assert.match(error.message, /processing your request\. Nothing was charged; retry\.$/);
+          // Not relayed: the caller's client would throw a SyntaxError at that line.
+          if (said === 'not json mid-stream') assert.match(error.message, /an event that is not JSON/);
+          if (said === 'named error event') assert.match(error.message, /it reported an error/);
+          // In the gateway's words: the provider's own go to the log (they can name its account).
+          if (said === 'error mid-stream') assert.match(error.message, /failed mid-stream: it reported an error\. Nothing was charged; retry\.$/);
           return true;
         },
         said,
@@ -167,6 +171,39 @@ describe('chat against a scripted upstream', () => {
     assert.ok(floodState.finished);
     assert.equal(text.match(/"content":"x+"/g)?.length, FLOOD_CHUNKS);
     assert.ok(text.endsWith('data: [DONE]\n\n'));
+  });
+
+  it('answers 502 for a 200 that carries an error instead of a completion, in its own words, and bills nothing', async () => {
+    const before = await stack.settledAccount(accountId);
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'error with 200' }] }, { maxRetries: 0 }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
+      assert.equal(error.status, 502);
+      assert.match(error.message, /answered with an error instead of a chat completion/);
+      assert.doesNotMatch(error.message, /org-Operator123|proj_abc/);
+      return true;
+    });
+    assert.ok(PROVIDER_ERROR_WORDS.includes('org-Operator123'));
+    const after = await stack.settledAccount(accountId);
+    assert.deepEqual([after.balance_micros, after.held_micros], [before.balance_micros, 0]);
+  });
+
+  it('sends the stream head at once when the upstream\'s first bytes are half an event', async () => {
+    const started = request(`${stack.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${client.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'half an event first' }], stream: true }),
+    });
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response head within 2 s')), 2_000).unref());
+    try {
+      const response = await Promise.race([started, timeout]);
+      assert.equal(response.statusCode, 200);
+      halfEvent.release();
+      const text = await response.body.text();
+      assert.match(text, /"content":"Hel"/);
+      assert.ok(text.endsWith('data: [DONE]\n\n'));
+    } finally {
+      halfEvent.release();
+    }
   });
 
   it('sends the stream head at once while the upstream has not sent its first chunk', async () => {
@@ -238,7 +275,11 @@ describe('chat against a scripted upstream', () => {
     assert.equal(answered.choices[0]?.message.content, 'Hello from the fake upstream.');
     const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'fractional usage' }], stream: true });
     let text = '';
-    for await (const part of stream) text += part.choices[0]?.delta.content ?? '';
+    for await (const part of stream) {
+      text += part.choices[0]?.delta.content ?? '';
+      // The usage chunk the gateway asked for is not shown, even with counts it could not read.
+      assert.equal(part.usage, undefined, JSON.stringify(part));
+    }
     assert.equal(text, 'Hello there');
     // Both reservations settled (a lease with one left unsettled never settles), each for a
     // few tokens of estimate: far less than the scripted usage's price.
@@ -298,6 +339,18 @@ describe('chat against a scripted upstream', () => {
     const [open] = afterDone.openBodies;
     assert.ok(open);
     await waitUntil(() => open.destroyed || open.socket === null || open.socket.destroyed, 5_000);
+  });
+
+  it('neither hands over nor bills image entries that hold no image', async () => {
+    const before = await stack.settledAccount(accountId);
+    await assert.rejects(client.images.generate({ model: 'gpt-image-1', prompt: 'hollow', n: 2 }, { maxRetries: 0 }), (error: unknown) => error instanceof OpenAI.InternalServerError && error.status === 502);
+    const middle = await stack.settledAccount(accountId);
+    assert.equal(middle.balance_micros, before.balance_micros);
+    const one = await client.images.generate({ model: 'gpt-image-1', prompt: 'one hollow', n: 2 });
+    assert.deepEqual(one.data, [{ url: 'https://images.example/0.png' }]);
+    const after = await stack.settledAccount(accountId);
+    // gpt-image-1 costs $0.04 an image: one image, not the two entries.
+    assert.equal(before.balance_micros - after.balance_micros, 40_000);
   });
 
   it('hands over and bills the images asked for when the upstream sends more', async () => {

@@ -46,12 +46,24 @@ export const FRACTIONAL_USAGE = { prompt_tokens: 12.5, completion_tokens: 3, tot
 /** The bodies of 'open after done' streams, which the upstream never ends itself. */
 export const afterDone: { openBodies: ServerResponse[] } = { openBodies: [] };
 
+/** What a provider's error inside a 200 says: the operator's organisation and project. */
+export const PROVIDER_ERROR_WORDS = 'internal: org-Operator123 quota for project proj_abc exceeded';
+
+/** Released by the test once the caller of a 'half an event first' stream has the head. */
+export const halfEvent: { release: () => void; promise: Promise<void> } = { release: () => {}, promise: Promise.resolve() };
+halfEvent.promise = new Promise((resolve) => (halfEvent.release = resolve));
+
 /** Released by the test once the caller of a 'think first' stream has the response head. */
 export const thinking: { release: () => void; promise: Promise<void> } = { release: () => {}, promise: Promise.resolve() };
 thinking.promise = new Promise((resolve) => (thinking.release = resolve));
 
 /** How often each last user message was seen (a first attempt can be scripted to fail). */
 const timesSaid = new Map<string, number>();
+
+/** `send` for a response whose head was already written. */
+function sseWriterless(response: ServerResponse): (data: unknown) => void {
+  return (data) => response.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+}
 
 /** A stream's last events: the finish, the usage chunk (asked for or not), [DONE]. */
 function endStream(send: (data: unknown) => void, response: ServerResponse): void {
@@ -64,6 +76,15 @@ function endStream(send: (data: unknown) => void, response: ServerResponse): voi
 /** Scripted behaviour, chosen by the last user message. */
 export async function answerScripted(recorded: RecordedRequest, response: ServerResponse): Promise<void> {
   if (recorded.path.endsWith('/images/generations')) {
+    // Entries that are no image: nothing to hand over or charge.
+    if (recorded.body.prompt === 'hollow') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1_700_000_000, data: [{}, null, { url: '' }, { revised_prompt: 'a fox' }] }));
+      return;
+    }
+    if (recorded.body.prompt === 'one hollow') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1_700_000_000, data: [{ url: 'https://images.example/0.png' }, {}] }));
+      return;
+    }
     // Two images more than asked for, as a misbehaving upstream might.
     const data = Array.from({ length: (recorded.body.n ?? 1) + 2 }, (_unused, index) => ({ url: `https://images.example/${index}.png` }));
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1_700_000_000, data }));
@@ -132,6 +153,19 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     await splitCharacters(response);
     return;
   }
+  if (said === 'error with 200' && recorded.body.stream !== true) {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: PROVIDER_ERROR_WORDS, type: 'server_error' }, model: UPSTREAM_MODEL, usage: UPSTREAM_USAGE }));
+    return;
+  }
+  if (said === 'half an event first') {
+    // The head and the start of an event at once, its end only once the caller has the head.
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content: 'Hel' })).slice(0, 40)}`);
+    await halfEvent.promise;
+    response.write(`${JSON.stringify(chunk({ role: 'assistant', content: 'Hel' })).slice(40)}\n\n`);
+    endStream(sseWriterless(response), response);
+    return;
+  }
   if (said === 'impossible usage' && recorded.body.stream !== true) {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...completion('Hello from the fake upstream.'), usage: IMPOSSIBLE_USAGE }));
     return;
@@ -187,6 +221,16 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     await new Promise((resolve) => setTimeout(resolve, 50));
     if (said === 'reset after done') response.socket?.destroy();
     else afterDone.openBodies.push(response);
+    return;
+  }
+  if (said === 'not json mid-stream') {
+    response.write('data: {not json at all\n\n');
+    endStream(send, response);
+    return;
+  }
+  if (said === 'named error event') {
+    response.write('event: error\ndata: {"message":"overloaded"}\n\n');
+    endStream(send, response);
     return;
   }
   if (said === 'error mid-stream') {

@@ -11,7 +11,7 @@ import { countChatCharge } from '../../../core/metrics.ts';
 import { ChatStream } from './chat-stream.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
-import { malformedUpstreamAnswer, streamedRefusal } from './upstream-errors.ts';
+import { errorInSuccessfulAnswer, malformedUpstreamAnswer, streamedRefusal } from './upstream-errors.ts';
 import { isObject, readUsage, type Json } from './wire.ts';
 
 // POST /v1/chat/completions against an OpenAI-compatible upstream: resolve the model, reserve
@@ -128,6 +128,7 @@ export class ChatProxy {
     try {
       ({ text, json: completion } = await this.options.upstreams.postForJson(model.upstream, '/chat/completions', payload, { signal: context.signal, what: 'chat completion' }));
       if (!isObject(completion)) throw malformedUpstreamAnswer('chat completion');
+      if (completion.error !== undefined && completion.error !== null && !Array.isArray(completion.choices)) throw errorInSuccessfulAnswer('chat completion', completion.error);
     } catch (error) {
       reservation.release();
       throw error;

@@ -69,7 +69,7 @@ export class ChatStream {
         response.end('data: [DONE]\n\n');
         break;
       case 'upstream_failed': {
-        this.options.log.warn({ failure: outcome.failure }, 'chat stream failed upstream');
+        this.options.log.warn({ failure: outcome.failure, providerMessage: outcome.providerMessage }, 'chat stream failed upstream');
         // The failure's own full stop, if any, gives way to the sentence's.
         const failure = (outcome.failure ?? 'no reason given').replace(/[.\s]+$/, '');
         const error = { message: `The model provider failed mid-stream: ${failure}. Nothing was charged; retry.`, type: 'upstream_error', code: 'upstream_error' };

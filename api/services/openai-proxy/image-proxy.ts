@@ -21,6 +21,12 @@ export interface ImageProxyOptions {
   budgets: AccountBudgets;
 }
 
+function isImage(entry: unknown): boolean {
+  if (typeof entry !== 'object' || entry === null) return false;
+  const { url, b64_json: base64 } = entry as { url?: unknown; b64_json?: unknown };
+  return (typeof url === 'string' && url !== '') || (typeof base64 === 'string' && base64 !== '');
+}
+
 export class ImageProxy {
   constructor(private readonly options: ImageProxyOptions) {}
 
@@ -61,15 +67,18 @@ export class ImageProxy {
       reservation.release();
       throw error;
     }
-    const data = (answer as { data?: unknown } | null)?.data;
-    if (!Array.isArray(data) || data.length === 0) {
+    const listed = (answer as { data?: unknown } | null)?.data;
+    // An image is an entry with its url or its base64: anything else in the list is dropped,
+    // neither handed over nor charged.
+    const data = Array.isArray(listed) ? listed.filter(isImage) : [];
+    if (data.length === 0) {
       reservation.release();
       throw malformedUpstreamAnswer('image response (no images)');
     }
     const images = Math.min(data.length, asked);
     countImageCharge(model.id, reservation.charge(unitPrice * images, { images }, { allowOverage: false }));
     // The caller gets what it asked for and pays for: an upstream's extra images are dropped.
-    if (data.length > asked) return JSON.stringify({ ...(answer as object), data: data.slice(0, asked) });
+    if (data.length !== (listed as unknown[]).length || data.length > asked) return JSON.stringify({ ...(answer as object), data: data.slice(0, asked) });
     return text;
   }
 }

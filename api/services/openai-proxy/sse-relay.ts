@@ -27,9 +27,12 @@ export interface RelayOutcome {
   end: RelayEnd;
   usage?: TokenCounts;
   delivered: DeliveredText;
-  /** Why the upstream stream failed (or the gateway ended it), for the caller's error event
-   * and the log. */
+  /** Why the upstream stream failed (or the gateway ended it), in the gateway's words, for the
+   * caller's error event and the log. */
   failure?: string;
+  /** What the provider itself said of its failure: for the log only (it can name the
+   * operator's organisation or project). */
+  providerMessage?: string;
 }
 
 export interface RelayOptions {
@@ -52,6 +55,7 @@ interface RelayState {
   sawDone: boolean;
   sawFinish: boolean;
   failure?: string;
+  providerMessage?: string;
 }
 
 /** The most bytes the upstream may send without completing an event. A chat chunk is a few
@@ -93,35 +97,51 @@ function countDelivered(choices: unknown[], state: RelayState): void {
   }
 }
 
+/** The provider reported a failure in its stream: the caller gets the gateway's words. */
+function providerFailed(state: RelayState, said: unknown): '' {
+  state.failure = 'it reported an error';
+  state.providerMessage = describeError(said);
+  return '';
+}
+
 /** What to send the caller for one upstream event ('' to send nothing). */
-function translate(data: string, state: RelayState, options: RelayOptions): string {
+function translate(event: EventSourceMessage, state: RelayState, options: RelayOptions): string {
+  const { data } = event;
   if (data === '[DONE]') {
     state.sawDone = true;
     return '';
   }
+  // A chat stream is chunks of JSON: anything else would break the caller's client at that
+  // line (the openai package throws a SyntaxError), so it ends the stream as a failure.
   let chunk: unknown;
   try {
     chunk = JSON.parse(data);
   } catch {
-    return sseData(data);
-  }
-  if (!isObject(chunk)) return sseData(data);
-  if (chunk.error !== undefined && chunk.error !== null) {
-    state.failure = describeError(chunk.error);
+    if (event.event === 'error') return providerFailed(state, data);
+    state.failure = 'the model provider sent an event that is not JSON';
     return '';
   }
+  if (event.event === 'error') return providerFailed(state, isObject(chunk) && chunk.error !== undefined ? chunk.error : chunk);
+  if (!isObject(chunk)) {
+    state.failure = 'the model provider sent an event that is not a chat completion chunk';
+    return '';
+  }
+  if (chunk.error !== undefined && chunk.error !== null) return providerFailed(state, chunk.error);
   const usage = readUsage(chunk.usage);
   if (usage) state.usage = usage;
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-  // The usage-only chunk exists because the gateway asked for it; the caller did not.
-  if (usage && choices.length === 0 && !options.forwardUsage) return '';
+  // The usage the gateway asked for, which the caller did not: a usage-only chunk goes (even
+  // one whose counts could not be read), and usage on another chunk is cut out of it. A
+  // `usage: null` stays (every chunk carries one once usage is asked for): rewriting every
+  // chunk for it would cost a stringify a chunk.
+  const hideUsage = !options.forwardUsage && chunk.usage !== undefined && chunk.usage !== null;
+  if (hideUsage && choices.length === 0) return '';
   countDelivered(choices, state);
-  // Some upstreams put the usage on the finish chunk instead: the caller still does not see it.
-  const hideUsage = !options.forwardUsage && chunk.usage !== undefined && (usage !== undefined || chunk.usage === null);
   const renamed = typeof chunk.model === 'string' && chunk.model !== options.modelId;
-  if (renamed || (usage && hideUsage)) {
+  if (renamed || hideUsage) {
     if (renamed) chunk.model = options.modelId;
-    if (hideUsage) delete chunk.usage;
+    // Rewritten anyway: a `usage: null` the caller did not ask for goes too.
+    if (!options.forwardUsage) delete chunk.usage;
     return `data: ${JSON.stringify(chunk)}\n\n`;
   }
   return sseData(data);
@@ -138,6 +158,9 @@ class ChatStreamRelay {
   /** Bytes fed since the last complete event (give or take the rest of one read). */
   private bytesSinceEvent = 0;
   private firstTextSent = false;
+  /** The head has gone (flushed, or with a write). Not `response.headersSent`: that is true as
+   * soon as writeHead() stored the head, before any byte of it left. */
+  private headSent = false;
   private finished = false;
   readonly outcome: Promise<RelayOutcome>;
   private resolve!: (outcome: RelayOutcome) => void;
@@ -148,7 +171,7 @@ class ChatStreamRelay {
     // the upstream's headers, the usual case: one write, and the caller is woken once instead
     // of twice. Otherwise it goes now, so the caller sees the call accepted while the model is
     // still thinking.
-    if (options.upstream.readableLength === 0) options.response.flushHeaders();
+    if (options.upstream.readableLength === 0) this.sendHead();
     this.outcome = new Promise((resolve) => (this.resolve = resolve));
     // Stream events rather than `for await`: the async iterator's setup and its promise per
     // chunk stood between the upstream's first chunk and the caller, about 0.1 ms of a
@@ -166,7 +189,7 @@ class ChatStreamRelay {
   private onEvent(event: EventSourceMessage): void {
     this.bytesSinceEvent = 0;
     if (this.state.sawDone || this.state.failure !== undefined) return;
-    this.pending += translate(event.data, this.state, this.options);
+    this.pending += translate(event, this.state, this.options);
   }
 
   // Keep-alive comments keep idle proxies between the caller and us from timing out.
@@ -211,6 +234,7 @@ class ChatStreamRelay {
       this.pending = '';
       // Backpressure: stop reading the upstream (its socket fills and it slows down) until
       // the caller has taken what was written.
+      this.headSent = true;
       if (!response.write(text)) {
         upstream.pause();
         void drained(response, signal).then(() => this.finished || upstream.resume());
@@ -221,7 +245,12 @@ class ChatStreamRelay {
       }
     }
     // Bytes that made no event yet must not keep the head from the caller.
-    if (!response.headersSent) response.flushHeaders();
+    if (!this.headSent) this.sendHead();
+  }
+
+  private sendHead(): void {
+    this.headSent = true;
+    this.options.response.flushHeaders();
   }
 
   private onError(error: unknown): void {
@@ -249,6 +278,7 @@ class ChatStreamRelay {
       delivered: this.state.delivered,
       ...(this.state.usage ? { usage: this.state.usage } : {}),
       ...(failure !== undefined ? { failure } : {}),
+      ...(this.state.providerMessage !== undefined ? { providerMessage: this.state.providerMessage } : {}),
     };
   }
 

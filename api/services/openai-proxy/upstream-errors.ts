@@ -97,6 +97,14 @@ export async function streamedRefusal(response: UpstreamResponse, upstream: stri
   return upstreamRefusal({ statusCode: response.statusCode, headers: response.headers, text }, upstream);
 }
 
+/** A 2xx completion that carries an error object instead of choices: a failure in the
+ * provider's words, which go to the log (they can name the operator's organisation). */
+export function errorInSuccessfulAnswer(what: string, error: unknown): GatewayError {
+  return Object.assign(new GatewayError('upstream_error', `The model provider answered with an error instead of a ${what}; nothing was charged. Retry later.`), {
+    upstream: { status: 200, message: typeof error === 'object' && error !== null && 'message' in error ? String((error as { message: unknown }).message) : String(error) },
+  });
+}
+
 /** A 2xx whose body is not what the protocol promises. */
 export function malformedUpstreamAnswer(what: string): GatewayError {
   return new GatewayError('upstream_error', `The model provider sent a malformed ${what}; nothing was charged. Retry later.`);
