@@ -37,7 +37,7 @@ export async function releaseExpiredLease(stores: { ledger: Ledger; leases: Budg
     const captured = Math.min(journal?.spent_micros ?? 0, held);
     if (journal && captured > 0) {
       // Usage first, as a settlement writes it: records its own process wrote stay as they are.
-      await stores.leases.journal.recordUsage(journal);
+      await stores.leases.journal.recordUsage(journal, journal.spent_micros - captured);
       outcome = await ledger.apply({ ...base, operation: 'capture', amountMicros: captured, heldMicros: held });
     } else {
       outcome = await ledger.apply({ ...base, operation: 'release', amountMicros: held });

@@ -1,5 +1,5 @@
 import type { Collection, Db } from 'mongodb';
-import { UsageStore, type UsageRecord } from './usage.ts';
+import { UsageStore, withShortfall, type UsageRecord } from './usage.ts';
 
 // What a spend lease's calls have cost so far, as its api process last wrote it down: one
 // document per lease in `lease_journal`, rewritten whole (the lease's running totals) about once
@@ -50,8 +50,10 @@ export class LeaseJournal {
 
   /** The journal's usage as usage records; records already there (its process's own
    * settlement wrote them) are left as they are. */
-  async recordUsage(entry: LeaseJournalDocument): Promise<void> {
-    await this.usage.recordMany(entry.usage);
+  /** The journal's usage records, less `shortfallMicros` of their spend: what its capture could
+   * not collect (a journal beyond its lease's hold). */
+  async recordUsage(entry: LeaseJournalDocument, shortfallMicros = 0): Promise<void> {
+    await this.usage.recordMany(shortfallMicros > 0 ? withShortfall(entry.usage, shortfallMicros) : entry.usage);
   }
 
   async remove(reference: string): Promise<void> {

@@ -27,6 +27,21 @@ export function utcDay(date: Date): string {
   return date.toISOString().slice(0, 10);
 }
 
+/** Usage records with `shortfallMicros` taken off their spend, largest first: a lease whose
+ * calls cost more than the ledger could collect (an overage the balance lacked) then records
+ * what was collected, so per-key spend adds up to the ledger's. */
+export function withShortfall<Record extends Pick<UsageRecord, 'spend_micros'>>(records: Record[], shortfallMicros: number): Record[] {
+  let left = shortfallMicros;
+  const adjusted = records.map((record) => ({ ...record }));
+  for (const record of [...adjusted].sort((first, second) => second.spend_micros - first.spend_micros)) {
+    if (left <= 0) break;
+    const taken = Math.min(left, record.spend_micros);
+    record.spend_micros -= taken;
+    left -= taken;
+  }
+  return adjusted;
+}
+
 export class UsageStore {
   readonly collection: Collection<UsageRecord>;
 

@@ -39,6 +39,9 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // balance check.
 
 const HOLD_ATTEMPTS = 3;
+/** How long a settlement that owes more than its hold waits for this process's other leases of
+ * the account to give their money back. */
+const MAKE_ROOM_WAIT_MS = 2_000;
 
 export interface AccountBudgetsOptions {
   ledger: Ledger;
@@ -70,7 +73,7 @@ export class AccountBudgets {
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
     this.recall = new LeaseRecall(options.leases, options.ledger, this.timing);
-    this.retired = new RetiredLeases(options, this.timing.settleRetryMaxMs);
+    this.retired = new RetiredLeases(options, this.timing.settleRetryMaxMs, (accountId, settling) => this.makeRoom(accountId, settling));
     this.journals = new JournalWriter(options.leases.journal, this.timing.journalMs, options.log);
   }
 
@@ -124,6 +127,19 @@ export class AccountBudgets {
     const freeMicros = (await this.options.ledger.totals(accountId)).balance_micros;
     if (freeMicros >= neededMicros) return null;
     return (await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros)).unanswered;
+  }
+
+  /** Before `settling` is debited beyond its hold: gives back what this process holds of the
+   * account elsewhere. The open lease is retired (settled at once when idle, else its
+   * unreserved rest trimmed), as are the rests of retired leases calls still run on. Waits a
+   * little for those settlements, never for this one's (two settlements waiting for each other
+   * would never end). */
+  private async makeRoom(accountId: string, settling: SpendLease): Promise<void> {
+    const lease = this.active.get(accountId);
+    if (lease) this.retire(lease);
+    await this.retired.trimAll(accountId);
+    const others = [...this.retired.all()].filter((other) => other !== settling && other.accountId === accountId).map((other) => this.retired.settlementOf(other));
+    await untilDeadline(Promise.allSettled(others), Date.now() + MAKE_ROOM_WAIT_MS);
   }
 
   /** Retires every lease, waits for running calls, settles everything: all within `timeoutMs`.

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger, LedgerOutcome } from '../../../store/ledger.ts';
-import type { UsageStore } from '../../../store/usage.ts';
+import { withShortfall, type UsageStore } from '../../../store/usage.ts';
 import type { SpendLease } from './spend-lease.ts';
 
 // How a spend lease goes back to the ledger once it takes no more calls (account-budgets.ts
@@ -25,6 +25,10 @@ export interface RetiredLeaseStores {
   log: Pick<FastifyBaseLogger, 'warn' | 'error'>;
 }
 
+/** Frees the account's money this process holds in other leases, before a lease's calls are
+ * debited beyond its hold (account-budgets.ts makeRoom). */
+export type MakeRoom = (accountId: string, settling: SpendLease) => Promise<void>;
+
 export class RetiredLeases {
   private readonly retired = new Set<SpendLease>();
   private readonly settlements = new Map<SpendLease, Promise<void>>();
@@ -35,6 +39,7 @@ export class RetiredLeases {
     private readonly stores: RetiredLeaseStores,
     /** The longest pause between two settlement attempts. */
     private readonly retryMaxMs = 5_000,
+    private readonly makeRoom?: MakeRoom,
   ) {}
 
   /** Takes a closed lease; it settles at once when no call runs on it. */
@@ -150,11 +155,17 @@ export class RetiredLeases {
     const settledElsewhere = outcome === 'conflict' || capturedOnLedger !== captured;
     const owed = outcome === 'insufficient_balance' ? 0 : statement.spentMicros - capturedOnLedger;
     if (owed > 0) {
+      // The account's money this process holds elsewhere (the lease that replaced this one
+      // took the whole free balance, say) goes back first: it was the account's all along.
+      if ((await ledger.find(lease.reference, 'debit')) === null && (await ledger.totals(lease.accountId)).balance_micros < owed) await this.makeRoom?.(lease.accountId, lease);
       // As far as the balance goes: a shortfall forgives only what the balance lacks.
       await ledger.apply({ ...base, operation: 'debit', amountMicros: owed, upToBalance: true });
       const debited = (await ledger.find(lease.reference, 'debit'))?.amount_micros ?? 0;
-      if (debited < owed) log.error({ lease: lease.reference, owed, debited, outcome }, "the balance could not cover all that a spend lease's calls cost beyond its hold; the rest is lost");
-      else if (settledElsewhere) log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
+      if (debited < owed) {
+        log.error({ lease: lease.reference, owed, debited, outcome }, "the balance could not cover all that a spend lease's calls cost beyond its hold; the rest is lost");
+        // The records then show what was collected, so per-key spend adds up to the ledger's.
+        await usage.replaceMany(withShortfall(statement.usage, owed - debited));
+      } else if (settledElsewhere) log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
     }
     await leases.remove(lease.reference);
     await leases.journal.remove(lease.reference);

@@ -125,6 +125,35 @@ describe('spend leases (account budgets)', () => {
     const after = await settled(account._id);
     assert.equal(after.balance_micros, 0);
     assert.equal(after.spent_micros, 20_000);
+    // The usage records say what was collected: per-key spend adds up to the ledger's.
+    const records = await usageOf(account._id);
+    assert.equal(records.reduce((sum, record) => sum + record.spend_micros, 0), 20_000, JSON.stringify(records));
+  });
+
+  it("debits an overage from the account's money this process had leased again meanwhile, not writing it off", async () => {
+    const account = await accounts.create({ name: 'overage after renewal', balanceMicros: 20_000 });
+    const budget = budgets({ minLeaseMicros: 10_000, reservationsPerLease: 1, idleMs: 60_000, smallLeaseIdleMs: 60_000 });
+    // One call takes the whole first lease, so a second lease is opened in the background, and
+    // it takes the rest of the free balance.
+    const running = await budget.reserve(account._id, 10_000, chatCall, 'hint');
+    const deadline = Date.now() + 5_000;
+    while ((await ledger.totals(account._id)).held_micros < 20_000) {
+      assert.ok(Date.now() < deadline, 'the second lease never opened');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal((await ledger.totals(account._id)).balance_micros, 0);
+    // The running call ends 5,000 over its hold: the second lease's money pays it.
+    assert.equal(running.charge(15_000, { inputTokens: 3, outputTokens: 3 }, { allowOverage: true }), 15_000);
+    running.release();
+    while ((await ledger.totals(account._id)).spent_micros < 15_000) {
+      assert.ok(Date.now() < deadline + 5_000, `the overage was written off: ${JSON.stringify(await ledger.totals(account._id))}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await budget.close();
+    const after = await settled(account._id);
+    assert.deepEqual([after.balance_micros, after.held_micros, after.spent_micros], [5_000, 0, 15_000]);
+    const records = await usageOf(account._id);
+    assert.equal(records.reduce((sum, record) => sum + record.spend_micros, 0), 15_000, JSON.stringify(records));
   });
 
   it('lets two API processes share one account without spending more than it has', async () => {
