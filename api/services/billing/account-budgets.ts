@@ -66,7 +66,7 @@ export class AccountBudgets {
   private readonly recall: LeaseRecall;
   private readonly active = new Map<string, SpendLease>();
   private readonly retired: RetiredLeases;
-  private readonly openings = new Map<string, Promise<Opening>>();
+  private readonly openings = new Map<string, { mode: 'replace' | 'renew'; opening: Promise<Opening> }>();
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
 
@@ -149,7 +149,7 @@ export class AccountBudgets {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     const deadline = Date.now() + timeoutMs;
-    await untilDeadline(Promise.allSettled(this.openings.values()), deadline);
+    await untilDeadline(Promise.allSettled([...this.openings.values()].map(({ opening }) => opening)), deadline);
     for (const lease of this.active.values()) this.retire(lease);
     while (this.retired.all().some((lease) => !lease.isDrained) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -165,11 +165,16 @@ export class AccountBudgets {
 
   /** Opens a lease; 'replace' retires the current one first, 'renew' only once the new one holds. */
   private open(accountId: string, neededMicros: number, mode: 'replace' | 'renew'): Promise<Opening> {
-    let opening = this.openings.get(accountId);
-    if (!opening) {
-      opening = this.openNow(accountId, neededMicros, mode).finally(() => this.openings.delete(accountId));
-      this.openings.set(accountId, opening);
+    const underWay = this.openings.get(accountId);
+    if (underWay) {
+      // A renewal neither trims nor asks other processes back: a caller it could not serve
+      // tries a replacement of its own once it is over, rather than a 403 the account's money
+      // would have covered.
+      if (mode === 'replace' && underWay.mode === 'renew') return underWay.opening.then((opening) => (opening.opened ? opening : this.open(accountId, neededMicros, 'replace')));
+      return underWay.opening;
     }
+    const opening = this.openNow(accountId, neededMicros, mode).finally(() => this.openings.delete(accountId));
+    this.openings.set(accountId, { mode, opening });
     return opening;
   }
 

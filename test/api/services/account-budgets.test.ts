@@ -130,6 +130,22 @@ describe('spend leases (account budgets)', () => {
     assert.equal(records.reduce((sum, record) => sum + record.spend_micros, 0), 20_000, JSON.stringify(records));
   });
 
+  it('serves a call that meets a renewal short of money, when trimming its own lease covers it', async () => {
+    const account = await accounts.create({ name: 'renewal under way', balanceMicros: 12_000 });
+    const budget = budgets({ minLeaseMicros: 10_000, reservationsPerLease: 1, idleMs: 60_000, smallLeaseIdleMs: 60_000 });
+    // 8,000 of the 10,000 lease: a renewal starts, and finds 2,000 free, short of 8,000.
+    const running = await budget.reserve(account._id, 8_000, chatCall, 'hint');
+    // While it runs, a call of 3,000: the lease has 2,000 unreserved, the balance 2,000 free.
+    const next = await budget.reserve(account._id, 3_000, chatCall, 'hint');
+    next.charge(1_000, { inputTokens: 1, outputTokens: 1 }, { allowOverage: false });
+    next.release();
+    running.charge(8_000, { inputTokens: 1, outputTokens: 1 }, { allowOverage: false });
+    running.release();
+    await budget.close();
+    const after = await settled(account._id);
+    assert.deepEqual([after.balance_micros, after.held_micros, after.spent_micros], [3_000, 0, 9_000]);
+  });
+
   it("debits an overage from the account's money this process had leased again meanwhile, not writing it off", async () => {
     const account = await accounts.create({ name: 'overage after renewal', balanceMicros: 20_000 });
     const budget = budgets({ minLeaseMicros: 10_000, reservationsPerLease: 1, idleMs: 60_000, smallLeaseIdleMs: 60_000 });
