@@ -69,6 +69,8 @@ export class AccountBudgets {
   private readonly openings = new Map<string, { mode: 'replace' | 'renew'; opening: Promise<Opening> }>();
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
+  /** When each retired lease last tried to hand its running calls to a carrier. */
+  private readonly carryTries = new WeakMap<SpendLease, number>();
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
@@ -259,6 +261,7 @@ export class AccountBudgets {
       // A lease no call used has nothing for the ledger or the usage records yet: it stays.
       else if (now - lease.openedAt >= this.timing.maxAgeMs && lease.hasServedCalls) this.renewInBackground(lease);
     }
+    for (const lease of this.retired.all()) if (this.shouldCarry(lease, now)) void this.carryRunningCalls(lease, now);
     // Expiry is on the store's clock (store/store-clock.ts): other processes judge it on that one.
     const storeNow = this.options.leases.clock.now();
     const leases = [...this.active.values(), ...this.retired.all()];
@@ -268,6 +271,44 @@ export class AccountBudgets {
     }
     this.answerRecalls(now);
     this.journals.tick(now, leases);
+  }
+
+  /** A retired lease that calls still run on, and that charged calls which ended, is handed to
+   * a carrier once it has waited maxAgeMs (and again maxAgeMs after a try that failed). */
+  private shouldCarry(lease: SpendLease, now: number): boolean {
+    if (lease.isDrained || lease.charges === 0 || lease.expiryLost || lease.closedAt === undefined) return false;
+    return now - Math.max(lease.closedAt, this.carryTries.get(lease) ?? 0) >= this.timing.maxAgeMs;
+  }
+
+  /**
+   * Moves the calls still running on a retired lease (a stream held open for minutes, say) to a
+   * new hold of just what they reserved, so the lease settles now for the calls that ended:
+   * otherwise their spend stayed off the ledger and the usage records for as long as the
+   * longest call ran (up to the upstream's timeouts, 10 minutes). Needs that much of the
+   * balance free for a moment (both holds exist until the old one settles); without it, tries
+   * again later.
+   */
+  private async carryRunningCalls(lease: SpendLease, now: number): Promise<void> {
+    this.carryTries.set(lease, now);
+    const { ledger, leases, log } = this.options;
+    const amountMicros = lease.runningReservedMicros;
+    const reference = newId('lease');
+    try {
+      const expiresAt = (await leases.clock.current()) + this.timing.expiryMs;
+      await leases.open({ _id: reference, account_id: lease.accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(expiresAt) });
+      if ((await ledger.apply({ accountId: lease.accountId, keyId: null, reference, operation: 'hold', amountMicros })) !== 'applied') {
+        await leases.remove(reference);
+        return;
+      }
+      // Calls may have ended meanwhile, never started: the carrier covers what still runs.
+      const carrier = new SpendLease(reference, lease.accountId, amountMicros, Date.now(), expiresAt, lease.idleMs);
+      carrier.close();
+      if (!lease.isDrained) lease.moveRunningCallsTo(carrier);
+      this.retired.add(carrier);
+      this.retired.settle(lease);
+    } catch (error) {
+      log.warn({ err: error, lease: lease.reference }, 'moving long calls off a spend lease failed; it settles when they end, or tries again');
+    }
   }
 
   /** Retires the open leases another process asked back (lease-recall.ts), and trims those

@@ -36,6 +36,10 @@ export interface LeaseStatement {
 
 export class SpendLease {
   private reservedMicros = 0;
+  /** The reservations not settled yet, which moveRunningCallsTo() can hand to another lease. */
+  private readonly running = new Set<Reservation>();
+  /** When close() was called (epoch ms). */
+  closedAt: number | undefined;
   private spentMicros = 0;
   private inFlight = 0;
   private closed = false;
@@ -109,8 +113,34 @@ export class SpendLease {
   }
 
   /** Takes no new reservations from now on; running calls still settle into it. */
-  close(): void {
+  close(now = Date.now()): void {
+    if (!this.closed) this.closedAt = now;
     this.closed = true;
+  }
+
+  /** What the running calls reserved. */
+  get runningReservedMicros(): number {
+    return this.reservedMicros;
+  }
+
+  /**
+   * Hands the calls still running to `carrier`, a closed lease whose hold covers what they
+   * reserved: this lease is drained then, and settles for the calls that ended, while the long
+   * ones end on the carrier. Without it, one stream held open for minutes kept every call that
+   * shared its lease off the ledger and out of the usage records (account-budgets.ts).
+   */
+  moveRunningCallsTo(carrier: SpendLease): void {
+    if (carrier.availableMicros < this.reservedMicros) throw new Error(`lease ${carrier.reference} cannot carry ${this.reservedMicros} micro-USD`);
+    for (const reservation of this.running) {
+      reservation.moveTo(carrier);
+      carrier.running.add(reservation);
+    }
+    carrier.reservedMicros += this.reservedMicros;
+    carrier.inFlight += this.inFlight;
+    carrier.largestReservationMicros = Math.max(carrier.largestReservationMicros, this.largestReservationMicros);
+    this.running.clear();
+    this.reservedMicros = 0;
+    this.inFlight = 0;
   }
 
   /**
@@ -132,12 +162,15 @@ export class SpendLease {
     this.largestReservationMicros = Math.max(this.largestReservationMicros, amountMicros);
     this.inFlight += 1;
     this.lastActivityAt = now;
-    return new Reservation(this, amountMicros, call);
+    const reservation = new Reservation(this, amountMicros, call);
+    this.running.add(reservation);
+    return reservation;
   }
 
   /** Called once per reservation, by the reservation. */
-  finish(reservedMicros: number, chargedMicros: number, call: BilledCall, figures: UsageFigures | null, now: number): void {
-    this.reservedMicros -= reservedMicros;
+  finish(reservation: Reservation, chargedMicros: number, call: BilledCall, figures: UsageFigures | null, now: number): void {
+    this.running.delete(reservation);
+    this.reservedMicros -= reservation.reservedMicros;
     this.spentMicros += chargedMicros;
     this.inFlight -= 1;
     this.lastActivityAt = now;
@@ -183,10 +216,15 @@ export class Reservation {
   private settled = false;
 
   constructor(
-    private readonly lease: SpendLease,
+    private lease: SpendLease,
     readonly reservedMicros: number,
     private readonly call: BilledCall,
   ) {}
+
+  /** Settles into `lease` from now on (SpendLease.moveRunningCallsTo). */
+  moveTo(lease: SpendLease): void {
+    this.lease = lease;
+  }
 
   get isSettled(): boolean {
     return this.settled;
@@ -202,7 +240,7 @@ export class Reservation {
     if (this.settled) return 0;
     this.settled = true;
     const charged = options.allowOverage ? priceMicros : Math.min(priceMicros, this.reservedMicros);
-    this.lease.finish(this.reservedMicros, charged, this.call, figures, now);
+    this.lease.finish(this, charged, this.call, figures, now);
     return charged;
   }
 
@@ -210,6 +248,6 @@ export class Reservation {
   release(now = Date.now()): void {
     if (this.settled) return;
     this.settled = true;
-    this.lease.finish(this.reservedMicros, 0, this.call, null, now);
+    this.lease.finish(this, 0, this.call, null, now);
   }
 }

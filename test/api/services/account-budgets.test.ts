@@ -130,6 +130,32 @@ describe('spend leases (account budgets)', () => {
     assert.equal(records.reduce((sum, record) => sum + record.spend_micros, 0), 20_000, JSON.stringify(records));
   });
 
+  it('settles the calls that ended on a lease while a long one still runs on it, which a new hold carries on', async () => {
+    const account = await accounts.create({ name: 'long call', balanceMicros: 100_000 });
+    const budget = budgets({ minLeaseMicros: 10_000, reservationsPerLease: 1, maxAgeMs: 100, idleMs: 60_000, smallLeaseIdleMs: 60_000 });
+    const short = await budget.reserve(account._id, 4_000, chatCall, 'hint');
+    // The long call leaves the lease nearly empty: a new one opens and this one is retired.
+    const long = await budget.reserve(account._id, 5_000, chatCall, 'hint');
+    short.charge(3_000, { inputTokens: 2, outputTokens: 2 }, { allowOverage: false });
+    const deadline = Date.now() + 5_000;
+    while ((await ledger.totals(account._id)).spent_micros < 3_000) {
+      assert.ok(Date.now() < deadline, `the ended call stayed off the ledger: ${JSON.stringify(await ledger.totals(account._id))}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The ended call is on the ledger and in the usage records; the long one is still held.
+    const meanwhile = await ledger.totals(account._id);
+    assert.equal(meanwhile.spent_micros, 3_000);
+    assert.ok(meanwhile.held_micros >= 5_000, JSON.stringify(meanwhile));
+    assert.equal((await usageOf(account._id)).reduce((sum, record) => sum + record.spend_micros, 0), 3_000);
+    long.charge(4_000, { inputTokens: 2, outputTokens: 2 }, { allowOverage: false });
+    await budget.close();
+    const after = await settled(account._id);
+    assert.deepEqual([after.balance_micros, after.held_micros, after.spent_micros], [93_000, 0, 7_000]);
+    const records = await usageOf(account._id);
+    assert.equal(records.reduce((sum, record) => sum + record.spend_micros, 0), 7_000, JSON.stringify(records));
+    assert.equal(records.reduce((sum, record) => sum + record.requests, 0), 2);
+  });
+
   it('serves a call that meets a renewal short of money, when trimming its own lease covers it', async () => {
     const account = await accounts.create({ name: 'renewal under way', balanceMicros: 12_000 });
     const budget = budgets({ minLeaseMicros: 10_000, reservationsPerLease: 1, idleMs: 60_000, smallLeaseIdleMs: 60_000 });
