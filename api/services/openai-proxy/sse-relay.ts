@@ -47,6 +47,8 @@ export interface RelayOptions {
   modelId: string;
   /** Called once, right after the first text was written to the caller. */
   onFirstText?: () => void;
+  /** Tests shorten MAX_EVENTLESS_MS. */
+  maxEventlessMs?: number;
 }
 
 interface RelayState {
@@ -65,6 +67,11 @@ export const MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 /** How long an upstream body may stay open after its `[DONE]` before it is dropped. */
 const DONE_GRACE_MS = 2_000;
+
+/** The longest an upstream may keep a stream open with keep-alive comments alone, no event: as
+ * long as it may take to answer at all (upstream-client.ts). Silence itself ends a stream after
+ * undici's body timeout (300 s between two reads). */
+export const MAX_EVENTLESS_MS = 600_000;
 
 const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
 
@@ -130,6 +137,10 @@ function translate(event: EventSourceMessage, state: RelayState, options: RelayO
   const usage = readUsage(chunk.usage);
   if (usage) state.usage = usage;
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+  // The usage-only chunk comes last, after every choice's finish: the answer is whole, whether
+  // or not a `[DONE]` follows (an upstream that keeps its body open after it without one would
+  // otherwise turn a whole answer into a failure at the body timeout).
+  if (usage && choices.length === 0 && state.sawFinish) state.sawDone = true;
   // The usage the gateway asked for, which the caller did not: a usage-only chunk goes (even
   // one whose counts could not be read), and usage on another chunk is cut out of it. A
   // `usage: null` stays (every chunk carries one once usage is asked for): rewriting every
@@ -158,6 +169,9 @@ class ChatStreamRelay {
   /** Bytes fed since the last complete event (give or take the rest of one read). */
   private bytesSinceEvent = 0;
   private firstTextSent = false;
+  /** performance.now() of the last event (or the relay's start). */
+  private lastEventAt = performance.now();
+  private readonly maxEventlessMs: number;
   /** The head has gone (flushed, or with a write). Not `response.headersSent`: that is true as
    * soon as writeHead() stored the head, before any byte of it left. */
   private headSent = false;
@@ -166,6 +180,7 @@ class ChatStreamRelay {
   private resolve!: (outcome: RelayOutcome) => void;
 
   constructor(private readonly options: RelayOptions) {
+    this.maxEventlessMs = options.maxEventlessMs ?? MAX_EVENTLESS_MS;
     this.parser = createParser({ onEvent: this.onEvent.bind(this), onComment: this.onComment.bind(this) });
     // The head (written, not yet sent) leaves with the first chunk when that chunk came with
     // the upstream's headers, the usual case: one write, and the caller is woken once instead
@@ -188,6 +203,7 @@ class ChatStreamRelay {
 
   private onEvent(event: EventSourceMessage): void {
     this.bytesSinceEvent = 0;
+    this.lastEventAt = performance.now();
     if (this.state.sawDone || this.state.failure !== undefined) return;
     this.pending += translate(event, this.state, this.options);
   }
@@ -196,6 +212,11 @@ class ChatStreamRelay {
   private onComment(comment: string): void {
     // Not a reset of bytesSinceEvent: a comment line can sit inside an unfinished event.
     this.pending += `:${comment}\n\n`;
+    // Comments alone reset every read timeout: they cannot keep a stream (and its reservation)
+    // open for ever.
+    if (performance.now() - this.lastEventAt > this.maxEventlessMs) {
+      this.state.failure ??= `the model provider sent no event for ${Math.round(this.maxEventlessMs / 1000)} s`;
+    }
   }
 
   private onData(bytes: Buffer): void {

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { ClientDisconnect } from '../../../api/services/openai-proxy/client-disconnect.ts';
+import { relayChatStream, type RelayOutcome } from '../../../api/services/openai-proxy/sse-relay.ts';
+
+// The relay on its own, between an upstream body the test writes and a real HTTP response: for
+// upstreams that keep a stream open without ending it.
+
+const chunk = (delta: object, finish: string | null = null) => JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
+const usageChunk = JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } });
+
+describe('SSE relay against upstreams that keep a stream open', () => {
+  let server: Server;
+  let url: string;
+  /** What the next request relays: the upstream body the test writes to, and the outcome. */
+  let next: { upstream: PassThrough; maxEventlessMs?: number; outcome?: Promise<RelayOutcome> };
+  before(async () => {
+    server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const relay = next;
+      relay.outcome = relayChatStream({
+        upstream: relay.upstream,
+        response,
+        signal: new ClientDisconnect(response),
+        forwardUsage: false,
+        modelId: 'm',
+        ...(relay.maxEventlessMs !== undefined ? { maxEventlessMs: relay.maxEventlessMs } : {}),
+      });
+      void relay.outcome.then(() => response.end());
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+  after(() => server.close());
+
+  it('ends a whole answer at its usage chunk when the upstream sends no [DONE] and keeps its body open', { timeout: 5_000 }, async () => {
+    const upstream = new PassThrough();
+    next = { upstream };
+    const started = performance.now();
+    const response = await request(url);
+    upstream.write(`data: ${chunk({ content: 'Hi' })}\n\ndata: ${chunk({}, 'stop')}\n\ndata: ${usageChunk}\n\n`);
+    const text = await response.body.text();
+    const outcome = await next.outcome!;
+    assert.equal(outcome.end, 'completed');
+    assert.deepEqual(outcome.usage, { inputTokens: 3, outputTokens: 2 });
+    assert.ok(performance.now() - started < 1_500, 'answered without waiting for the body to end');
+    assert.match(text, /"content":"Hi"/);
+    assert.doesNotMatch(text, /usage/, 'the usage the caller did not ask for stays hidden');
+    upstream.destroy();
+  });
+
+  it('ends a stream kept open with keep-alive comments alone, as a failure', { timeout: 5_000 }, async () => {
+    const upstream = new PassThrough();
+    next = { upstream, maxEventlessMs: 300 };
+    const response = await request(url);
+    upstream.write(`data: ${chunk({ content: 'Hi' })}\n\n`);
+    const keepAlive = setInterval(() => upstream.write(': keep-alive\n\n'), 50);
+    try {
+      const outcome = await next.outcome!;
+      assert.equal(outcome.end, 'upstream_failed');
+      assert.match(outcome.failure ?? '', /sent no event for 0 s/);
+    } finally {
+      clearInterval(keepAlive);
+    }
+    await response.body.text();
+    upstream.destroy();
+  });
+});
