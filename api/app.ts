@@ -68,6 +68,11 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
       stream: dependencies.logStream ?? batchedStdout(),
     },
     bodyLimit: config.BODY_LIMIT_BYTES,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    // Node looks for requests past their time every 30 s by default: a slow request would get
+    // up to 30 s more than its limit. And Node 20 times out no request at all when its
+    // requestTimeout is below its headersTimeout (60 s), so the latter never exceeds the former.
+    http: { connectionsCheckingInterval: 5_000, headersTimeout: Math.min(60_000, config.REQUEST_TIMEOUT_MS) },
     requestIdHeader: 'x-request-id',
     genReqId: () => newId('req'),
     // Requests arriving during a close get the spec's 503 from api/plugins/graceful-close.ts.

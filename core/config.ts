@@ -16,6 +16,10 @@ export const environmentSchema = z.object({
   CATALOG_FILE: z.string().default('config/catalog.local.json'),
   SIMULATOR_URL: z.string().default('http://127.0.0.1:8090'),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  // A request (headers and body) must have arrived within this long, or it is answered 408 and
+  // its connection closed: Fastify turns Node's limit off, and a client sending one byte every
+  // 20 s held its connection for as long as it liked. A megabyte body in 120 s is 9 KB/s.
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   VIDEO_TASK_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3600),
   // Taken as at most WEBHOOK_TIMEOUT_MAX_MS (webhookTimeoutMs below).
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 
 // Requests Node's HTTP parser refuses before Fastify sees them (a header block over 16 KB, a
 // request line that is not HTTP) still get an error in the spec's body, over a real socket.
@@ -11,7 +11,7 @@ describe('requests the HTTP parser refuses', () => {
   let harness: TestApp;
   let port: number;
   before(async () => {
-    harness = await startTestApp('malformed_http');
+    harness = await startTestApp('malformed_http', { REQUEST_TIMEOUT_MS: '1000' });
     await harness.app.listen({ host: '127.0.0.1', port: 0 });
     port = (harness.app.server.address() as AddressInfo).port;
   });
@@ -47,6 +47,17 @@ describe('requests the HTTP parser refuses', () => {
       assert.equal(answer.status, 400, JSON.stringify(raw));
       assert.deepEqual(answer.body, { error: { message: 'The request is not valid HTTP/1.1.', type: 'invalid_request_error', code: 'invalid_request' } });
     }
+  });
+
+  it('a body that does not arrive in time → 408 in the spec\'s error body, and the connection closed', { timeout: 10_000 }, async () => {
+    const started = performance.now();
+    // Promises 100 bytes, sends 2, then nothing: a client trickling its body for ever.
+    const { key } = await createKey(harness.app, (await createAccount(harness.app, { name: 'slow body' })).id);
+    const answer = parse(await exchange(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"`));
+    assert.equal(answer.status, 408);
+    assert.equal(answer.body.error.code, 'request_timeout');
+    // Node checks the limit every few seconds (its connectionsCheckingInterval).
+    assert.ok(performance.now() - started < 8_000, `answered after ${(performance.now() - started).toFixed(0)} ms`);
   });
 
   it('still serves well-formed requests afterwards', async () => {
