@@ -69,14 +69,17 @@ export function chatHoldTokens(model: ChatModel, input: ChatHoldInput): TokenCou
 /**
  * The most a call can have used, whatever its upstream says: input no more tokens than the
  * request's UTF-8 bytes (a BPE token covers at least one byte; a message's few framing tokens
- * are fewer than its JSON's framing bytes) plus its images at the catalog's tokens each, output
- * no more than its budget (`max_tokens` or the model's limit, per choice). Usage reported
+ * are fewer than its JSON's framing bytes) plus its images at the catalog's tokens each (no
+ * bound when it holds a file or audio part), output no more than `outputTokens` (what the
+ * caller asked for, else the model's limit, per choice). Usage reported
  * beyond it is an upstream's fault, and is charged at this: one bad or hostile report must not
  * be able to take an account's balance (a reported 900 million tokens did). Within it, usage
  * above the hold's estimate is charged as reported.
  */
-export function chatUsageCeiling(model: ChatModel, request: { bodyBytes: number; images: number }, outputBudget: number): TokenCounts {
-  return { inputTokens: request.bodyBytes + request.images * model.image_input_tokens, outputTokens: outputBudget };
+export function chatUsageCeiling(model: ChatModel, request: { bodyBytes: number; images: number; unboundedParts?: boolean }, outputTokens: number): TokenCounts {
+  // A file or audio part is billed by what the provider extracts from it: no bound on input.
+  const inputTokens = request.unboundedParts ? Number.POSITIVE_INFINITY : request.bodyBytes + request.images * model.image_input_tokens;
+  return { inputTokens, outputTokens };
 }
 
 /** `tokens` within `ceiling`, and whether they had to be cut to fit. */

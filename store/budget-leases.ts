@@ -26,6 +26,9 @@ export interface BudgetLeaseDocument {
   /** Set by another process that needs the money: the owner gives the lease back
    * (api/services/billing/lease-recall.ts). */
   recalled_at?: Date;
+  /** A carrier: its whole hold is reserved by calls moved onto it that still run
+   * (account-budgets.ts carryRunningCalls), so asking it back would get nothing. */
+  carries_calls?: true;
 }
 
 export class BudgetLeaseStore {
@@ -59,8 +62,8 @@ export class BudgetLeaseStore {
   }
 
   /** The open leases of `accountId` other than `own` (another process's, or a dead one's). */
-  othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'amount_micros' | 'expires_at'>[]> {
-    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, account_id: 1, amount_micros: 1, expires_at: 1 } }).toArray();
+  othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'amount_micros' | 'expires_at' | 'carries_calls'>[]> {
+    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, account_id: 1, amount_micros: 1, expires_at: 1, carries_calls: 1 } }).toArray();
   }
 
   async recall(references: string[], at: Date): Promise<void> {

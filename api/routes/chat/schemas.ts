@@ -48,7 +48,7 @@ const functionTool = z.looseObject({
 const positiveInteger = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
 
 export const chatCompletionBody = z.looseObject({
-  model: z.string({ error: requiredAs('a string') }).min(1, 'must not be empty: a chat model id from GET /v1/models'),
+  model: z.string({ error: requiredAs('a string') }).min(1, 'is required'),
   messages: z.array(message, { error: requiredAs('an array of {role, content} messages', 'an array of {role, content} messages') }).min(1, 'must contain at least one message'),
   temperature: z.number({ error: 'must be a number from 0 to 2' }).min(0, 'must be from 0 to 2').max(2, 'must be from 0 to 2').nullish(),
   top_p: z.number({ error: 'must be a number from 0 to 1' }).min(0, 'must be from 0 to 1').max(1, 'must be from 0 to 1').nullish(),

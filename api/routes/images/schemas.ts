@@ -7,7 +7,7 @@ import { modelIdField } from '../model-resolution.ts';
 // parameters not named here (quality, style, background, user, ...) reach the upstream.
 
 export const imageGenerationBody = z.looseObject({
-  model: z.string({ error: requiredAs('a string') }).min(1, 'must not be empty: an image model id from GET /v1/models'),
+  model: z.string({ error: requiredAs('a string') }).min(1, 'is required'),
   prompt: visibleText(32_000),
   n: z.number({ error: 'must be an integer from 1 to 10' }).int('must be an integer from 1 to 10').min(1, 'must be from 1 to 10').max(10, 'must be from 1 to 10').nullish(),
   size: z.string({ error: 'must be a string such as "1024x1024"' }).regex(/^(auto|\d{2,5}x\d{2,5})$/, 'must be "auto" or WIDTHxHEIGHT, e.g. "1024x1024"').nullish(),

@@ -71,6 +71,9 @@ export class AccountBudgets {
   private readonly journals: JournalWriter;
   /** When each retired lease last tried to hand its running calls to a carrier. */
   private readonly carryTries = new WeakMap<SpendLease, number>();
+  /** Retired leases handing their calls to a carrier right now, and carriers being opened
+   * (this process's own leases: never asked back by its own callers). */
+  private readonly carrying = new Set<SpendLease>();
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
@@ -231,9 +234,9 @@ export class AccountBudgets {
     return { opened: false, availableMicros, heldMicros, unanswered };
   }
 
-  /** This process's leases of `accountId`, open or settling. */
+  /** This process's leases of `accountId`, open or settling (carriers being opened too). */
   private referencesOf(accountId: string): string[] {
-    return [...this.active.values(), ...this.retired.all()].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
+    return [...this.active.values(), ...this.retired.all(), ...this.carrying].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
   }
 
   private renewInBackground(lease: SpendLease): void {
@@ -276,7 +279,7 @@ export class AccountBudgets {
   /** A retired lease that calls still run on, and that charged calls which ended, is handed to
    * a carrier once it has waited maxAgeMs (and again maxAgeMs after a try that failed). */
   private shouldCarry(lease: SpendLease, now: number): boolean {
-    if (lease.isDrained || lease.charges === 0 || lease.expiryLost || lease.closedAt === undefined) return false;
+    if (lease.isDrained || lease.charges === 0 || lease.expiryLost || lease.closedAt === undefined || this.carrying.has(lease)) return false;
     return now - Math.max(lease.closedAt, this.carryTries.get(lease) ?? 0) >= this.timing.maxAgeMs;
   }
 
@@ -292,22 +295,29 @@ export class AccountBudgets {
     this.carryTries.set(lease, now);
     const { ledger, leases, log } = this.options;
     const amountMicros = lease.runningReservedMicros;
-    const reference = newId('lease');
+    const expiresAt = (await leases.clock.current().catch(() => undefined)) ?? leases.clock.now();
+    // Known as this process's own before its documents exist: its callers never ask it back.
+    const carrier = new SpendLease(newId('lease'), lease.accountId, amountMicros, Date.now(), expiresAt + this.timing.expiryMs, lease.idleMs);
+    carrier.close();
+    this.carrying.add(lease).add(carrier);
+    const base = { accountId: lease.accountId, keyId: null, reference: carrier.reference };
     try {
-      const expiresAt = (await leases.clock.current()) + this.timing.expiryMs;
-      await leases.open({ _id: reference, account_id: lease.accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(expiresAt) });
-      if ((await ledger.apply({ accountId: lease.accountId, keyId: null, reference, operation: 'hold', amountMicros })) !== 'applied') {
-        await leases.remove(reference);
+      await leases.open({ _id: carrier.reference, account_id: lease.accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(carrier.expiresAt), carries_calls: true });
+      if ((await ledger.apply({ ...base, operation: 'hold', amountMicros })) !== 'applied') {
+        await leases.remove(carrier.reference);
         return;
       }
-      // Calls may have ended meanwhile, never started: the carrier covers what still runs.
-      const carrier = new SpendLease(reference, lease.accountId, amountMicros, Date.now(), expiresAt, lease.idleMs);
-      carrier.close();
+      // Calls may have ended meanwhile, never started: the carrier covers what still runs, and
+      // releases its whole hold at once when nothing does.
       if (!lease.isDrained) lease.moveRunningCallsTo(carrier);
       this.retired.add(carrier);
-      this.retired.settle(lease);
+      // The tick may have settled it already, once its last call ended during the carry.
+      if (this.retired.has(lease)) this.retired.settle(lease);
     } catch (error) {
       log.warn({ err: error, lease: lease.reference }, 'moving long calls off a spend lease failed; it settles when they end, or tries again');
+    } finally {
+      this.carrying.delete(lease);
+      this.carrying.delete(carrier);
     }
   }
 

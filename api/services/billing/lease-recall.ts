@@ -63,7 +63,8 @@ export class LeaseRecall {
     // the store's clock, on which the holders wrote it.
     const now = await this.leases.clock.current();
     const dead = others.filter((lease) => lease.expires_at.getTime() <= now);
-    const live = others.filter((lease) => lease.expires_at.getTime() > now);
+    // A live carrier's hold is all reserved by calls that run on: nothing to ask back.
+    const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true);
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
     if (freeMicros >= neededMicros) return { asked: true, unanswered: null };

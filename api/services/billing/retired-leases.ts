@@ -58,6 +58,11 @@ export class RetiredLeases {
     return [...this.retired];
   }
 
+  /** Whether `lease` is retired and not settled yet. */
+  has(lease: SpendLease): boolean {
+    return this.retired.has(lease);
+  }
+
   /** Settles `lease` (once) in the background; its last call must have ended. */
   settle(lease: SpendLease): void {
     if (this.settlements.has(lease)) return;

@@ -57,22 +57,28 @@ export interface StartedChatCall extends AdmittedChatCall {
   response: UpstreamResponse;
 }
 
-/** Image parts of the messages, and the characters of their URLs (a data: URL can be megabytes
- * of base64 that the provider bills as one image). */
-function imagesIn(messages: ChatCompletionRequest['messages']): { images: number; urlCharacters: number } {
+/** Image parts of the messages, the characters of their URLs (a data: URL can be megabytes of
+ * base64 that the provider bills as one image), and whether some part is neither text nor an
+ * image (a file, audio): the provider bills those by what it extracts (a PDF page's text and
+ * its image), which the request's bytes do not bound. */
+function imagesIn(messages: ChatCompletionRequest['messages']): { images: number; urlCharacters: number; unboundedParts: boolean } {
   let images = 0;
   let urlCharacters = 0;
+  let unboundedParts = false;
   for (const message of messages) {
     if (!Array.isArray(message.content)) continue;
     for (const part of message.content as Json[]) {
-      if (part.type !== 'image_url') continue;
+      if (part.type !== 'image_url') {
+        if (part.type !== 'text' && part.type !== 'refusal') unboundedParts = true;
+        continue;
+      }
       images += 1;
       const imageUrl = part.image_url;
       const url = typeof imageUrl === 'string' ? imageUrl : isObject(imageUrl) ? imageUrl.url : undefined;
       if (typeof url === 'string') urlCharacters += url.length;
     }
   }
-  return { images, urlCharacters };
+  return { images, urlCharacters, unboundedParts };
 }
 
 /** The body sent upstream, as JSON text, with the caller's parameters and the upstream's model
@@ -80,7 +86,7 @@ function imagesIn(messages: ChatCompletionRequest['messages']): { images: number
  * messages, tools, `functions`, a `response_format` schema, a `prediction`: the provider bills
  * whatever it reads), its images at the model's `image_input_tokens` each. The prompt is
  * serialised once, and spliced in: with a long conversation it is most of the text. */
-export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number; bodyBytes: number; images: number } {
+export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number; bodyBytes: number; images: number; unboundedParts: boolean } {
   const { messages, tools, ...rest } = body;
   const others: Json = { ...rest, model: model.upstream_model };
   // Billing needs the usage chunk; chat-stream.ts hides it again from callers that did not ask.
@@ -90,9 +96,9 @@ export function upstreamChatRequest(model: ChatModel, body: ChatCompletionReques
   const toolsJson = tools ? JSON.stringify(tools) : undefined;
   // `others` always has the model, so its text is `{"…":…}` and never `{}`.
   const payload = `{"messages":${messagesJson}${toolsJson === undefined ? '' : `,"tools":${toolsJson}`},${JSON.stringify(others).slice(1)}`;
-  const { images, urlCharacters } = imagesIn(messages);
+  const { images, urlCharacters, unboundedParts } = imagesIn(messages);
   const bodyBytes = Buffer.byteLength(payload);
-  return { payload, promptTokens: estimateTextTokens(payload, urlCharacters, bodyBytes) + images * model.image_input_tokens, bodyBytes, images };
+  return { payload, promptTokens: estimateTextTokens(payload, urlCharacters, bodyBytes) + images * model.image_input_tokens, bodyBytes, images, unboundedParts };
 }
 
 /** Output characters of a completion, for pricing an answer that came without usage. */
@@ -107,6 +113,16 @@ function completionCharacters(completion: Json): number {
     }
   }
   return characters;
+}
+
+/** The most output tokens the upstream may produce: what the caller asked for (it is sent as
+ * asked, even above the catalog's limit, which the hold uses), else the catalog's limit; per
+ * choice; plus a prediction's bytes, whose rejected tokens OpenAI bills as output. */
+function outputCeiling(model: ChatModel, body: ChatCompletionRequest): number {
+  const asked = body.max_completion_tokens ?? body.max_tokens ?? model.max_output_tokens;
+  const prediction = (body as { prediction?: unknown }).prediction;
+  const predictedBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
+  return asked * Math.max(1, body.n ?? 1) + predictedBytes;
 }
 
 /** The usage an upstream reported, cut to what the call can have used (logged when cut). */
@@ -171,7 +187,7 @@ export class ChatProxy {
    * the body for the upstream as JSON text, kept apart so a stream holds no copy of the prompt. */
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
-    const { payload, promptTokens, bodyBytes, images } = upstreamChatRequest(model, body);
+    const { payload, promptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
     const holdTokens = chatHoldTokens(model, {
       promptTokens,
       max_tokens: body.max_tokens,
@@ -187,10 +203,7 @@ export class ChatProxy {
       { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
       'or lower max_tokens',
     );
-    // A predicted output's rejected tokens are billed as output too (OpenAI's `prediction`).
-    const prediction = (body as { prediction?: unknown }).prediction;
-    const predictedBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
-    const ceiling = chatUsageCeiling(model, { bodyBytes, images }, holdTokens.outputTokens + predictedBytes);
+    const ceiling = chatUsageCeiling(model, { bodyBytes, images, unboundedParts }, outputCeiling(model, body));
     return { call: { model, reservation, holdTokens, ceiling, spendTokens }, payload };
   }
 }

@@ -114,17 +114,23 @@ function providerFailed(state: RelayState, said: unknown): '' {
 /** What to send the caller for one upstream event ('' to send nothing). */
 function translate(event: EventSourceMessage, state: RelayState, options: RelayOptions): string {
   const { data } = event;
-  if (data === '[DONE]') {
+  // As the openai clients read it: '[DONE] ' ends a stream too.
+  if (data.startsWith('[DONE]')) {
     state.sawDone = true;
     return '';
   }
   // A chat stream is chunks of JSON: anything else would break the caller's client at that
-  // line (the openai package throws a SyntaxError), so it ends the stream as a failure.
+  // line (the openai package throws a SyntaxError), so it ends the stream as a failure; or,
+  // after every choice finished, as the whole answer it is (a stray empty event, say).
   let chunk: unknown;
   try {
     chunk = JSON.parse(data);
   } catch {
     if (event.event === 'error') return providerFailed(state, data);
+    if (state.sawFinish) {
+      state.sawDone = true;
+      return '';
+    }
     state.failure = 'the model provider sent an event that is not JSON';
     return '';
   }

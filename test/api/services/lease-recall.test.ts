@@ -245,4 +245,28 @@ describe('spend leases asked back by another process', () => {
     assert.equal(after.held_micros, 19_500_000, 'only the video hold is left');
     assert.equal(after.spent_micros, 2_000);
   });
+
+  it('does not ask back a carrier, whose hold a running call reserved whole: a caller short of money gets 403 at once, not 503', async () => {
+    const account = await accounts.create({ name: 'carrier', balanceMicros: 30_000 });
+    const holder = apiProcess({ minLeaseMicros: 10_000, reservationsPerLease: 1, maxAgeMs: 100 });
+    // A short call and a long one on a first lease; a second opens; after 100 ms the long call
+    // moves to a carrier of 5,000 and the first lease settles for the short one.
+    const short = await holder.reserve(account._id, 4_000, chatCall, 'hint');
+    const long = await holder.reserve(account._id, 5_000, chatCall, 'hint');
+    short.charge(3_000, { outputTokens: 1 }, { allowOverage: false });
+    const deadline = Date.now() + 5_000;
+    while (!(await leases.collection.findOne({ account_id: account._id, carries_calls: true })) || (await ledger.totals(account._id)).spent_micros < 3_000) {
+      assert.ok(Date.now() < deadline, 'no carrier');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // Free 12,000, the open lease 10,000, the carrier 5,000: 23,000 is more than what could
+    // come back, since the carrier's money is the long call's.
+    const started = Date.now();
+    await assert.rejects(async () => apiProcess().reserve(account._id, 23_000, chatCall, 'hint'), (error: unknown) => {
+      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      return true;
+    });
+    assert.ok(Date.now() - started < 1_000, `refused after ${Date.now() - started} ms`);
+    long.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
+  });
 });

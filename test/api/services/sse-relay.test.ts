@@ -72,3 +72,37 @@ describe('SSE relay against upstreams that keep a stream open', () => {
     upstream.destroy();
   });
 });
+
+describe('SSE relay: what ends a finished answer', () => {
+  let server: Server;
+  let url: string;
+  let upstream: PassThrough;
+  let outcome: Promise<RelayOutcome>;
+  before(async () => {
+    server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      outcome = relayChatStream({ upstream, response, signal: new ClientDisconnect(response), forwardUsage: false, modelId: 'm' });
+      void outcome.then(() => response.end());
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+  after(() => server.close());
+
+  for (const [name, ending] of [
+    ['a stray empty event after the finish', 'data:\n\n'],
+    ['a [DONE] with a trailing space', 'data: [DONE] \n\n'],
+  ] as const) {
+    it(`takes ${name} as the end of a whole answer, not a failure`, { timeout: 5_000 }, async () => {
+      upstream = new PassThrough();
+      const response = await request(url);
+      upstream.write(`data: ${chunk({ content: 'Hello there' })}\n\ndata: ${chunk({}, 'stop')}\n\n${ending}`);
+      const text = await response.body.text();
+      const ended = await outcome;
+      assert.equal(ended.end, 'completed', JSON.stringify(ended));
+      assert.match(text, /Hello there/);
+      upstream.destroy();
+    });
+  }
+});
