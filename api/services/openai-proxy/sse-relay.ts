@@ -175,8 +175,10 @@ class ChatStreamRelay {
   /** Bytes fed since the last complete event (give or take the rest of one read). */
   private bytesSinceEvent = 0;
   private firstTextSent = false;
-  /** performance.now() of the last event (or the relay's start). */
-  private lastEventAt = performance.now();
+  /** Events parsed so far, and as many when a comment last came; since when only comments. */
+  private events = 0;
+  private eventsAtComment = -1;
+  private eventlessSince = 0;
   private readonly maxEventlessMs: number;
   /** The head has gone (flushed, or with a write). Not `response.headersSent`: that is true as
    * soon as writeHead() stored the head, before any byte of it left. */
@@ -209,7 +211,7 @@ class ChatStreamRelay {
 
   private onEvent(event: EventSourceMessage): void {
     this.bytesSinceEvent = 0;
-    this.lastEventAt = performance.now();
+    this.events++;
     if (this.state.sawDone || this.state.failure !== undefined) return;
     this.pending += translate(event, this.state, this.options);
   }
@@ -219,8 +221,13 @@ class ChatStreamRelay {
     // Not a reset of bytesSinceEvent: a comment line can sit inside an unfinished event.
     this.pending += `:${comment}\n\n`;
     // Comments alone reset every read timeout: they cannot keep a stream (and its reservation)
-    // open for ever.
-    if (performance.now() - this.lastEventAt > this.maxEventlessMs) {
+    // open for ever. Timed from the first comment after the last event: events only count,
+    // so a chunk costs no clock read.
+    const now = performance.now();
+    if (this.events !== this.eventsAtComment) {
+      this.eventsAtComment = this.events;
+      this.eventlessSince = now;
+    } else if (now - this.eventlessSince > this.maxEventlessMs) {
       this.state.failure ??= `the model provider sent no event for ${Math.round(this.maxEventlessMs / 1000)} s`;
     }
   }
