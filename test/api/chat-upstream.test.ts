@@ -187,45 +187,36 @@ describe('chat against a scripted upstream', () => {
     assert.deepEqual([after.balance_micros, after.held_micros], [before.balance_micros, 0]);
   });
 
-  it('sends the stream head at once when the upstream\'s first bytes are half an event', async () => {
+  /** Streams `said`, expecting the response head within 2 s, before the scripted upstream is
+   * released (`gate`) to send the rest: the whole text, once released. */
+  async function headBeforeRelease(said: string, gate: { release: () => void }): Promise<string> {
     const started = request(`${stack.baseUrl}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${client.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'half an event first' }], stream: true }),
-    });
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response head within 2 s')), 2_000).unref());
-    try {
-      const response = await Promise.race([started, timeout]);
-      assert.equal(response.statusCode, 200);
-      halfEvent.release();
-      const text = await response.body.text();
-      assert.match(text, /"content":"Hel"/);
-      assert.ok(text.endsWith('data: [DONE]\n\n'));
-    } finally {
-      halfEvent.release();
-    }
-  });
-
-  it('sends the stream head at once while the upstream has not sent its first chunk', async () => {
-    // The head normally leaves with the first chunk (one write); an upstream still thinking
-    // must not keep the caller from learning that the call was accepted.
-    const started = request(`${stack.baseUrl}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${client.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'think first' }], stream: true }),
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: said }], stream: true }),
     });
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response head within 2 s')), 2_000).unref());
     try {
       const response = await Promise.race([started, timeout]);
       assert.equal(response.statusCode, 200);
       assert.match(String(response.headers['content-type']), /^text\/event-stream/);
-      thinking.release();
+      gate.release();
       const text = await response.body.text();
-      assert.match(text, /"content":"Done thinking"/);
       assert.ok(text.endsWith('data: [DONE]\n\n'));
+      return text;
     } finally {
-      thinking.release();
+      gate.release();
     }
+  }
+
+  it('sends the stream head at once when the upstream\'s first bytes are half an event', async () => {
+    assert.match(await headBeforeRelease('half an event first', halfEvent), /"content":"Hel"/);
+  });
+
+  it('sends the stream head at once while the upstream has not sent its first chunk', async () => {
+    // The head normally leaves with the first chunk (one write); an upstream still thinking
+    // must not keep the caller from learning that the call was accepted.
+    assert.match(await headBeforeRelease('think first', thinking), /"content":"Done thinking"/);
   });
 
   it('retries a connection the upstream dropped before answering', async () => {

@@ -6,6 +6,7 @@ import type { Ledger } from '../../../store/ledger.ts';
 import type { UsageStore } from '../../../store/usage.ts';
 import { balanceRefusal, formatUsd } from './insufficient-balance.ts';
 import { JournalWriter } from './journal-writer.ts';
+import { LeaseCarriers } from './lease-carriers.ts';
 import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
@@ -28,6 +29,9 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 //
 // A caller the free balance cannot cover first asks other processes for the leases of its
 // account they are not using (lease-recall.ts), so an idle lease elsewhere never causes a 403.
+// A retired lease whose long call still runs hands that call to a carrier of just what it
+// reserved, and settles for the calls that ended (lease-carriers.ts).
+//
 // A retired lease that calls still run on (a long stream, say) gives its unreserved rest back
 // at once when a caller is short of money: this process's own (openNow) or another's
 // (answerRecalls). Nobody waits for a long call to end, and busy leases cost no extra ledger
@@ -69,17 +73,14 @@ export class AccountBudgets {
   private readonly openings = new Map<string, { mode: 'replace' | 'renew'; opening: Promise<Opening> }>();
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
-  /** When each retired lease last tried to hand its running calls to a carrier. */
-  private readonly carryTries = new WeakMap<SpendLease, number>();
-  /** Retired leases handing their calls to a carrier right now, and carriers being opened
-   * (this process's own leases: never asked back by its own callers). */
-  private readonly carrying = new Set<SpendLease>();
+  private readonly carriers: LeaseCarriers;
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
     this.recall = new LeaseRecall(options.leases, options.ledger, this.timing);
     this.retired = new RetiredLeases(options, this.timing.settleRetryMaxMs, (accountId, settling) => this.makeRoom(accountId, settling));
     this.journals = new JournalWriter(options.leases.journal, this.timing.journalMs, options.log);
+    this.carriers = new LeaseCarriers(options, this.retired, { afterMs: this.timing.maxAgeMs, expiryMs: this.timing.expiryMs });
   }
 
   /**
@@ -236,7 +237,7 @@ export class AccountBudgets {
 
   /** This process's leases of `accountId`, open or settling (carriers being opened too). */
   private referencesOf(accountId: string): string[] {
-    return [...this.active.values(), ...this.retired.all(), ...this.carrying].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
+    return [...this.active.values(), ...this.retired.all(), ...this.carriers.underWay()].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
   }
 
   private renewInBackground(lease: SpendLease): void {
@@ -264,7 +265,7 @@ export class AccountBudgets {
       // A lease no call used has nothing for the ledger or the usage records yet: it stays.
       else if (now - lease.openedAt >= this.timing.maxAgeMs && lease.hasServedCalls) this.renewInBackground(lease);
     }
-    for (const lease of this.retired.all()) if (this.shouldCarry(lease, now)) void this.carryRunningCalls(lease, now);
+    this.carriers.tick(now);
     // Expiry is on the store's clock (store/store-clock.ts): other processes judge it on that one.
     const storeNow = this.options.leases.clock.now();
     const leases = [...this.active.values(), ...this.retired.all()];
@@ -274,51 +275,6 @@ export class AccountBudgets {
     }
     this.answerRecalls(now);
     this.journals.tick(now, leases);
-  }
-
-  /** A retired lease that calls still run on, and that charged calls which ended, is handed to
-   * a carrier once it has waited maxAgeMs (and again maxAgeMs after a try that failed). */
-  private shouldCarry(lease: SpendLease, now: number): boolean {
-    if (lease.isDrained || lease.charges === 0 || lease.expiryLost || lease.closedAt === undefined || this.carrying.has(lease)) return false;
-    return now - Math.max(lease.closedAt, this.carryTries.get(lease) ?? 0) >= this.timing.maxAgeMs;
-  }
-
-  /**
-   * Moves the calls still running on a retired lease (a stream held open for minutes, say) to a
-   * new hold of just what they reserved, so the lease settles now for the calls that ended:
-   * otherwise their spend stayed off the ledger and the usage records for as long as the
-   * longest call ran (up to the upstream's timeouts, 10 minutes). Needs that much of the
-   * balance free for a moment (both holds exist until the old one settles); without it, tries
-   * again later.
-   */
-  private async carryRunningCalls(lease: SpendLease, now: number): Promise<void> {
-    this.carryTries.set(lease, now);
-    const { ledger, leases, log } = this.options;
-    const amountMicros = lease.runningReservedMicros;
-    const expiresAt = (await leases.clock.current().catch(() => undefined)) ?? leases.clock.now();
-    // Known as this process's own before its documents exist: its callers never ask it back.
-    const carrier = new SpendLease(newId('lease'), lease.accountId, amountMicros, Date.now(), expiresAt + this.timing.expiryMs, lease.idleMs);
-    carrier.close();
-    this.carrying.add(lease).add(carrier);
-    const base = { accountId: lease.accountId, keyId: null, reference: carrier.reference };
-    try {
-      await leases.open({ _id: carrier.reference, account_id: lease.accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(carrier.expiresAt), carries_calls: true });
-      if ((await ledger.apply({ ...base, operation: 'hold', amountMicros })) !== 'applied') {
-        await leases.remove(carrier.reference);
-        return;
-      }
-      // Calls may have ended meanwhile, never started: the carrier covers what still runs, and
-      // releases its whole hold at once when nothing does.
-      if (!lease.isDrained) lease.moveRunningCallsTo(carrier);
-      this.retired.add(carrier);
-      // The tick may have settled it already, once its last call ended during the carry.
-      if (this.retired.has(lease)) this.retired.settle(lease);
-    } catch (error) {
-      log.warn({ err: error, lease: lease.reference }, 'moving long calls off a spend lease failed; it settles when they end, or tries again');
-    } finally {
-      this.carrying.delete(lease);
-      this.carrying.delete(carrier);
-    }
   }
 
   /** Retires the open leases another process asked back (lease-recall.ts), and trims those

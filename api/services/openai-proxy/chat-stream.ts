@@ -5,7 +5,8 @@ import { GatewayError } from '../../../core/errors.ts';
 import { countChatCharge, observeTimeToFirstToken } from '../../../core/metrics.ts';
 import { reportedWithin, type StartedChatCall } from './chat-proxy.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
-import { relayChatStream, sseData, type RelayOutcome } from './sse-relay.ts';
+import { sseData } from './chunk-translation.ts';
+import { relayChatStream, type RelayOutcome } from './sse-relay.ts';
 
 // A streamed completion once the upstream has said yes: write the SSE head, relay the chunks,
 // end the stream with `data: [DONE]` (or an error event), then charge the reservation (in

@@ -3,8 +3,8 @@ import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import type { TokenCounts } from '../../../core/chat-pricing.ts';
+import { translate, type DeliveredText, type RelayState } from './chunk-translation.ts';
 import { drained, type ClientDisconnect } from './client-disconnect.ts';
-import { isObject, readUsage } from './wire.ts';
 
 // Relays an upstream chat.completion.chunk stream to the caller as it arrives. Every event is
 // parsed (a few microseconds per chunk) because the gateway must see three things in it: the
@@ -12,13 +12,8 @@ import { isObject, readUsage } from './wire.ts';
 // prices a stream the caller cancels before the upstream reported usage. Chunks go out as the
 // upstream wrote them unless the model id has to be rewritten; all events parsed from one
 // upstream read leave in one write. The final `data: [DONE]` (or error event) is written by
-// chat-stream.ts, which decides how the call ended.
-
-export interface DeliveredText {
-  /** Chunks that carried text or tool-call arguments: about one token each. */
-  pieces: number;
-  characters: number;
-}
+// chat-stream.ts, which decides how the call ended. What each event becomes is
+// chunk-translation.ts's.
 
 /** `interrupted`: the gateway ended the stream itself (a shutdown, calls-in-flight.ts). */
 export type RelayEnd = 'completed' | 'client_gone' | 'upstream_failed' | 'interrupted';
@@ -51,15 +46,6 @@ export interface RelayOptions {
   maxEventlessMs?: number;
 }
 
-interface RelayState {
-  usage?: TokenCounts;
-  delivered: DeliveredText;
-  sawDone: boolean;
-  sawFinish: boolean;
-  failure?: string;
-  providerMessage?: string;
-}
-
 /** The most bytes the upstream may send without completing an event. A chat chunk is a few
  * hundred bytes; the parser keeps an unfinished event in memory, so an upstream that never ends
  * one must not be able to take the process's memory. */
@@ -72,97 +58,6 @@ const DONE_GRACE_MS = 2_000;
  * long as it may take to answer at all (upstream-client.ts). Silence itself ends a stream after
  * undici's body timeout (300 s between two reads). */
 export const MAX_EVENTLESS_MS = 600_000;
-
-const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
-
-/** An SSE data event; a multi-line payload becomes several data lines. */
-export function sseData(data: string): string {
-  return data.includes('\n') ? `${data.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n` : `data: ${data}\n\n`;
-}
-
-function describeError(error: unknown): string {
-  if (isObject(error) && typeof error.message === 'string') return error.message;
-  return typeof error === 'string' ? error : 'the model provider reported an error';
-}
-
-function countDelivered(choices: unknown[], state: RelayState): void {
-  for (const choice of choices) {
-    if (!isObject(choice)) continue;
-    if (choice.finish_reason) state.sawFinish = true;
-    const delta = choice.delta;
-    if (!isObject(delta)) continue;
-    let characters = textLength(delta.content) + textLength(delta.refusal) + textLength(delta.reasoning_content);
-    if (Array.isArray(delta.tool_calls)) {
-      for (const call of delta.tool_calls) {
-        if (isObject(call) && isObject(call.function)) characters += textLength(call.function.name) + textLength(call.function.arguments);
-      }
-    }
-    if (characters > 0) {
-      state.delivered.pieces++;
-      state.delivered.characters += characters;
-    }
-  }
-}
-
-/** The provider reported a failure in its stream: the caller gets the gateway's words. */
-function providerFailed(state: RelayState, said: unknown): '' {
-  state.failure = 'it reported an error';
-  state.providerMessage = describeError(said);
-  return '';
-}
-
-/** What to send the caller for one upstream event ('' to send nothing). */
-function translate(event: EventSourceMessage, state: RelayState, options: RelayOptions): string {
-  const { data } = event;
-  // As the openai clients read it: '[DONE] ' ends a stream too.
-  if (data.startsWith('[DONE]')) {
-    state.sawDone = true;
-    return '';
-  }
-  // A chat stream is chunks of JSON: anything else would break the caller's client at that
-  // line (the openai package throws a SyntaxError), so it ends the stream as a failure; or,
-  // after every choice finished, as the whole answer it is (a stray empty event, say).
-  let chunk: unknown;
-  try {
-    chunk = JSON.parse(data);
-  } catch {
-    if (event.event === 'error') return providerFailed(state, data);
-    if (state.sawFinish) {
-      state.sawDone = true;
-      return '';
-    }
-    state.failure = 'the model provider sent an event that is not JSON';
-    return '';
-  }
-  if (event.event === 'error') return providerFailed(state, isObject(chunk) && chunk.error !== undefined ? chunk.error : chunk);
-  if (!isObject(chunk)) {
-    state.failure = 'the model provider sent an event that is not a chat completion chunk';
-    return '';
-  }
-  if (chunk.error !== undefined && chunk.error !== null) return providerFailed(state, chunk.error);
-  const usage = readUsage(chunk.usage);
-  if (usage) state.usage = usage;
-  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-  // The usage-only chunk comes last, after every choice's finish: the answer is whole, whether
-  // or not a `[DONE]` follows (an upstream that keeps its body open after it without one would
-  // otherwise turn a whole answer into a failure at the body timeout).
-  if (usage && choices.length === 0 && state.sawFinish) state.sawDone = true;
-  // The usage the gateway asked for, which the caller did not: a usage-only chunk goes (even
-  // one whose counts could not be read), and usage on another chunk is cut out of it. A
-  // `usage: null` stays (every chunk carries one once usage is asked for): rewriting every
-  // chunk for it would cost a stringify a chunk.
-  const hideUsage = !options.forwardUsage && chunk.usage !== undefined && chunk.usage !== null;
-  if (hideUsage && choices.length === 0) return '';
-  countDelivered(choices, state);
-  const renamed = typeof chunk.model === 'string' && chunk.model !== options.modelId;
-  if (renamed || hideUsage) {
-    if (renamed) chunk.model = options.modelId;
-    // Rewritten anyway: a `usage: null` the caller did not ask for goes too.
-    if (!options.forwardUsage) delete chunk.usage;
-    return `data: ${JSON.stringify(chunk)}\n\n`;
-  }
-  return sseData(data);
-}
 
 /** Relays one stream: its parser, its state and the upstream's event handlers together. */
 class ChatStreamRelay {
@@ -213,7 +108,7 @@ class ChatStreamRelay {
     this.bytesSinceEvent = 0;
     this.events++;
     if (this.state.sawDone || this.state.failure !== undefined) return;
-    this.pending += translate(event, this.state, this.options);
+    this.pending += translate(event, this.state, this.options.forwardUsage, this.options.modelId);
   }
 
   // Keep-alive comments keep idle proxies between the caller and us from timing out.
