@@ -55,10 +55,22 @@ export interface ChatHoldInput {
   n?: number | null;
 }
 
-/** The output tokens a call may use at most: the caller's limit, never above the model's own. */
-export function outputTokenBudget(model: ChatModel, input: ChatHoldInput): number {
+/** The output tokens a call asks for: its limit, else the model's, per choice. */
+function askedOutputTokens(model: ChatModel, input: ChatHoldInput, cap: number): number {
   const asked = input.max_completion_tokens ?? input.max_tokens ?? model.max_output_tokens;
-  return Math.min(asked, model.max_output_tokens) * Math.max(1, input.n ?? 1);
+  return Math.min(asked, cap) * Math.max(1, input.n ?? 1);
+}
+
+/** The output tokens held for a call: the caller's limit, never above the model's own. */
+export function outputTokenBudget(model: ChatModel, input: ChatHoldInput): number {
+  return askedOutputTokens(model, input, model.max_output_tokens);
+}
+
+/** The most output tokens the upstream may produce: what the caller asked for (sent as asked,
+ * even above the catalog's limit), else the catalog's limit, per choice, plus the bytes of a
+ * `prediction`, whose rejected tokens OpenAI bills as output. */
+export function outputTokenCeiling(model: ChatModel, input: ChatHoldInput, predictionBytes: number): number {
+  return askedOutputTokens(model, input, Number.POSITIVE_INFINITY) + predictionBytes;
 }
 
 /** The worst case held before a call: the estimated prompt plus the full output budget. */

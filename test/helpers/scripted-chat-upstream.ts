@@ -66,9 +66,9 @@ function sseWriterless(response: ServerResponse): (data: unknown) => void {
 }
 
 /** A stream's last events: the finish, the usage chunk (asked for or not), [DONE]. */
-function endStream(send: (data: unknown) => void, response: ServerResponse): void {
+function endStream(send: (data: unknown) => void, response: ServerResponse, usage: object = UPSTREAM_USAGE): void {
   send(chunk({}, 'stop'));
-  send({ ...chunk({}), choices: [], usage: UPSTREAM_USAGE });
+  send({ ...chunk({}), choices: [], usage });
   send('[DONE]');
   response.end();
 }
@@ -201,18 +201,8 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     await endlessEvent(response);
     return;
   }
-  if (said === 'fractional usage') {
-    send(chunk({}, 'stop'));
-    send({ ...chunk({}), choices: [], usage: FRACTIONAL_USAGE });
-    send('[DONE]');
-    response.end();
-    return;
-  }
-  if (said === 'impossible usage') {
-    send(chunk({}, 'stop'));
-    send({ ...chunk({}), choices: [], usage: IMPOSSIBLE_USAGE });
-    send('[DONE]');
-    response.end();
+  if (said === 'fractional usage' || said === 'impossible usage') {
+    endStream(send, response, said === 'fractional usage' ? FRACTIONAL_USAGE : IMPOSSIBLE_USAGE);
     return;
   }
   if (said === 'usage on the finish chunk') {

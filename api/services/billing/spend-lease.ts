@@ -36,12 +36,12 @@ export interface LeaseStatement {
 
 export class SpendLease {
   private reservedMicros = 0;
-  /** The reservations not settled yet, which moveRunningCallsTo() can hand to another lease. */
+  /** The reservations not settled yet: the calls in flight, which moveRunningCallsTo() can hand
+   * to another lease. */
   private readonly running = new Set<Reservation>();
   /** When close() was called (epoch ms). */
   closedAt: number | undefined;
   private spentMicros = 0;
-  private inFlight = 0;
   private closed = false;
   private trimmed = 0;
   private readonly usage = new Map<string, UsageTally>();
@@ -96,7 +96,7 @@ export class SpendLease {
 
   /** Closed and no call still running against it: ready to settle with the ledger. */
   get isDrained(): boolean {
-    return this.closed && this.inFlight === 0;
+    return this.closed && this.running.size === 0;
   }
 
   /** Some call reserved from it since it opened. */
@@ -105,7 +105,7 @@ export class SpendLease {
   }
 
   get callsInFlight(): number {
-    return this.inFlight;
+    return this.running.size;
   }
 
   canCover(amountMicros: number): boolean {
@@ -136,11 +136,9 @@ export class SpendLease {
       carrier.running.add(reservation);
     }
     carrier.reservedMicros += this.reservedMicros;
-    carrier.inFlight += this.inFlight;
     carrier.largestReservationMicros = Math.max(carrier.largestReservationMicros, this.largestReservationMicros);
     this.running.clear();
     this.reservedMicros = 0;
-    this.inFlight = 0;
   }
 
   /**
@@ -149,7 +147,7 @@ export class SpendLease {
    * on the ledger; 0 when there is nothing to give up or it was done before (once per lease).
    */
   trimRest(): number {
-    if (!this.closed || this.inFlight === 0 || this.trimmed > 0) return 0;
+    if (!this.closed || this.running.size === 0 || this.trimmed > 0) return 0;
     const rest = this.availableMicros;
     if (rest <= 0) return 0;
     this.trimmed = rest;
@@ -160,7 +158,6 @@ export class SpendLease {
     if (!this.canCover(amountMicros)) throw new Error(`lease ${this.reference} cannot cover ${amountMicros} micro-USD`);
     this.reservedMicros += amountMicros;
     this.largestReservationMicros = Math.max(this.largestReservationMicros, amountMicros);
-    this.inFlight += 1;
     this.lastActivityAt = now;
     const reservation = new Reservation(this, amountMicros, call);
     this.running.add(reservation);
@@ -172,7 +169,6 @@ export class SpendLease {
     this.running.delete(reservation);
     this.reservedMicros -= reservation.reservedMicros;
     this.spentMicros += chargedMicros;
-    this.inFlight -= 1;
     this.lastActivityAt = now;
     if (figures === null) return;
     this.charges += 1;

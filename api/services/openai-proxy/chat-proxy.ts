@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog, ChatModel } from '../../../core/catalog.ts';
-import { chatHoldTokens, chatPriceMicros, chatUsageCeiling, estimateTextTokens, estimateTokens, withinCeiling, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { chatHoldTokens, chatPriceMicros, chatUsageCeiling, estimateTextTokens, estimateTokens, outputTokenCeiling, withinCeiling, type TokenCounts } from '../../../core/chat-pricing.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ChatCompletionRequest } from '../../routes/chat/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
@@ -115,16 +115,6 @@ function completionCharacters(completion: Json): number {
   return characters;
 }
 
-/** The most output tokens the upstream may produce: what the caller asked for (it is sent as
- * asked, even above the catalog's limit, which the hold uses), else the catalog's limit; per
- * choice; plus a prediction's bytes, whose rejected tokens OpenAI bills as output. */
-function outputCeiling(model: ChatModel, body: ChatCompletionRequest): number {
-  const asked = body.max_completion_tokens ?? body.max_tokens ?? model.max_output_tokens;
-  const prediction = (body as { prediction?: unknown }).prediction;
-  const predictedBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
-  return asked * Math.max(1, body.n ?? 1) + predictedBytes;
-}
-
 /** The usage an upstream reported, cut to what the call can have used (logged when cut). */
 export function reportedWithin(call: { model: ChatModel; ceiling: TokenCounts }, reported: TokenCounts, log: Pick<FastifyBaseLogger, 'warn'>): TokenCounts {
   const { tokens, cut } = withinCeiling(reported, call.ceiling);
@@ -188,12 +178,8 @@ export class ChatProxy {
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
     const { payload, promptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
-    const holdTokens = chatHoldTokens(model, {
-      promptTokens,
-      max_tokens: body.max_tokens,
-      max_completion_tokens: body.max_completion_tokens,
-      n: body.n,
-    });
+    const limits = { promptTokens, max_tokens: body.max_tokens, max_completion_tokens: body.max_completion_tokens, n: body.n };
+    const holdTokens = chatHoldTokens(model, limits);
     const { limiter } = this.options;
     if (limiter) context.setHeaders?.(limitHeaders('tokens', await limiter.admitTokens(principal)));
     const spendTokens = (tokens: TokenCounts) => limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens);
@@ -203,7 +189,9 @@ export class ChatProxy {
       { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
       'or lower max_tokens',
     );
-    const ceiling = chatUsageCeiling(model, { bodyBytes, images, unboundedParts }, outputCeiling(model, body));
+    const prediction = (body as { prediction?: unknown }).prediction;
+    const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
+    const ceiling = chatUsageCeiling(model, { bodyBytes, images, unboundedParts }, outputTokenCeiling(model, limits, predictionBytes));
     return { call: { model, reservation, holdTokens, ceiling, spendTokens }, payload };
   }
 }
