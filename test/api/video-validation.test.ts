@@ -44,7 +44,8 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['@Image2 (any case) with one image', { model: 'seedance-2.0', prompt: 'like @Image2', metadata: { content: [image(1)] } }, 400, 'prompt', /cites @Image2, but valid citations are @image1 to @image1/],
   ['@image1 in first/last-frame mode', { model: 'seedance-2.0', prompt: 'from @image1', metadata: { content: [image(1, 'first_frame')] } }, 400, 'prompt', /no reference images/],
   ['an empty model', { model: '', prompt: 'x' }, 400, 'model', /'model': must be a video model id/],
-  ['metadata null', { model: 'seedance-2.0', prompt: 'x', metadata: null }, 400, 'metadata', /'metadata': must be an object/],
+  ['metadata a string', { model: 'seedance-2.0', prompt: 'x', metadata: '720p' }, 400, 'metadata', /'metadata': must be an object/],
+  ['a null prompt', { model: 'seedance-2.0', prompt: null }, 400, 'prompt', /'prompt'/],
   ['metadata an array', { model: 'seedance-2.0', prompt: 'x', metadata: [] }, 400, 'metadata', /'metadata': must be an object/],
   ['seconds with a leading zero', { model: 'seedance-2.0', prompt: 'x', seconds: '05' }, 400, 'seconds', /without leading zeros/],
   ['an unknown top-level field', { model: 'seedance-2.0', prompt: 'x', duration: 5 }, 400, undefined, /duration/],
@@ -94,6 +95,27 @@ describe('POST /v1/video/generations refuses bad requests', () => {
     assert.equal(account.balance_usd, 0.1);
     assert.equal(account.held_usd, 0);
     assert.equal(await harness.database.db.collection('tasks').countDocuments({ account_id: poor.id }), 0);
+  });
+
+  it('reads a field sent as null as left out: the defaults apply and no null is stored or echoed', async () => {
+    const response = await harness.app.inject({
+      method: 'POST',
+      url: '/v1/video/generations',
+      headers: bearer(key),
+      payload: { model: 'seedance-2.0', prompt: 'x', seconds: null, metadata: { ratio: null, resolution: '480p', generate_audio: null, callback_url: null, content: null } },
+    });
+    assert.equal(response.statusCode, 200, response.body);
+    const taskId = response.json().task_id;
+    const stored = await harness.database.db.collection('tasks').findOne({ _id: taskId as never });
+    assert.equal(stored?.seconds, 5);
+    assert.equal(stored?.ratio, '16:9');
+    assert.deepEqual(stored?.metadata, { resolution: '480p' });
+    assert.equal(stored?.webhook, undefined);
+    const task = (await harness.app.inject({ method: 'GET', url: `/v1/video/generations/${taskId}`, headers: bearer(key) })).json();
+    assert.equal(Object.values(task.metadata).includes(null), false, JSON.stringify(task.metadata));
+    const noMetadata = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'sora-2', prompt: 'x', metadata: null } });
+    assert.equal(noMetadata.statusCode, 200, noMetadata.body);
+    for (const id of [taskId, noMetadata.json().task_id]) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
   });
 
   it('an unknown task → 404; another account\'s task → 404 too', async () => {

@@ -105,17 +105,17 @@ function submissionFor(model: VideoModel) {
     .strictObject({
       model: z.literal(model.id),
       prompt: promptField,
-      seconds: secondsField(model).optional(),
+      seconds: secondsField(model).nullish(),
       metadata: z
         .strictObject({
-          ratio: choiceField(model, model.ratios as [string, ...string[]], model.default_ratio, 'Aspect ratio').optional(),
-          resolution: choiceField(model, model.resolutions as [string, ...string[]], model.default_resolution, 'Resolution').optional(),
-          generate_audio: audioField(model).optional(),
-          callback_url: httpUrl.describe('Webhook address; receives the final task JSON, signed per Standard Webhooks.').optional(),
-          content: contentField(model).optional(),
+          ratio: choiceField(model, model.ratios as [string, ...string[]], model.default_ratio, 'Aspect ratio').nullish(),
+          resolution: choiceField(model, model.resolutions as [string, ...string[]], model.default_resolution, 'Resolution').nullish(),
+          generate_audio: audioField(model).nullish(),
+          callback_url: httpUrl.describe('Webhook address; receives the final task JSON, signed per Standard Webhooks.').nullish(),
+          content: contentField(model).nullish(),
         }, { error: metadataRefusal })
         .describe('Vendor parameters (spec 2.2).')
-        .optional(),
+        .nullish(),
     })
     .meta({ title: model.id });
 }
@@ -124,18 +124,34 @@ function submissionFor(model: VideoModel) {
  * the per-model branches are narrower, which TypeScript cannot follow through computed keys. */
 const modelRefusal = modelIdRefusal('video');
 
+type Nullable<T> = { [K in keyof T]: T[K] | null };
+type NullableSubmission = Omit<Nullable<SubmissionInput>, 'metadata'> & { metadata?: Nullable<NonNullable<SubmissionInput['metadata']>> | null };
+
+/** A field sent as null is a field left out, as in chat (and as OpenAI clients write an unset
+ * parameter): the default applies, and neither the store nor the task's echo keeps the null. */
+function withoutNulls(body: NullableSubmission): SubmissionInput {
+  const { seconds, metadata, ...rest } = body;
+  const submission: SubmissionInput = { ...rest } as SubmissionInput;
+  if (seconds !== null && seconds !== undefined) submission.seconds = seconds;
+  if (metadata !== null && metadata !== undefined) {
+    submission.metadata = Object.fromEntries(Object.entries(metadata).filter(([, value]) => value !== null && value !== undefined));
+  }
+  return submission;
+}
+
 export function videoSubmissionBodyFor(catalog: Catalog): z.ZodType<SubmissionInput> {
   const models = catalog.all().filter((model): model is VideoModel => model.kind === 'video');
   const branches = models.map(submissionFor);
   const [first, ...rest] = branches;
   if (!first) return z.never({ error: 'this gateway serves no video models' });
-  if (rest.length === 0) return first.meta({ examples: models.map(exampleFor) }) as z.ZodType<SubmissionInput>;
-  return z
-    .discriminatedUnion('model', [first, ...rest], {
-      // The union's issue carries the whole body: what decides is its `model`.
-      error: (issue) => modelRefusal({ input: (issue.input as { model?: unknown } | null | undefined)?.model }),
-    })
-    .meta({ examples: models.map(exampleFor) }) as z.ZodType<SubmissionInput>;
+  const body =
+    rest.length === 0
+      ? first
+      : z.discriminatedUnion('model', [first, ...rest], {
+          // The union's issue carries the whole body: what decides is its `model`.
+          error: (issue) => modelRefusal({ input: (issue.input as { model?: unknown } | null | undefined)?.model }),
+        });
+  return body.meta({ examples: models.map(exampleFor) }).transform((parsed) => withoutNulls(parsed as NullableSubmission)) as unknown as z.ZodType<SubmissionInput>;
 }
 
 /** A submission each model accepts, for the docs page (and the contract test's first cases). */
