@@ -126,4 +126,16 @@ export class AccountStore {
     await this.ledger.apply({ accountId, keyId: null, reference, operation: 'credit', amountMicros });
     return this.find(accountId);
   }
+
+  /**
+   * Takes credit back (a mistaken credit, a refund paid elsewhere) from the free balance, never
+   * from money held for calls and tasks in flight; it is not spending. `reference` makes it
+   * idempotent. 'insufficient_balance' when the free balance is smaller: nothing is taken.
+   */
+  async deduct(accountId: string, amountMicros: number, reference: string = newId('req')): Promise<AccountWithTotals | 'insufficient_balance' | null> {
+    if (!(await this.collection.countDocuments({ _id: accountId }, { limit: 1 }))) return null;
+    const outcome = await this.ledger.apply({ accountId, keyId: null, reference, operation: 'deduct', amountMicros });
+    if (outcome === 'insufficient_balance') return outcome;
+    return this.find(accountId);
+  }
 }

@@ -23,7 +23,7 @@ import { isDuplicateKey } from './duplicate-keys.ts';
 // whoever releases a dead process's lease seals it first, so a late trim from a process that
 // was not dead after all cannot return money the release already returned.
 
-export type LedgerOperation = 'credit' | 'hold' | 'capture' | 'release' | 'debit' | 'trim' | 'seal';
+export type LedgerOperation = 'credit' | 'deduct' | 'hold' | 'capture' | 'release' | 'debit' | 'trim' | 'seal';
 
 export interface Totals {
   /** Spendable money, micro-USD. Never negative: every debit checks it before its insert wins. */
@@ -66,6 +66,11 @@ function move(totals: Totals, operation: LedgerOperation, amount: number, hold: 
   switch (operation) {
     case 'credit':
       next.balance_micros += amount;
+      break;
+    case 'deduct':
+      // An operator taking credit back: off the free balance, and not spending.
+      if (totals.balance_micros < amount) return null;
+      next.balance_micros -= amount;
       break;
     case 'hold':
       if (totals.balance_micros < amount) return null;

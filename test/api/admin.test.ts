@@ -65,6 +65,27 @@ describe('admin API', () => {
     assert.equal(missing.json().error.type, 'not_found_error');
   });
 
+  it('takes credits back from the free balance only, not as spending, and refuses more than is free', async () => {
+    const account = await createAccount(harness.app, { name: 'Deductions', balance_usd: 1 });
+    const key = (await createKey(harness.app, account.id)).key;
+    // A task holds $0.40 (seedance-2.0, 5 s at 720p); no worker runs it here, so the hold stays.
+    const task = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'seedance-2.0', prompt: 'x', seconds: '5', metadata: { resolution: '720p' } } });
+    assert.equal(task.statusCode, 200, task.body);
+
+    const refused = await post(`/admin/accounts/${account.id}/deductions`, { amount_usd: 0.7 });
+    assert.equal(refused.statusCode, 409, refused.body);
+    assert.equal(refused.json().error.param, 'amount_usd');
+    assert.match(refused.json().error.message, /free balance is \$0\.600000, and \$0\.400000 is held .* Nothing was taken/);
+    const taken = await post(`/admin/accounts/${account.id}/deductions`, { amount_usd: 0.25 });
+    assert.equal(taken.statusCode, 200, taken.body);
+    assert.deepEqual([taken.json().balance_usd, taken.json().held_usd, taken.json().spent_usd], [0.35, 0.4, 0]);
+    for (const amount of [0, -5, 0.0000001]) {
+      assert.equal((await post(`/admin/accounts/${account.id}/deductions`, { amount_usd: amount })).statusCode, 400, `amount ${amount}`);
+    }
+    assert.equal((await post('/admin/accounts/acct_missing/deductions', { amount_usd: 1 })).statusCode, 404);
+    await harness.temporal.client.workflow.getHandle(task.json().task_id).terminate('test cleanup');
+  });
+
   it('issues a key once in plaintext and stores only its SHA-256 hash', async () => {
     const account = await createAccount(harness.app, { name: 'Keys' });
     const response = await post(`/admin/accounts/${account.id}/keys`, { name: 'prod', models: ['gpt-4o-mini', 'gpt-4o-mini'] });

@@ -233,9 +233,15 @@ describe('console in a real browser', { timeout: 240_000 }, () => {
     const history = await operatorPage.locator('[data-testid=tasks] a', { hasText: 'Temporal UI' }).first().getAttribute('href');
     const taskId = await operatorPage.locator('[data-testid=tasks] tr[data-task-id]').first().getAttribute('data-task-id');
     assert.equal(history, `${stack.config.TEMPORAL_UI_URL}/namespaces/default/workflows/${taskId}`);
-    await operatorPage.fill('input[name=amount_usd]', '5');
+    await operatorPage.fill('form[action$="/credits"] input[name=amount_usd]', '5');
     await operatorPage.click('form[action$="/credits"] button');
     assert.match(await operatorPage.textContent('.alert.success') ?? '', /Credits added/);
+    const balance = async () => operatorPage.textContent('[data-testid=operator-balance]');
+    const credited = await balance();
+    await operatorPage.getByLabel('Amount to take back (USD)').fill('2');
+    await operatorPage.click('form[action$="/deductions"] button');
+    assert.match(await operatorPage.textContent('.alert.success') ?? '', /Credits taken back/);
+    assert.equal(Number((await balance())!.replace(/[$,]/g, '')), Number(credited!.replace(/[$,]/g, '')) - 2);
     await screenshot(operatorPage, '14-operator-account');
 
     // A key's own rate limits, on its page (linked from the row of the one active key), and

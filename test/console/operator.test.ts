@@ -91,6 +91,28 @@ describe('console operator pages', () => {
     assert.equal((await operator.get('/console/operator/accounts/acct_nobody')).statusCode, 404);
   });
 
+  it('takes credits back once per form, and shows what is free when asked for more', async () => {
+    const created = await createAccount({ name: 'Deductions', opening_balance_usd: '1' });
+    const accountId = /accounts\/(acct_[\w-]+)/.exec(created.headers.location as string)![1]!;
+    const page = await operator.get(`/console/operator/accounts/${accountId}`);
+    assert.match(page.body, /<label for="field-deduction-amount_usd">Amount to take back \(USD\)<\/label>/);
+    const reference = /name="reference" value="([^"]+)"/.exec(page.body)![1]!;
+
+    const first = await operator.post(`/console/operator/accounts/${accountId}/deductions`, { amount_usd: '0.3', reference });
+    assert.equal(first.headers.location, `/console/operator/accounts/${accountId}?notice=deducted`);
+    const resent = await operator.post(`/console/operator/accounts/${accountId}/deductions`, { amount_usd: '0.3', reference });
+    assert.equal(resent.statusCode, 303);
+    const after = await operator.get(`/console/operator/accounts/${accountId}?notice=deducted`);
+    assert.match(visibleText(after.body), /Credits taken back\./);
+    assert.equal(/data-testid="operator-balance">([^<]+)</.exec(after.body)?.[1], '$0.70');
+
+    const tooMuch = await operator.post(`/console/operator/accounts/${accountId}/deductions`, { amount_usd: '5', reference: /name="reference" value="([^"]+)"/.exec(after.body)![1]! });
+    assert.equal(tooMuch.statusCode, 409);
+    assert.match(visibleText(tooMuch.body), /free balance is \$0\.700000\. Nothing was taken/);
+    assert.match(tooMuch.body, /id="field-deduction-amount_usd" name="amount_usd" type="text" value="5"[^>]*aria-invalid="true"/);
+    assert.equal(/data-testid="operator-balance">([^<]+)</.exec(tooMuch.body)?.[1], '$0.70');
+  });
+
   it('adds a sign-in to an existing account and changes its password', async () => {
     const created = await createAccount({ name: 'Later sign-in' });
     const accountId = /accounts\/(acct_[\w-]+)/.exec(created.headers.location as string)![1]!;

@@ -5,6 +5,7 @@ import { openClip } from '../../services/task-clips.ts';
 import { sendClip } from '../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { addCreditsForm, createAccountForm, parseForm, signInCredentialsForm } from '../forms.ts';
+import { deductCredit } from '../../services/credit-deduction.ts';
 import { sessionBoundTo, sessionOrRedirect } from '../sessions.ts';
 import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
@@ -22,13 +23,14 @@ const PAGE_SIZE = 50;
 const NOTICES: Record<string, Notice> = {
   created: { kind: 'success', text: 'Account created.' },
   credited: { kind: 'success', text: 'Credits added.' },
+  deducted: { kind: 'success', text: 'Credits taken back.' },
   sign_in_created: { kind: 'success', text: 'Console sign-in added.' },
   password_changed: { kind: 'success', text: 'Password changed.' },
   limits_saved: { kind: 'success', text: 'Rate limits saved. Every api process applies them within seconds.' },
 };
 
 /** Forms on the account page that can come back refused, with what was typed. */
-export type AccountForms = { creditsState?: FormState; signInState?: FormState; limitsState?: FormState };
+export type AccountForms = { creditsState?: FormState; deductionState?: FormState; signInState?: FormState; limitsState?: FormState };
 
 function noticeFrom(request: FastifyRequest): Notice | null {
   const notice = (request.query as Record<string, unknown>).notice;
@@ -134,6 +136,23 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     if (!credited) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
     request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd }, 'credits added in the console');
     return reply.redirect(`/console/operator/accounts/${accountId}?notice=credited`, 303);
+  });
+
+  app.post('/accounts/:accountId/deductions', async (request, reply) => {
+    const accountId = accountIdParam(request);
+    const form = parseForm(addCreditsForm, request.body);
+    if (!form.ok) return renderAccount(request, reply, accountId, { deductionState: form }, 400);
+    let deducted;
+    try {
+      // The same reference as the credits form, another ledger operation: a resubmitted form takes once.
+      deducted = await deductCredit(accounts, accountId, form.data.amount_usd, `console:${form.data.reference}`);
+    } catch (error) {
+      if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
+      return renderAccount(request, reply, accountId, { deductionState: { values: { amount_usd: String((request.body as Record<string, unknown>).amount_usd ?? '') }, errors: { amount_usd: error.message } } }, 409);
+    }
+    if (!deducted) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
+    request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd }, 'credits taken back in the console');
+    return reply.redirect(`/console/operator/accounts/${accountId}?notice=deducted`, 303);
   });
 
   app.post('/accounts/:accountId/sign-ins', async (request, reply) => {

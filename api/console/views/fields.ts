@@ -11,6 +11,8 @@ export interface FormState {
 
 export function textField(state: FormState, input: {
   name: string;
+  /** For a second form on the page with a field of the same name; else `field-<name>`. */
+  id?: string;
   label: string;
   type?: 'text' | 'email' | 'password' | 'date';
   autocomplete?: string;
@@ -19,7 +21,7 @@ export function textField(state: FormState, input: {
   inputmode?: 'decimal' | 'numeric';
   value?: string;
 }): Html {
-  const id = `field-${input.name}`;
+  const id = input.id ?? `field-${input.name}`;
   const error = state.errors?.[input.name];
   const value = input.type === 'password' ? '' : (state.values?.[input.name] ?? input.value ?? '');
   return html`<div>

@@ -25,6 +25,7 @@ export interface OperatorAccountView {
   /** Names this rendering of the credits form, so a resubmission credits once. */
   creditReference: string;
   creditsState?: FormState;
+  deductionState?: FormState;
   signInState?: FormState;
   /** The configured per-minute limits, shown where no override applies. */
   defaultLimits: EffectiveLimits;
@@ -56,6 +57,7 @@ function keysWithSpend(view: OperatorAccountView): Html {
 export function operatorAccountPage(view: OperatorAccountView): Html {
   const { account, csrfToken } = view;
   const creditsState = view.creditsState ?? {};
+  const deductionState = view.deductionState ?? {};
   const signInState = view.signInState ?? {};
   return layout(
     { area: 'operator', csrfToken },
@@ -82,6 +84,17 @@ export function operatorAccountPage(view: OperatorAccountView): Html {
     <input type="hidden" name="reference" value="${view.creditReference}">
     ${textField(creditsState, { name: 'amount_usd', label: 'Amount (USD)', required: true, inputmode: 'decimal', autocomplete: 'off' })}
     <div class="submit"><button type="submit">Add credits</button></div>
+  </form>
+</div>
+<div class="card" id="deductions">
+  <h2>Take credits back</h2>
+  <p class="muted">From the free balance only, for a mistaken credit or a refund paid elsewhere; not counted as spending.</p>
+  ${formError(deductionState)}
+  <form method="post" action="/console/operator/accounts/${account._id}/deductions" class="inline-form">
+    ${csrfField(csrfToken)}
+    <input type="hidden" name="reference" value="${view.creditReference}">
+    ${textField(deductionState, { name: 'amount_usd', id: 'field-deduction-amount_usd', label: 'Amount to take back (USD)', required: true, inputmode: 'decimal', autocomplete: 'off' })}
+    <div class="submit"><button type="submit">Take back</button></div>
   </form>
 </div>
 <div class="card" id="sign-in">

@@ -6,7 +6,8 @@ import type { ApiKeyStore } from '../../../store/api-keys.ts';
 import { BODY_ERRORS, errorResponses, type ErrorStatus } from '../../openapi/error-responses.ts';
 import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountOnboarding } from '../../services/account-onboarding.ts';
-import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
+import { deductCredit } from '../../services/credit-deduction.ts';
+import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
 
 export interface AdminRouteOptions {
@@ -53,6 +54,12 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
 
   app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, ...ADMIN_ERRORS) } } }, async (request) => {
     const account = await accounts.credit(request.params.id, request.body.amount_usd);
+    if (!account) throw accountNotFound(request.params.id);
+    return toAccountView(account);
+  });
+
+  app.post('/accounts/:id/deductions', { schema: { ...documented('deductCredits', 'Take credits back from an account (a mistaken credit, a refund paid elsewhere)'), params: accountIdParams, body: deductCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, ...ADMIN_ERRORS) } } }, async (request) => {
+    const account = await deductCredit(accounts, request.params.id, request.body.amount_usd);
     if (!account) throw accountNotFound(request.params.id);
     return toAccountView(account);
   });

@@ -40,6 +40,10 @@ export const createAccountBody = z
 
 export const addCreditsBody = z.strictObject({ amount_usd: usdAmount({ positive: true }) }).meta({ examples: [{ amount_usd: 10 }] });
 
+export const deductCreditsBody = z
+  .strictObject({ amount_usd: usdAmount({ positive: true }).describe('Taken from the free balance (not from money held for calls in flight); not counted as spending.') })
+  .meta({ examples: [{ amount_usd: 5 }] });
+
 export const createKeyBody = z.strictObject({
   name: visibleText(200),
   models: z.array(z.string().min(1)).min(1).optional(),
