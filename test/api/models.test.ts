@@ -26,8 +26,10 @@ describe('GET /v1/models', () => {
       assert.equal(model.object, 'model');
       assert.ok(Number.isInteger(model.created));
       assert.equal(typeof model.owned_by, 'string');
-      assert.deepEqual(Object.keys(model).sort(), ['created', 'id', 'object', 'owned_by']);
+      assert.deepEqual(Object.keys(model).sort(), ['created', 'id', 'kind', 'object', 'owned_by']);
     }
+    const kinds = Object.fromEntries(body.data.map((model: { id: string; kind: string }) => [model.id, model.kind]));
+    assert.deepEqual(kinds, { 'gpt-4o-mini': 'chat', 'gpt-image-1': 'image', 'seedance-1.0-pro': 'video', 'seedance-2.0': 'video', 'sora-2': 'video' });
   });
 
   it('lists only the permitted models for a restricted key, and answers GET /v1/models/{id} of the others with 403 (spec 5.6)', async () => {

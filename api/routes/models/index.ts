@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Catalog } from '../../../core/catalog.ts';
+import type { Catalog, CatalogModel } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { mayUseModel } from '../../../core/model-access.ts';
 import { quotedId } from '../../../core/characters.ts';
@@ -9,7 +9,20 @@ import { AUTHENTICATED_ERRORS, errorResponses } from '../../openapi/error-respon
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
 
-const modelSchema = z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() });
+const modelSchema = z.object({
+  id: z.string(),
+  object: z.literal('model'),
+  created: z.number().int(),
+  owned_by: z.string(),
+  // Not in OpenAI's model object (its clients keep unknown fields): without it a caller cannot
+  // tell which endpoint takes the model short of trying one.
+  kind: z.enum(['chat', 'image', 'video']).describe('What the model makes, so which endpoint takes it: chat completions, image generations or video generations.'),
+});
+
+/** A catalog model as GET /v1/models shows it. */
+function modelView(model: CatalogModel, created: number) {
+  return { id: model.id, object: 'model' as const, created, owned_by: model.owned_by, kind: model.kind };
+}
 
 export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (app, { catalog }) => {
   const listSchema = {
@@ -24,7 +37,7 @@ export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (a
     const data = catalog
       .all()
       .filter((model) => mayUseModel(principal, model.id))
-      .map((model) => ({ id: model.id, object: 'model' as const, created: catalog.data.created, owned_by: model.owned_by }));
+      .map((model) => modelView(model, catalog.data.created));
     return { object: 'list' as const, data };
   });
 
@@ -50,7 +63,7 @@ export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (a
     if (!mayUseModel(principal, model.id)) {
       throw new GatewayError('model_not_allowed', `This API key may not use the model ${quotedId(modelId)}.`, 'model');
     }
-    return { id: model.id, object: 'model' as const, created: catalog.data.created, owned_by: model.owned_by };
+    return modelView(model, catalog.data.created);
   };
   app.get('/models/:model', { schema: readSchema }, async (request) => readModel(request, request.params.model));
 };
