@@ -165,6 +165,19 @@ export class TaskStore {
     return this.collection.find(query).sort({ created_at: -1 }).limit(Math.max(1, Math.min(filter.limit, 100))).toArray();
   }
 
+  /** One page of an account's tasks, newest first (ties by id), those after `after` (a task of
+   * the account) only; `status` narrows it. Whether more follow, from one extra document. */
+  async listPage(filter: { accountId: string; limit: number; after?: TaskDocument; status?: TaskStatus }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
+    const query: Filter<TaskDocument> = { account_id: filter.accountId };
+    if (filter.status) query.status = filter.status;
+    if (filter.after) {
+      const { created_at: createdAt, _id: id } = filter.after;
+      query.$or = [{ created_at: { $lt: createdAt } }, { created_at: createdAt, _id: { $lt: id } }];
+    }
+    const found = await this.collection.find(query).sort({ created_at: -1, _id: -1 }).limit(filter.limit + 1).toArray();
+    return { tasks: found.slice(0, filter.limit), hasMore: found.length > filter.limit };
+  }
+
   /** Tasks whose workflow start was never confirmed (the api died between insert and start).
    * Every old task still `submitted` is a candidate (ids only: during a vendor outage there may
    * be thousands), then those with a recorded start are left out. */

@@ -7,7 +7,7 @@ import { newId } from '../../core/ids.ts';
 import { resolveModel } from '../../core/model-access.ts';
 import { videoPriceMicros } from '../../core/pricing.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
-import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
+import type { TaskStatus, VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { validateVideoSubmission, type SubmissionInput } from '../../core/video-validation.ts';
 import type { AccountStore } from '../../store/accounts.ts';
 import type { Ledger } from '../../store/ledger.ts';
@@ -237,6 +237,18 @@ export class VideoTaskService {
       this.options.log?.warn({ err: error, taskId: input.taskId }, 'could not close an abandoned task yet; retrying in the background');
       retry(0);
     });
+  }
+
+  /** A page of the caller's account's tasks, newest first; `after` is the last task_id of the page
+   * before (a 404 when the account has no such task). */
+  async list(principal: Principal, page: { limit: number; after?: string; status?: TaskStatus }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
+    let after: TaskDocument | undefined;
+    if (page.after !== undefined) {
+      const task = page.after.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(page.after, principal.accountId);
+      if (!task) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
+      after = task;
+    }
+    return this.options.tasks.listPage({ accountId: principal.accountId, limit: page.limit, after, status: page.status });
   }
 
   async find(principal: Principal, taskId: string): Promise<TaskDocument> {

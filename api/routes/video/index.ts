@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { videoTaskTransitions } from '../../../core/metrics.ts';
-import { taskViewJson } from '../../../core/task-view.ts';
+import { taskView, taskViewJson } from '../../../core/task-view.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
@@ -11,7 +11,7 @@ import { openClip, type ClipSources } from '../../services/task-clips.ts';
 import type { VideoTaskService } from '../../services/video-tasks.ts';
 import { idempotencyHeaders } from '../idempotency-header.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
-import { submissionResponse, taskParams, videoTaskView } from './schemas.ts';
+import { submissionResponse, taskList, taskListQuery, taskParams, videoTaskView } from './schemas.ts';
 import { videoSubmissionBodyFor } from './submission-schema.ts';
 
 export interface VideoRouteOptions extends ClipSources {
@@ -59,6 +59,26 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
       const submitted = await options.service.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId);
       videoTaskTransitions.inc({ state: 'submitted', model: request.body.model });
       return submitted;
+    },
+  );
+
+  app.get(
+    '/video/generations',
+    {
+      schema: {
+        tags: ['video'],
+        operationId: 'listVideoTasks',
+        summary: "List the account's video tasks",
+        description: 'Newest first, every key of the account. Page with `after` (the `last_id` of the page before) while `has_more` is true.',
+        security: apiKeySecurity,
+        querystring: taskListQuery,
+        response: { 200: taskList, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) },
+      },
+    },
+    async (request) => {
+      const { tasks, hasMore } = await options.service.list(principalOf(request), request.query);
+      const data = tasks.map((task) => taskView(task, options.publicBaseUrl) as z.infer<typeof videoTaskView>);
+      return { object: 'list' as const, data, first_id: tasks[0]?._id ?? null, last_id: tasks.at(-1)?._id ?? null, has_more: hasMore };
     },
   );
 

@@ -42,3 +42,23 @@ export const videoTaskView = z.object({
 });
 
 export const submissionResponse = z.object({ task_id: z.string(), status: z.literal('submitted') });
+
+export const taskListQuery = z.object({
+  limit: z.coerce
+    .number({ error: 'must be an integer from 1 to 100' })
+    .int('must be an integer from 1 to 100')
+    .min(1, 'must be from 1 to 100')
+    .max(100, 'must be from 1 to 100')
+    .default(20)
+    .describe('How many tasks, 1 to 100 (default 20).'),
+  after: z.string().optional().describe('The last task_id of the page before: the page of older tasks that follows it.'),
+  status: z.enum(['submitted', 'running', 'succeeded', 'failed'], { error: 'must be submitted, running, succeeded or failed' }).optional().describe('Only tasks in this state.'),
+});
+
+export const taskList = z.object({
+  object: z.literal('list'),
+  data: z.array(videoTaskView),
+  first_id: z.string().nullable(),
+  last_id: z.string().nullable().describe('Pass as `after` for the next page.'),
+  has_more: z.boolean(),
+});

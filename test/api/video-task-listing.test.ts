@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+
+describe('GET /v1/video/generations lists the account\'s tasks', () => {
+  let harness: TestApp;
+  let firstKey: string;
+  let secondKey: string;
+  let foreignTaskId: string;
+  /** Oldest first, as submitted. */
+  const submitted: string[] = [];
+
+  const submit = async (key: string) => {
+    const response = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'sora-2', prompt: 'a lighthouse' } });
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json().task_id as string;
+  };
+  const list = (key: string, query = '') => harness.app.inject({ method: 'GET', url: `/v1/video/generations${query}`, headers: bearer(key) });
+
+  before(async () => {
+    harness = await startTestApp('video-task-listing');
+    const account = await createAccount(harness.app, { name: 'lister', balance_usd: 100 });
+    firstKey = (await createKey(harness.app, account.id)).key;
+    secondKey = (await createKey(harness.app, account.id, { name: 'second' })).key;
+    // Two keys of one account, submitting in turns.
+    for (let index = 0; index < 5; index += 1) submitted.push(await submit(index % 2 === 0 ? firstKey : secondKey));
+    const other = await createAccount(harness.app, { name: 'other', balance_usd: 100 });
+    foreignTaskId = await submit((await createKey(harness.app, other.id)).key);
+  });
+  after(async () => {
+    // No worker runs these tasks here; stop their workflows to keep the server tidy.
+    for (const taskId of [...submitted, foreignTaskId]) await harness.temporal.client.workflow.getHandle(taskId).terminate('test cleanup');
+    await harness.close();
+  });
+
+  it('pages through every task of the account, newest first, with either key, and no other account\'s', async () => {
+    const seen: string[] = [];
+    let cursor = '';
+    for (const [size, more] of [[2, true], [2, true], [2, false]] as const) {
+      const page = await list(seen.length % 4 === 0 ? firstKey : secondKey, `?limit=${size}${cursor}`);
+      assert.equal(page.statusCode, 200, page.body);
+      const body = page.json();
+      assert.equal(body.object, 'list');
+      assert.equal(body.has_more, more);
+      assert.equal(body.first_id, body.data[0].task_id);
+      assert.equal(body.last_id, body.data.at(-1).task_id);
+      for (const task of body.data) {
+        assert.deepEqual([task.object, task.status, task.model, task.format], ['video.generation', 'submitted', 'sora-2', 'mp4']);
+        seen.push(task.task_id);
+      }
+      cursor = `&after=${body.last_id}`;
+    }
+    assert.deepEqual(seen, [...submitted].reverse());
+  });
+
+  it('gives each task the JSON its own GET gives', async () => {
+    const listed = (await list(firstKey, '?limit=1')).json().data[0];
+    const read = await harness.app.inject({ method: 'GET', url: `/v1/video/generations/${listed.task_id}`, headers: bearer(firstKey) });
+    assert.deepEqual(listed, read.json());
+  });
+
+  it('narrows to one state', async () => {
+    await harness.database.db.collection('tasks').updateOne({ _id: submitted[1] as never }, { $set: { status: 'failed', error: { code: 'generation_failed', message: 'x' } } });
+    const failed = (await list(firstKey, '?status=failed')).json();
+    assert.deepEqual(failed.data.map((task: { task_id: string }) => task.task_id), [submitted[1]]);
+    assert.equal(failed.has_more, false);
+    const none = (await list(firstKey, '?status=succeeded')).json();
+    assert.deepEqual([none.data, none.first_id, none.last_id, none.has_more], [[], null, null, false]);
+  });
+
+  it('refuses a bad limit or state with a 400 naming it, and a cursor from another account with a 404', async () => {
+    for (const [query, param] of [['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?limit=two', 'limit'], ['?limit=1.5', 'limit'], ['?status=done', 'status']]) {
+      const refused = await list(firstKey, query);
+      assert.equal(refused.statusCode, 400, `${query}: ${refused.body}`);
+      assert.equal(refused.json().error.param, param, query);
+    }
+    const foreign = await list(firstKey, `?after=${foreignTaskId}`);
+    assert.equal(foreign.statusCode, 404);
+    assert.deepEqual([foreign.json().error.code, foreign.json().error.param], ['task_not_found', 'after']);
+    assert.equal((await list(firstKey, `?after=${'x'.repeat(500)}`)).statusCode, 404);
+  });
+});
