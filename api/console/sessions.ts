@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleSessionDocument, ConsoleSessionKind, ConsoleSessionStore } from '../../store/console-sessions.ts';
+import { CSRF_COOKIE } from './csrf.ts';
 
 // The console's sign-in state: a random token in an HttpOnly, SameSite=Lax cookie scoped to
 // /console, looked up in `console_sessions` on every console request. Lifetimes are absolute
@@ -80,6 +81,7 @@ export class ConsoleSessions {
       ttlSeconds: this.options.ttlSeconds,
     });
     reply.setCookie(SESSION_COOKIE, token, this.cookieOptions());
+    forgetFormsRendered(reply);
     this.sweepNowAndThen(reply.request);
   }
 
@@ -87,6 +89,7 @@ export class ConsoleSessions {
     const token = request.cookies[SESSION_COOKIE];
     if (token) await this.store.deleteByToken(token);
     reply.clearCookie(SESSION_COOKIE, { path: '/console' });
+    forgetFormsRendered(reply);
   }
 
   private sweepNowAndThen(request: FastifyRequest): void {
@@ -95,6 +98,16 @@ export class ConsoleSessions {
     this.lastSweep = now;
     this.store.deleteExpired().catch((error: unknown) => request.log.warn({ err: error }, 'sweeping expired console sessions failed'));
   }
+}
+
+/**
+ * A new CSRF secret (made on the next page) at every sign-in and sign-out, so every form rendered
+ * before is refused as expired. Forms act on whoever is signed in when they are sent: without
+ * this, a page left open from one account, sent after the browser had signed in to another in a
+ * second tab, created its key in (or rotated the webhook secret of) the other account.
+ */
+function forgetFormsRendered(reply: FastifyReply): void {
+  reply.clearCookie(CSRF_COOKIE, { path: '/console' });
 }
 
 /** The signed-in session of an area, or null after replying with a redirect to its sign-in. */

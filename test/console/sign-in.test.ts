@@ -129,6 +129,36 @@ describe('console sign-in', () => {
     assert.equal(await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId }), keysBefore);
   });
 
+  it('refuses a form rendered before the browser signed in again, as another account or the same one', async () => {
+    const otherEmail = `${uniqueName('other-holder')}@example.com`;
+    const otherAccountId = (await createAccountWithSignIn(harness.app, { name: 'Gamma', console_email: otherEmail, console_password: PASSWORD })).id;
+    const keysOf = (account: string) => harness.database.db.collection('api_keys').countDocuments({ account_id: account });
+    const secretOf = async (account: string) => (await harness.app.inject({ url: `/admin/accounts/${account}`, headers: adminHeaders })).json().webhook_secret;
+    const before = { keys: await keysOf(otherAccountId), secret: await secretOf(otherAccountId), ownKeys: await keysOf(accountId) };
+
+    // One browser: a tab left on the first account's pages, the other tab signs in elsewhere.
+    const browser = new ConsoleClient(harness.app);
+    await browser.signIn(email, PASSWORD);
+    const keysForm = await browser.csrfToken('/console/keys');
+    const webhooksForm = await browser.csrfToken('/console/webhooks');
+    await browser.post('/console/sign-out', {});
+    assert.equal((await browser.signIn(otherEmail, PASSWORD)).statusCode, 303);
+
+    const created = await browser.post('/console/keys', { name: 'meant for the first account' }, { csrf: keysForm });
+    assert.equal(created.statusCode, 403);
+    assert.match(visibleText(created.body), /This form has expired/);
+    assert.equal((await browser.post('/console/webhooks/rotate', {}, { csrf: webhooksForm })).statusCode, 403);
+    assert.deepEqual({ keys: await keysOf(otherAccountId), secret: await secretOf(otherAccountId), ownKeys: await keysOf(accountId) }, before);
+
+    // Signing in again as the same account also retires the forms of the session before.
+    const stale = await browser.csrfToken('/console/keys');
+    await browser.signIn(otherEmail, PASSWORD);
+    assert.equal((await browser.post('/console/keys', { name: 'stale' }, { csrf: stale })).statusCode, 403);
+    // A page rendered now works.
+    assert.equal((await browser.post('/console/keys', { name: 'fresh' }, { csrf: await browser.csrfToken('/console/keys') })).statusCode, 303);
+    assert.equal(await keysOf(otherAccountId), before.keys + 1);
+  });
+
   it('signs out: the session is deleted and its cookie no longer opens pages', async () => {
     const browser = new ConsoleClient(harness.app);
     await browser.signIn(email, PASSWORD);
