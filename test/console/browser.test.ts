@@ -98,6 +98,11 @@ describe('console in a real browser', { timeout: 240_000 }, () => {
     assert.equal(await page.locator('[data-testid=spend-chart] rect.bar').count(), 0);
     await screenshot(page, '03-usage-before');
 
+    // A key with a long name, older than the one the steps below use.
+    await page.goto(console('/keys'));
+    await page.fill('input[name=name]', `Production backend for the EU west cluster ${'and its many workers '.repeat(6)}`.trim());
+    await page.click('form[action="/console/keys"] button[type=submit]');
+
     // Create a key: the plaintext once, with a working copy button.
     await page.goto(console('/keys'));
     await page.fill('input[name=name]', 'browser key');
@@ -121,6 +126,9 @@ describe('console in a real browser', { timeout: 240_000 }, () => {
     await page.goto(console('/keys'));
     assert.ok(!(await page.content()).includes(key), 'nor does the list');
     assert.match(await page.textContent('tbody') ?? '', new RegExp(`browser key\\s*fg_…${key.slice(-4)}`));
+    // The key with a long name (made first, above) wraps: the table fits its box, so every
+    // row's actions stay on screen.
+    assert.equal(await page.evaluate("(() => { const box = document.querySelector('.table-wrap'); return box.scrollWidth <= box.clientWidth; })()"), true, 'the keys table fits at 1280 px');
 
     // Use the key: the model list, a chat call and a video task with a webhook.
     const models = await callWithKey(stack.baseUrl, key, '/v1/models');

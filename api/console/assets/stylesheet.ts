@@ -51,6 +51,8 @@ button.danger, .button.danger { background: var(--danger); border-color: var(--d
 .inline-form .field-error { flex-basis: 100%; }
 /* A key's limits wrap between their two figures rather than widen the table. */
 td.limits { white-space: normal; }
+/* Names and model lists wrap (a 200-character name included), so a row's actions stay on screen. */
+td.text { white-space: normal; overflow-wrap: anywhere; min-width: 8rem; max-width: 18rem; }
 .nowrap { white-space: nowrap; }
 .field-error { color: var(--danger); font-size: .88rem; margin: .2rem 0 0; }
 .alert { border-radius: 6px; padding: .7rem .9rem; margin: 0 0 1rem; border: 1px solid; }

@@ -26,9 +26,9 @@ function keysTable(keys: ApiKeyDocument[], limitsOf: (key: ApiKeyDocument) => Ef
   <thead><tr><th>Name</th><th>Key</th><th>Models</th><th>Limits</th><th>Created</th><th>Last used</th><th>Status</th><th></th></tr></thead>
   <tbody>${keys.map(
     (key) => html`<tr data-key-id="${key._id}">
-    <td>${key.name}</td>
+    <td class="text">${key.name}</td>
     <td class="mono">${maskedKey(key)}</td>
-    <td>${modelsLabel(key.models)}</td>
+    <td class="text">${modelsLabel(key.models)}</td>
     <td class="limits" data-testid="key-limits">${limitsLabel(limitsOf(key))}</td>
     <td>${formatTime(key.created_at)}</td>
     <td>${formatTime(key.last_used_at)}</td>

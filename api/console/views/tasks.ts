@@ -55,7 +55,7 @@ export function tasksTable(tasks: TaskDocument[], links: TaskLinks): Html {
     (task) => html`<tr data-task-id="${task._id}">
     <td class="mono">${links.detailHref ? html`<a href="${links.detailHref(task._id)}">${task._id}</a>` : task._id}</td>
     <td>${task.model}</td>
-    <td>${links.keyNames.get(task.key_id) ?? task.key_id}</td>
+    <td class="text">${links.keyNames.get(task.key_id) ?? task.key_id}</td>
     <td><span class="badge ${task.status}">${task.status}</span></td>
     <td class="num">${task.seconds} · ${task.resolution}</td>
     <td class="num">${cost(task)}</td>

@@ -43,7 +43,7 @@ export function usageByKeyTable(keys: ApiKeyDocument[], byKey: Map<string, Usage
     const usage = byKey.get(key._id) ?? ZERO_USAGE;
     total = addUsage(total, usage);
     return html`<tr data-key-id="${key._id}">
-    <td>${key.name} <span class="mono muted">${maskedKey(key)}</span>${key.revoked_at ? html` <span class="badge revoked">revoked</span>` : ''}</td>
+    <td class="text">${key.name} <span class="mono muted">${maskedKey(key)}</span>${key.revoked_at ? html` <span class="badge revoked">revoked</span>` : ''}</td>
     <td class="num">${formatCount(usage.requests)}</td>
     <td class="num">${formatCount(usage.input_tokens)}</td>
     <td class="num">${formatCount(usage.output_tokens)}</td>
