@@ -45,3 +45,21 @@ export function visibleText(max: number) {
     .regex(NOT_ONLY_WHITESPACE, 'must not be empty')
     .trim();
 }
+
+// Control characters (C0, DEL, C1: a newline, a NUL) and the bidirectional overrides and
+// isolates: in a name, the latter make "fg-prod\u202Eved" read "fg-proddev", so one key could
+// pose as another in a list. Spelled as \u escapes, which every engine that reads the document
+// understands.
+const NAME_CHARACTERS = /^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$/;
+export const NAME_CHARACTERS_MESSAGE = 'must not contain control characters (such as a line break) or bidirectional overrides';
+
+/** A name a person reads in a list (an account's, a key's): visible text on one line, without
+ * characters that change how the text around it reads. */
+export function nameText(max: number) {
+  return visibleText(max).regex(NAME_CHARACTERS, NAME_CHARACTERS_MESSAGE);
+}
+
+/** True when `text` has none of the characters a name must not have. */
+export function hasOnlyNameCharacters(text: string): boolean {
+  return NAME_CHARACTERS.test(text);
+}

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { hasOnlyNameCharacters } from '../../core/characters.ts';
 import { usdTextToMicros } from '../../core/money.ts';
 import { consoleEmail, consolePassword } from '../services/account-onboarding.ts';
 
@@ -64,7 +65,8 @@ export const signInForm = z.object({
 
 export const operatorSignInForm = z.object({ admin_token: z.string().min(1, 'Enter the admin token.').max(1024) });
 
-const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep the name under 200 characters.');
+const NAME_CHARACTERS_HINT = 'Use a name on one line, without control characters or direction overrides.';
+const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep the name under 200 characters.').refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT);
 
 export function createKeyForm(modelIds: readonly string[]) {
   const knownModel = z.string().refine((modelId) => modelIds.includes(modelId), 'Choose models from the list.');
@@ -73,7 +75,7 @@ export function createKeyForm(modelIds: readonly string[]) {
 
 export const createAccountForm = z
   .object({
-    name: z.string().trim().min(1, 'Give the account a name.').max(200),
+    name: z.string().trim().min(1, 'Give the account a name.').max(200).refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT),
     opening_balance_usd: z.preprocess(blankToUndefined, usdText({ positive: false }).optional()),
     console_email: z.preprocess(blankToUndefined, consoleEmail.optional()),
     console_password: z.preprocess(blankToUndefined, consolePassword.optional()),

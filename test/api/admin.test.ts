@@ -38,6 +38,9 @@ describe('admin API', () => {
     ['a balance given as a string', { name: 'a', balance_usd: '5' }, 'balance_usd'],
     ['a missing name', { balance_usd: 1 }, 'name'],
     ['an empty name', { name: '  ' }, 'name'],
+    ['a name on two lines', { name: 'line1\nline2' }, 'name'],
+    ['a name with a NUL', { name: 'ab\u0000cd' }, 'name'],
+    ['a name with a direction override', { name: 'fg-prod\u202Eved' }, 'name'],
   ];
   for (const [label, payload, field] of badAccounts) {
     it(`refuses an account with ${label} (400 naming ${field})`, async () => {
@@ -115,6 +118,12 @@ describe('admin API', () => {
 
   it('refuses keys restricted to unknown models and keys for unknown accounts', async () => {
     const account = await createAccount(harness.app, { name: 'Bad keys' });
+    for (const name of ['line1\nline2\u202eevil', 'tab\there', 'nul\u0000', 'isolate\u2066x\u2069', 'c1\u0085']) {
+      const refused = await post(`/admin/accounts/${account.id}/keys`, { name });
+      assert.equal(refused.statusCode, 400, JSON.stringify(name));
+      assert.deepEqual([refused.json().error.param, /control characters/.test(refused.json().error.message)], ['name', true], refused.body);
+    }
+    assert.equal((await post(`/admin/accounts/${account.id}/keys`, { name: 'Ünïcode ключ 🔑 production' })).statusCode, 201);
     const unknownModel = await post(`/admin/accounts/${account.id}/keys`, { name: 'k', models: ['gpt-99'] });
     assert.equal(unknownModel.statusCode, 400);
     assert.equal(unknownModel.json().error.param, 'models');

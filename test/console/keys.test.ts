@@ -78,6 +78,11 @@ describe('console keys', () => {
     assert.equal(unknownModel.statusCode, 400);
     assert.match(visibleText(unknownModel.body), /Choose models from the list\./);
     assert.match(unknownModel.body, /name="name" type="text" value="typo"/);
+    for (const name of ['ab\u0000cd', 'tab\there\u0001', 'fg-prod\u202Eved']) {
+      const refused = await browser.post('/console/keys', { name });
+      assert.equal(refused.statusCode, 400, JSON.stringify(name));
+      assert.match(visibleText(refused.body), /without control characters or direction overrides/);
+    }
     assert.equal(await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId }), before);
   });
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { MAX_USD_AMOUNT, usdToMicros } from '../../../core/money.ts';
-import { atMostCharacters, visibleText, WHITESPACE_CLASS } from '../../../core/characters.ts';
+import { atMostCharacters, nameText, WHITESPACE_CLASS } from '../../../core/characters.ts';
 import { consoleEmail, consolePassword } from '../../services/account-onboarding.ts';
 
 // USD amounts arrive as JSON numbers with at most 6 decimals; they become integer micro-USD
@@ -25,7 +25,7 @@ const adminConsoleEmail = z.string().regex(emailAsSent, 'must be an email addres
 
 export const createAccountBody = z
   .strictObject({
-    name: visibleText(200),
+    name: nameText(200),
     balance_usd: usdAmount({ positive: false }).optional(),
     /** Optional web console sign-in for the account holder; both or neither. */
     console_email: adminConsoleEmail.optional(),
@@ -45,7 +45,7 @@ export const deductCreditsBody = z
   .meta({ examples: [{ amount_usd: 5 }] });
 
 export const createKeyBody = z.strictObject({
-  name: visibleText(200),
+  name: nameText(200),
   models: z.array(z.string().min(1)).min(1).optional(),
 });
 
