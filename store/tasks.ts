@@ -157,11 +157,14 @@ export class TaskStore {
     await this.collection.updateOne({ _id: taskId }, { $push: { 'webhook.attempts': attempt }, $set: { 'webhook.state': state } });
   }
 
-  /** The newest tasks of an account (or of one of its keys), newest first; for console pages,
+  /** The newest tasks of an account (or of one of its keys; created in a span of time), newest first; for console pages,
    * since anything but an _id lookup scans on FerretDB. */
-  listLatest(filter: { accountId: string; keyId?: string; limit: number }): Promise<TaskDocument[]> {
+  listLatest(filter: { accountId: string; keyId?: string; limit: number; createdFrom?: Date; createdBefore?: Date }): Promise<TaskDocument[]> {
     const query: Filter<TaskDocument> = { account_id: filter.accountId };
     if (filter.keyId) query.key_id = filter.keyId;
+    if (filter.createdFrom || filter.createdBefore) {
+      query.created_at = { ...(filter.createdFrom ? { $gte: filter.createdFrom } : {}), ...(filter.createdBefore ? { $lt: filter.createdBefore } : {}) };
+    }
     return this.collection.find(query).sort({ created_at: -1 }).limit(Math.max(1, Math.min(filter.limit, 100))).toArray();
   }
 

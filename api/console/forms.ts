@@ -93,15 +93,36 @@ export const addCreditsForm = z.object({
 
 export const signInCredentialsForm = z.object({ console_email: consoleEmail, console_password: consolePassword });
 
-const utcDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'Use a date like 2025-01-31.')
+/** A query parameter sent twice arrives as an array: one value is meant. */
+const single = (message: string) => (issue: { input?: unknown }) => (Array.isArray(issue.input) ? message : undefined);
+
+const utcDay = z.string({ error: single('Give one date.') }).regex(/^\d{4}-\d{2}-\d{2}$/, 'Use a date like 2025-01-31.')
   // A round trip refuses days that do not exist, such as 2025-02-31.
   .refine((day) => { const date = new Date(`${day}T00:00:00Z`); return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(day); }, 'Not a date.');
 
 export const usageQuery = z.object({
   from: z.preprocess(blankToUndefined, utcDay.optional()),
   to: z.preprocess(blankToUndefined, utcDay.optional()),
-  key: z.preprocess(blankToUndefined, z.string().max(100).optional()),
+  key: z.preprocess(blankToUndefined, z.string({ error: single('Choose one key.') }).max(100).optional()),
 });
+
+/**
+ * A query's fields parsed one by one: the valid ones are kept, a refused one is left out with
+ * its message. A form's page shows all its fields again; a report keeps what it can use, so one
+ * bad day does not throw away the key chosen beside it.
+ */
+export function parseQueryFields<Shape extends z.ZodRawShape>(schema: z.ZodObject<Shape>, query: unknown): { data: Partial<z.output<z.ZodObject<Shape>>>; errors: FormErrors } {
+  const raw = (query ?? {}) as Record<string, unknown>;
+  const data: Record<string, unknown> = {};
+  const errors: FormErrors = {};
+  for (const [field, fieldSchema] of Object.entries(schema.shape)) {
+    const parsed = (fieldSchema as z.ZodType).safeParse(raw[field]);
+    if (parsed.success) {
+      if (parsed.data !== undefined) data[field] = parsed.data;
+    } else errors[field] = parsed.error.issues[0]?.message ?? 'Not valid.';
+  }
+  return { data: data as Partial<z.output<z.ZodObject<Shape>>>, errors };
+}
 
 /** A per-minute limit typed in a form: empty clears the override. */
 const perMinuteText = z.preprocess(

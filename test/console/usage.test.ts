@@ -114,6 +114,9 @@ describe('console usage and spend', () => {
     const old = await browser.get(`/console/usage?from=${longAgo}&to=${longAgo}`);
     assert.match(visibleText(old.body), /Spend \$0\.999999 Requests 1 Chat tokens in \/ out 0 \/ 0 Video seconds 10/);
     assert.deepEqual(chartBars(old.body), { [longAgo]: 999_999 });
+    // The tasks listed are those of the days shown (these tasks are minutes old).
+    assert.ok(!old.body.includes('data-task-id='), 'no task of another day');
+    assert.match(visibleText(old.body), /No video tasks in these days\./);
   });
 
   it('explains a range or key it cannot use, and shows the default instead', async () => {
@@ -133,6 +136,12 @@ describe('console usage and spend', () => {
     assert.match(visibleText(oneTooMany.body), /Choose at most 366 days/);
     const notADay = await browser.get('/console/usage?from=2025-02-31');
     assert.match(visibleText(notADay.body), /Not a date\./);
+    // One refused field does not throw away the others: the key chosen beside it stays.
+    const badDayGoodKey = await browser.get(`/console/usage?from=2025-02-31&key=${staging.id}`);
+    assert.match(visibleText(badDayGoodKey.body), /Not a date\./);
+    assert.match(visibleText(badDayGoodKey.body), /Spend \$0\.0007 Requests 5 /);
+    const twoDays = await browser.get(`/console/usage?from=${yesterday}&from=${twoDaysAgo}`);
+    assert.match(visibleText(twoDays.body), /Give one date\./);
     const foreignKey = await browser.get('/console/usage?key=key_someone_elses');
     assert.match(visibleText(foreignKey.body), /That key is not in your account; showing all keys\./);
     assert.match(visibleText(foreignKey.body), /Spend \$0\.4822/);

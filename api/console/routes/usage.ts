@@ -6,7 +6,7 @@ import { openClip } from '../../services/task-clips.ts';
 import { sendClip } from '../clip-reply.ts';
 import { accountFrame, accountIdOf } from '../account-area.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
-import { parseForm, usageQuery, type FormErrors } from '../forms.ts';
+import { parseQueryFields, usageQuery, type FormErrors } from '../forms.ts';
 import { taskDetailPage, type TaskLinks } from '../views/tasks.ts';
 import { usagePage } from '../views/usage.ts';
 
@@ -52,10 +52,9 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
 
   app.get('/usage', async (request, reply) => {
     const accountId = accountIdOf(request);
-    const query = parseForm(usageQuery, request.query);
-    const asked = query.ok ? query.data : {};
+    const { data: asked, errors: queryErrors } = parseQueryFields(usageQuery, request.query);
     const range = chooseRange(asked.from, asked.to, new Date());
-    const errors: FormErrors = { ...(query.ok ? {} : query.errors), ...range.errors };
+    const errors: FormErrors = { ...queryErrors, ...range.errors };
     const keys = await apiKeys.listForAccount(accountId);
     let selectedKeyId = asked.key ?? null;
     if (selectedKeyId && !keys.some((key) => key._id === selectedKeyId)) {
@@ -65,7 +64,8 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
     const period = { accountId, fromDay: range.fromDay, toDay: range.toDay };
     const [usage, latestTasks] = await Promise.all([
       usageReports.summarise(period),
-      tasks.listLatest({ accountId, keyId: selectedKeyId ?? undefined, limit: LATEST_TASKS_LIMIT }),
+      // The tasks of the days shown: the figures above count their charges.
+      tasks.listLatest({ accountId, keyId: selectedKeyId ?? undefined, limit: LATEST_TASKS_LIMIT, createdFrom: new Date(`${range.fromDay}T00:00:00Z`), createdBefore: new Date(Date.parse(`${range.toDay}T00:00:00Z`) + DAY_MS) }),
     ]);
     const taskLinks: TaskLinks = { publicBaseUrl, gatewayClipHref, detailHref: (taskId) => `/console/tasks/${taskId}`, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
     return sendPage(

@@ -45,8 +45,8 @@ function webhookSummary(task: TaskDocument): Html {
   return html`<span class="badge ${task.webhook.state}">${task.webhook.state}</span> ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}`;
 }
 
-export function tasksTable(tasks: TaskDocument[], links: TaskLinks): Html {
-  if (tasks.length === 0) return html`<p class="muted">No video tasks yet.</p>`;
+export function tasksTable(tasks: TaskDocument[], links: TaskLinks, whenEmpty = 'No video tasks yet.'): Html {
+  if (tasks.length === 0) return html`<p class="muted">${whenEmpty}</p>`;
   return html`<div class="table-wrap"><table data-testid="tasks">
   <thead><tr><th>Task</th><th>Model</th><th>Key</th><th>Status</th><th class="num">Seconds</th><th class="num">Cost</th><th>Created</th><th>Clip</th><th>Webhook</th>${
     links.temporalHref ? html`<th>History</th>` : ''

@@ -86,6 +86,6 @@ ${rangeForm(view)}
 ${headline(totals)}
 <div class="card"><h2>Spend per day</h2>${spendChart({ days: view.days, spendByDay })}</div>
 <div class="card"><h2>Per key</h2>${usageByKeyTable(shownKeys, view.byKey)}</div>
-<div class="card"><h2>Latest video tasks</h2>${tasksTable(view.tasks, view.taskLinks)}</div>`,
+<div class="card"><h2>Video tasks in these days</h2>${tasksTable(view.tasks, view.taskLinks, 'No video tasks in these days.')}</div>`,
   });
 }
