@@ -49,7 +49,9 @@ export type Config = z.infer<typeof environmentSchema>;
 
 /** Where callers reach the API; used in download links inside task JSON. */
 export function publicBaseUrl(config: Config): string {
-  return (config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '');
+  // An IPv6 address goes in brackets (http://[::1]:8080), or the URL means something else.
+  const host = config.HOST.includes(':') && !config.HOST.startsWith('[') ? `[${config.HOST}]` : config.HOST;
+  return (config.PUBLIC_BASE_URL ?? `http://${host}:${config.PORT}`).replace(/\/$/, '');
 }
 
 /** One webhook attempt runs as an activity the workflow gives 45 s (workflows/video-task.ts),

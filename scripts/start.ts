@@ -5,6 +5,7 @@ import { loadConfig } from '../core/config.ts';
 import { buildApi, builtApiArgs } from './lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from './lib/engines.ts';
 import { startProcess, waitForOutput, waitForPort, type ManagedProcess } from './lib/processes.ts';
+import { assertPortFree, connectHost, lockDataDir, portFrom, StackRefusal, urlHost, withoutPassword } from './lib/stack-guard.ts';
 
 // `npm start`: the whole local stack in one command. Engines first (store, Temporal with its
 // Web UI), then the simulator, the worker and the api as separate processes, each with its
@@ -14,14 +15,30 @@ import { startProcess, waitForOutput, waitForPort, type ManagedProcess } from '.
 const started = Date.now();
 const dataDir = path.join(projectRoot, '.data');
 mkdirSync(dataDir, { recursive: true });
-const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const ports = {
-  api: numberFrom('PORT', 8080),
-  simulator: numberFrom('SIMULATOR_PORT', 8090),
-  ferretdb: numberFrom('FERRETDB_PORT', 27027),
-  temporal: numberFrom('TEMPORAL_PORT', 7233),
-  temporalUi: numberFrom('TEMPORAL_UI_PORT', 8233),
-};
+
+/** A mistake in the set-up: said in one line, before anything starts. */
+function refuse(error: unknown): never {
+  console.error(`[framegate] ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+}
+
+let ports: { api: number; simulator: number; ferretdb: number; temporal: number; temporalUi: number };
+try {
+  ports = {
+    api: portFrom('PORT', 8080),
+    simulator: portFrom('SIMULATOR_PORT', 8090),
+    ferretdb: portFrom('FERRETDB_PORT', 27027),
+    temporal: portFrom('TEMPORAL_PORT', 7233),
+    temporalUi: portFrom('TEMPORAL_UI_PORT', 8233),
+  };
+  // Two stacks' engines on one .data/ corrupt each other; with both engines elsewhere
+  // (MONGODB_URI, TEMPORAL_ADDRESS) nothing here is shared but the admin token.
+  if (!process.env.MONGODB_URI || !process.env.TEMPORAL_ADDRESS) lockDataDir(dataDir);
+} catch (error) {
+  refuse(error);
+}
+// Where the api listens (HOST), and where this script and the banner reach it.
+const apiHost = connectHost(process.env.HOST ?? '127.0.0.1');
 
 function adminToken(): { token: string; source: string } {
   if (process.env.ADMIN_TOKEN) return { token: process.env.ADMIN_TOKEN, source: 'the ADMIN_TOKEN environment variable' };
@@ -47,6 +64,15 @@ async function stopAll(exitCode: number): Promise<never> {
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 process.on('SIGHUP', () => void stopAll(0));
+// `npm start` run by a supervisor that signals npm alone (systemd, `timeout`, a CI runner): npm
+// may go without passing the signal on, and this process is left an orphan holding every port.
+const parentAtStart = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentAtStart) {
+    console.error('[framegate] the process that started the stack (npm) is gone; stopping the stack.');
+    void stopAll(1);
+  }
+}, 1_000).unref();
 // Any other way out (a crash here): their own groups would outlive us, so signal them at least.
 process.on('exit', () => {
   for (const child of children) if (child.running()) child.child.kill('SIGTERM');
@@ -58,6 +84,9 @@ function watch(child: ManagedProcess): ManagedProcess {
   children.push(child);
   void child.exited.then((code) => {
     if (stopping) return;
+    // Its own words on why (a port taken, a locked file): engines print little otherwise.
+    const said = child.recentOutput().trim().split('\n').slice(-5).join('\n');
+    if (said) console.error(`[framegate] ${child.name}'s last output:\n${said}`);
     console.error(`[framegate] ${child.name} ${exitDescription(child, code)}; stopping the stack.`);
     void stopAll(1);
   });
@@ -103,6 +132,20 @@ function exitDescription(child: ManagedProcess, code: number | null): string {
 }
 
 try {
+  // Every port this stack will listen on, before anything starts.
+  const wanted: Array<[string, number, string]> = [
+    [apiHost, ports.api, 'PORT'],
+    ['127.0.0.1', ports.simulator, 'SIMULATOR_PORT'],
+    ...(process.env.MONGODB_URI ? [] : [['127.0.0.1', ports.ferretdb, 'FERRETDB_PORT'] as [string, number, string]]),
+    ...(process.env.TEMPORAL_ADDRESS ? [] : [['127.0.0.1', ports.temporal, 'TEMPORAL_PORT'], ['127.0.0.1', ports.temporalUi, 'TEMPORAL_UI_PORT']] as Array<[string, number, string]>),
+  ];
+  for (const [host, port, variable] of wanted) await assertPortFree(host, port, variable);
+} catch (error) {
+  if (error instanceof StackRefusal) refuse(error);
+  throw error;
+}
+
+try {
   provision();
   const admin = adminToken();
   const environment: NodeJS.ProcessEnv = { ...process.env, ADMIN_TOKEN: admin.token };
@@ -134,12 +177,12 @@ try {
   // leases (at most 10 s): it is not killed before that.
   const apiStopMs = loadConfig(environment).SHUTDOWN_GRACE_MS + 15_000;
   const api = supervise(() => startProcess('api', process.execPath, builtApiArgs, { env: environment, output: 'inherit-prefixed', stopTimeoutMs: apiStopMs, ownProcessGroup: true }));
-  await waitForPort('127.0.0.1', ports.api, api);
+  await waitForPort(apiHost, ports.api, api);
   // The worker bundles the workflow code first (a few seconds); tasks submitted before it polls
   // would simply wait in Temporal, but "up" should mean up.
   await waitForOutput(worker, /worker polling task queue/);
 
-  const base = `http://127.0.0.1:${ports.api}`;
+  const base = `http://${urlHost(apiHost)}:${ports.api}`;
   console.log(
     [
       '',
@@ -147,7 +190,7 @@ try {
       `  API base URL (OpenAI clients)  ${base}/v1`,
       `  Temporal Web UI                ${environment.TEMPORAL_UI_URL ?? `(Temporal at ${environment.TEMPORAL_ADDRESS}; set TEMPORAL_UI_URL to show its UI here)`}`,
       `  Vendor simulator               ${environment.SIMULATOR_URL}`,
-      `  Store                          ${environment.MONGODB_URI}`,
+      `  Store                          ${withoutPassword(environment.MONGODB_URI ?? "")}`,
       `  Admin token                    in ${admin.source}`,
       '  Stop with Ctrl-C.',
       '',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadConfig, webhookTimeoutMs } from '../../core/config.ts';
+import { loadConfig, publicBaseUrl, webhookTimeoutMs } from '../../core/config.ts';
 
 describe('configuration', () => {
   it('uses a webhook timeout up to 30 s, and 30 s with a warning for a longer one, which the attempt\'s 45 s could not cover', () => {
@@ -11,5 +11,11 @@ describe('configuration', () => {
     assert.deepEqual(warnings, []);
     assert.equal(webhookTimeoutMs(loadConfig({ WEBHOOK_TIMEOUT_MS: '60000' }), warn), 30_000);
     assert.deepEqual(warnings, ['WEBHOOK_TIMEOUT_MS=60000 is above the 30000 a webhook attempt allows; using 30000']);
+  });
+
+  it('writes the download links\' base with an IPv6 HOST in brackets', () => {
+    assert.equal(publicBaseUrl(loadConfig({ HOST: '::1', PORT: '51080' })), 'http://[::1]:51080');
+    assert.equal(publicBaseUrl(loadConfig({ HOST: '127.0.0.1', PORT: '8080' })), 'http://127.0.0.1:8080');
+    assert.equal(publicBaseUrl(loadConfig({ HOST: '::1', PUBLIC_BASE_URL: 'https://api.example/' })), 'https://api.example');
   });
 });

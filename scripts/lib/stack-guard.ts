@@ -1,0 +1,92 @@
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+
+// What `npm start` checks before it starts anything, so a mistake is one clear line instead of
+// a stack that half starts: its ports are numbers and free, and no other stack runs on the same
+// .data/ (two FerretDBs and two Temporal servers on one set of files: each worker then took the
+// other stack's tasks to the wrong simulator, and they failed).
+
+export class StackRefusal extends Error {}
+
+/** A port from the environment: its value, or the default when unset. */
+export function portFrom(name: string, fallback: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const port = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new StackRefusal(`${name} must be a port number from 1 to 65535, got '${text}'.`);
+  }
+  return port;
+}
+
+/** Refuses when something already listens on host:port (named `variable` in the message). */
+export async function assertPortFree(host: string, port: number, variable: string): Promise<void> {
+  const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+    const server = createServer();
+    server.once('error', (listenError: NodeJS.ErrnoException) => resolve(listenError));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(null)));
+  });
+  if (!error) return;
+  if (error.code === 'EADDRINUSE') throw new StackRefusal(`port ${port} (${variable}) is already in use on ${host}: stop what listens there, or set ${variable} to another port.`);
+  if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') throw new StackRefusal(`cannot listen on ${host}:${port} (${variable}): ${error.code}; check HOST.`);
+  throw error;
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes `<dataDir>/stack.pid` for this process until it exits; refuses when a live process holds
+ * it. A file left by a stack that died (its process gone) is taken over.
+ */
+export function lockDataDir(dataDir: string): void {
+  const file = path.join(dataDir, 'stack.pid');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
+      process.on('exit', () => {
+        try {
+          if (readFileSync(file, 'utf8').trim() === String(process.pid)) unlinkSync(file);
+        } catch {
+          // Already gone.
+        }
+      });
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = Number(readFileSync(file, 'utf8').trim());
+    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isRunning(holder)) {
+      throw new StackRefusal(
+        `a stack is already running from this checkout (pid ${holder}, ${path.relative(process.cwd(), file) || file}): it uses the same .data/. Stop it first (Ctrl-C there, or kill ${holder}), or run a second stack from another clone.`,
+      );
+    }
+    unlinkSync(file);
+  }
+  throw new StackRefusal(`could not take ${file}; remove it and try again.`);
+}
+
+/** A connection string as it may be printed: a password in it is masked. */
+export function withoutPassword(uri: string): string {
+  return uri.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
+}
+
+/** Where to reach a server listening on `host` from this machine: a wildcard means loopback. */
+export function connectHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '::1';
+  return host.replace(/^\[(.*)\]$/, '$1');
+}
+
+/** `host` as a URL's authority writes it: an IPv6 address in brackets. */
+export function urlHost(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { assertPortFree, connectHost, lockDataDir, portFrom, StackRefusal, urlHost, withoutPassword } from '../../scripts/lib/stack-guard.ts';
+
+// What `npm start` checks before it starts anything (scripts/lib/stack-guard.ts).
+
+describe('npm start refuses a set-up it cannot run, in one line', () => {
+  it('names a port variable that is not a port', () => {
+    for (const value of ['abc', '99999', '0', '80.5', '-1']) {
+      process.env.FRAMEGATE_TEST_SOME_PORT = value;
+      assert.throws(() => portFrom('FRAMEGATE_TEST_SOME_PORT', 1), (error: Error) => error instanceof StackRefusal && /FRAMEGATE_TEST_SOME_PORT must be a port number from 1 to 65535, got/.test(error.message), value);
+    }
+    process.env.FRAMEGATE_TEST_SOME_PORT = '8081';
+    assert.equal(portFrom('FRAMEGATE_TEST_SOME_PORT', 1), 8081);
+    delete process.env.FRAMEGATE_TEST_SOME_PORT;
+    assert.equal(portFrom('FRAMEGATE_TEST_SOME_PORT', 8080), 8080);
+  });
+
+  it('names the variable of a port something else listens on', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      await assert.rejects(assertPortFree('127.0.0.1', port, 'FERRETDB_PORT'), new RegExp(`port ${port} \\(FERRETDB_PORT\\) is already in use on 127\\.0\\.0\\.1`));
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+    await assertPortFree('127.0.0.1', port, 'FERRETDB_PORT');
+  });
+
+  it('refuses a second stack on the same data while the first runs, and takes over a dead one\'s lock', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const lockFile = path.join(dataDir, 'stack.pid');
+    const other = spawn('sleep', ['30']);
+    try {
+      writeFileSync(lockFile, `${other.pid}\n`);
+      assert.throws(() => lockDataDir(dataDir), new RegExp(`a stack is already running from this checkout \\(pid ${other.pid}`));
+    } finally {
+      other.kill();
+      await new Promise((resolve) => other.once('close', resolve));
+    }
+    // Its process gone, the lock is stale: taken over, with this process's pid.
+    lockDataDir(dataDir);
+    assert.equal(readFileSync(lockFile, 'utf8').trim(), String(process.pid));
+    assert.ok(existsSync(lockFile));
+  });
+
+  it('prints a connection string without its password, and reaches a wildcard host on loopback', () => {
+    assert.equal(withoutPassword('mongodb://ops:TopSecretPw@127.0.0.1:57027/?authMechanism=PLAIN'), 'mongodb://ops:***@127.0.0.1:57027/?authMechanism=PLAIN');
+    assert.equal(withoutPassword('mongodb+srv://ops:p%40ss@cluster.example/db'), 'mongodb+srv://ops:***@cluster.example/db');
+    assert.equal(withoutPassword('mongodb://127.0.0.1:27027/'), 'mongodb://127.0.0.1:27027/');
+    assert.deepEqual(['0.0.0.0', '::', '::1', '127.0.0.1'].map(connectHost), ['127.0.0.1', '::1', '::1', '127.0.0.1']);
+    assert.deepEqual(['::1', '127.0.0.1', '[::1]'].map(urlHost), ['[::1]', '127.0.0.1', '[::1]']);
+  });
+});
