@@ -1,13 +1,14 @@
 import { loadCatalog } from '../core/catalog.ts';
 import { loadConfig } from '../core/config.ts';
+import { settingsOrExit, untilConnected } from '../core/process-startup.ts';
 import { createTemporalHandle } from '../core/temporal-client.ts';
 import { connectDatabase } from '../store/database.ts';
 import { buildApp } from './app.ts';
 
 // The api process: configuration, connections, listen, and a clean shutdown on SIGINT/SIGTERM.
-const config = loadConfig();
-const catalog = loadCatalog(config.CATALOG_FILE);
-const database = await connectDatabase(config.MONGODB_URI, config.MONGODB_DB);
+const config = settingsOrExit('api', () => loadConfig());
+const catalog = settingsOrExit('api', () => loadCatalog(config.CATALOG_FILE));
+const database = await untilConnected('api', 'the store (MONGODB_URI)', () => connectDatabase(config.MONGODB_URI, config.MONGODB_DB));
 const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
 const app = await buildApp({ config, catalog, database, temporal });
 

@@ -149,5 +149,17 @@ export function parseCatalog(raw: unknown, environment: NodeJS.ProcessEnv = proc
 }
 
 export function loadCatalog(file: string, environment: NodeJS.ProcessEnv = process.env): Catalog {
-  return parseCatalog(JSON.parse(readFileSync(file, 'utf8')), environment);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new Error(`CATALOG_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`CATALOG_FILE: ${file} is not JSON (${(error as Error).message})`);
+  }
+  return parseCatalog(json, environment);
 }

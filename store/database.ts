@@ -21,11 +21,17 @@ export async function connectDatabase(uri: string, databaseName: string): Promis
     connectTimeoutMS: 5_000,
     appName: 'framegate',
   });
-  await client.connect();
-  const db = client.db(databaseName);
-  await ensureIndexes(db);
-  await moveLegacyOverrides(db);
-  return { client, db, close: () => client.close() };
+  try {
+    await client.connect();
+    const db = client.db(databaseName);
+    await ensureIndexes(db);
+    await moveLegacyOverrides(db);
+    return { client, db, close: () => client.close() };
+  } catch (error) {
+    // A caller may try again (core/process-startup.ts): leave no client behind polling.
+    await client.close().catch(() => undefined);
+    throw error;
+  }
 }
 
 async function ensureIndexes(db: Db): Promise<void> {

@@ -1,6 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { loadCatalog } from '../core/catalog.ts';
 import { loadConfig, publicBaseUrl, webhookTimeoutMs } from '../core/config.ts';
+import { settingsOrExit, untilConnected } from '../core/process-startup.ts';
 import { createTemporalHandle } from '../core/temporal-client.ts';
 import { connectDatabase } from '../store/database.ts';
 import { BudgetLeaseStore } from '../store/budget-leases.ts';
@@ -14,10 +15,10 @@ import { startSweeper } from './sweeper.ts';
 
 // The worker process. The Temporal runtime traps SIGINT/SIGTERM and shuts the worker down
 // gracefully: running activities finish (or time out) and the process exits.
-const config = loadConfig();
-const catalog = loadCatalog(config.CATALOG_FILE);
-const database = await connectDatabase(config.MONGODB_URI, config.MONGODB_DB);
-const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+const config = settingsOrExit('worker', () => loadConfig());
+const catalog = settingsOrExit('worker', () => loadCatalog(config.CATALOG_FILE));
+const database = await untilConnected('worker', 'the store (MONGODB_URI)', () => connectDatabase(config.MONGODB_URI, config.MONGODB_DB));
+const connection = await untilConnected('worker', `Temporal at ${config.TEMPORAL_ADDRESS}`, () => NativeConnection.connect({ address: config.TEMPORAL_ADDRESS }));
 const worker = await createVideoWorker({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
