@@ -272,7 +272,10 @@ export class ApiKeyStore {
       // its limits live elsewhere), so on FerretDB no other write can carry the document from
       // before it back.
       await this.collection.updateOne({ _id: keyId, revoked_at: null }, { $set: { revoked_at: new Date() } });
-      return this.collection.findOne({ _id: keyId });
+      const [key, use] = await Promise.all([this.collection.findOne({ _id: keyId }), this.lastUse.findOne({ _id: keyId })]);
+      // Its last use lives in its own collection, as for listForAccount.
+      if (key) key.last_used_at = use?.last_used_at ?? key.last_used_at ?? null;
+      return key;
     });
   }
 

@@ -134,9 +134,19 @@ describe('admin API', () => {
   it('revokes a key (idempotently) and 404s an unknown key', async () => {
     const account = await createAccount(harness.app, { name: 'Revoke' });
     const created = await createKey(harness.app, account.id);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(created.key) })).statusCode, 200);
+    // Its last use is noted in the background.
+    const uses = harness.database.db.collection('api_key_last_use');
+    for (let waited = 0; !(await uses.findOne({ _id: created.id as never })); waited += 50) {
+      assert.ok(waited < 5_000, 'the use is noted');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const first = await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${created.id}`, headers: adminHeaders });
     assert.equal(first.statusCode, 200);
     assert.equal(first.json().status, 'revoked');
+    const listed = (await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json().keys[0];
+    assert.ok(first.json().last_used_at, 'the revoked key says when it was last used');
+    assert.equal(first.json().last_used_at, listed.last_used_at);
     const revokedAt = first.json().revoked_at;
     const second = await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${created.id}`, headers: adminHeaders });
     assert.equal(second.json().revoked_at, revokedAt, 'a second delete keeps the first revocation time');
