@@ -35,6 +35,8 @@ describe('console sign-in', () => {
     assert.equal(signIn.statusCode, 200);
     assert.match(signIn.headers['content-type'] as string, /^text\/html/);
     assert.match(signIn.body, /<form method="post" action="\/console\/sign-in">/);
+    // An icon of its own, so browsers do not ask for /favicon.ico (a 404 on every page).
+    assert.match(signIn.body, /<link rel="icon" href="data:,">/);
     assert.match(signIn.headers['content-security-policy'] as string, /script-src 'self'/);
     assert.equal(signIn.headers['cache-control'], 'no-store');
   });
@@ -163,7 +165,12 @@ describe('console sign-in', () => {
     const browser = new ConsoleClient(harness.app);
     await browser.signIn(email, PASSWORD);
     const token = browser.cookies.get('fg_console_session')!;
-    await browser.get('/console/keys');
+    // A typed /console/sign-out offers the form; the GET itself signs nobody out.
+    const offered = await browser.get('/console/sign-out');
+    assert.equal(offered.statusCode, 200);
+    assert.match(offered.body, /<form method="post" action="\/console\/sign-out">/);
+    assert.match(offered.body, /href="\/console\/keys">Stay signed in/);
+    assert.equal((await browser.get('/console/keys')).statusCode, 200);
     const signOut = await browser.post('/console/sign-out', {});
     assert.equal(signOut.statusCode, 303);
     assert.equal(signOut.headers.location, '/console/sign-in?signed_out=1');
@@ -172,6 +179,7 @@ describe('console sign-in', () => {
     const replayed = await harness.app.inject({ method: 'GET', url: '/console/keys', headers: { cookie: `fg_console_session=${token}` } });
     assert.equal(replayed.statusCode, 303);
     assert.equal(replayed.headers.location, '/console/sign-in');
+    assert.equal((await browser.get('/console/sign-out')).headers.location, '/console/sign-in', 'signed out, it goes to the sign-in page');
   });
 
   it('signs operators in with the admin token only, and keeps the two areas apart', async () => {

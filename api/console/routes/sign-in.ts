@@ -4,7 +4,7 @@ import { isAdminToken } from '../../plugins/admin-auth.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
 import { SignInThrottle, type AdmittedAttempt, type SignInAttempt } from '../sign-in-throttle.ts';
 import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
-import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_OUT_NOTICE } from '../views/sign-in.ts';
+import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_OUT_NOTICE, signOutPage } from '../views/sign-in.ts';
 
 // Signing in and out. Both sign-in forms answer a wrong secret with the same words whatever
 // was wrong (unknown email or bad password), and an unknown email costs a hash all the same.
@@ -108,6 +108,13 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     throttle.succeeded(attempt);
     await sessions.start(reply, { kind: 'operator', accountId: null, signIn: null, secret: config.ADMIN_TOKEN });
     return reply.redirect('/console/operator', 303);
+  });
+
+  app.get('/sign-out', async (request, reply) => {
+    await sessions.load(request);
+    const current = request.consoleSession;
+    if (current.state !== 'valid') return reply.redirect('/console/sign-in', 303);
+    return sendPage(reply, signOutPage({ csrfToken: reply.generateCsrf(), home: current.session.kind === 'operator' ? '/console/operator' : '/console/keys' }));
   });
 
   app.post('/sign-out', async (request, reply) => {

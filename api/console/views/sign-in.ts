@@ -51,5 +51,23 @@ export function operatorSignInPage(input: { csrfToken: string; state?: FormState
   );
 }
 
+/** Where a typed or bookmarked /console/sign-out lands: signing out is a form (a link could be
+ * followed by anyone's page), so this page offers it. */
+export function signOutPage(input: { csrfToken: string; home: string }): Html {
+  return layout(
+    { area: 'public' },
+    {
+      title: 'Sign out',
+      body: html`<div class="card narrow">
+  <h1>Sign out?</h1>
+  <form method="post" action="/console/sign-out">
+    ${csrfField(input.csrfToken)}
+    <div class="actions"><button type="submit">Sign out</button> <a class="button secondary" href="${input.home}">Stay signed in</a></div>
+  </form>
+</div>`,
+    },
+  );
+}
+
 export const SESSION_EXPIRED_NOTICE: Notice = { kind: 'warning', text: 'Your session expired. Sign in again.' };
 export const SIGNED_OUT_NOTICE: Notice = { kind: 'success', text: 'You are signed out.' };
