@@ -42,7 +42,13 @@ const stopSweeper = startSweeper({
 });
 
 const metricsServer =
-  config.WORKER_METRICS_PORT === undefined ? undefined : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT });
+  config.WORKER_METRICS_PORT === undefined
+    ? undefined
+    : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT }).catch((error: NodeJS.ErrnoException) =>
+        settingsOrExit('worker', () => {
+          throw new Error(`WORKER_METRICS_PORT: cannot listen on ${config.WORKER_METRICS_HOST}:${config.WORKER_METRICS_PORT} (${error.code ?? error.message})`);
+        }),
+      );
 if (metricsServer) console.log(`worker metrics at ${metricsServer.url}`);
 
 console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS}`);
