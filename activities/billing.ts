@@ -1,26 +1,54 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { spendMicros } from '../core/metrics.ts';
+import { UNANSWERED_SUBMISSION_GRACE_MS } from '../core/video-task.ts';
 import type { Ledger } from '../store/ledger.ts';
-import type { TaskStore } from '../store/tasks.ts';
+import type { TaskDecision, TaskDocument, TaskStore } from '../store/tasks.ts';
 import type { UsageStore } from '../store/usage.ts';
 
 // Balance activities. Each is idempotent on (task id, operation) through the ledger, so Temporal
 // may retry them freely; capture and release share one settlement slot, so a task is either
 // charged or refunded, never both.
 
-export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStore; tasks: TaskStore }) {
+/** Within one attempt of holdFunds, how long and how often to look for the api's claim. */
+const CLAIM_WAIT_PER_ATTEMPT_MS = 5_000;
+const CLAIM_POLL_MS = 100;
+
+export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStore; tasks: TaskStore; answerGraceMs?: number }) {
+  const answerGraceMs = deps.answerGraceMs ?? UNANSWERED_SUBMISSION_GRACE_MS;
+
+  /**
+   * Whether the task runs (store/tasks.ts `decide`: the first to record a decision wins). A task
+   * its caller can find again (it came with an Idempotency-Key, or predates the flag) is claimed
+   * here. Any other runs only once its api claimed it, just before answering: an api that died
+   * after starting this workflow and before answering left a caller who saw the connection drop
+   * and may have submitted again, and running that task billed them twice. So the claim is
+   * waited for (retrying the activity), and past the grace since the task was stored the task
+   * is closed here instead.
+   */
+  async function decisionOn(task: TaskDocument | null, taskId: string): Promise<TaskDecision> {
+    if (task?.recoverable !== false) return deps.tasks.decide(taskId, 'run');
+    const waitUntil = Date.now() + CLAIM_WAIT_PER_ATTEMPT_MS;
+    for (;;) {
+      const decided = await deps.tasks.decisionOf(taskId);
+      if (decided) return decided;
+      if (Date.now() - task.created_at.getTime() >= answerGraceMs) return deps.tasks.decide(taskId, 'abandon');
+      if (Date.now() >= waitUntil) throw ApplicationFailure.retryable(`task ${taskId} is not claimed by its submission yet`, 'AwaitingCallersClaim');
+      await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
+    }
+  }
+
   return {
     /** Re-applies the hold the api placed (a no-op then); places it if an api crash skipped it.
-     * Then claims the task for running (store/tasks.ts `decide`): a task the api abandoned first
-     * (its submission failed after the task was stored, and the caller was told so) is not run,
-     * its hold is returned and the workflow ends unbilled. */
+     * Then learns whether the task runs (decisionOn): a task the api abandoned first (its
+     * submission failed after the task was stored, and the caller was told so), or that no
+     * caller ever got, is not run, its hold is returned and the workflow ends unbilled. */
     async holdFunds(input: { taskId: string; accountId: string; keyId: string; amountMicros: number }): Promise<'held' | 'insufficient_balance' | 'abandoned'> {
       const outcome = await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'hold', amountMicros: input.amountMicros });
       if (outcome !== 'applied') return 'insufficient_balance';
       // A task closed without a decision on record (abandoned by an api from before decisions).
       const task = await deps.tasks.find(input.taskId);
       const closed = task !== null && task.status !== 'submitted' && task.status !== 'running';
-      if (!closed && (await deps.tasks.decide(input.taskId, 'run')) === 'run') return 'held';
+      if (!closed && (await decisionOn(task, input.taskId)) === 'run') return 'held';
       await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.amountMicros });
       return 'abandoned';
     },

@@ -18,6 +18,8 @@ export interface ActivityDependencies {
   webhookDispatcher: Dispatcher;
   publicBaseUrl: string;
   webhookTimeoutMs?: number;
+  /** How long a submission's api has to claim its task (core/video-task.ts); tests shorten it. */
+  answerGraceMs?: number;
 }
 
 /** Every activity the video-task workflow uses; workflows proxy `ReturnType<typeof createActivities>`. */

@@ -80,6 +80,11 @@ export class TaskStore {
     }
   }
 
+  /** The decision on a task, if one was made. */
+  async decisionOf(taskId: string): Promise<TaskDecision | null> {
+    return (await this.decisions.findOne({ _id: taskId }))?.decision ?? null;
+  }
+
   async insert(task: TaskDocument): Promise<void> {
     await this.collection.insertOne(task);
   }

@@ -22,6 +22,8 @@ export interface VideoWorkerOptions {
   publicBaseUrl: string;
   outboundAllowlist: string;
   webhookTimeoutMs?: number;
+  /** How long a submission's api has to claim its task (core/video-task.ts); tests shorten it. */
+  answerGraceMs?: number;
   /** Tests may swap the vendor lookup; production uses the catalog's adapters. */
   vendorFor?: (upstream: string) => VideoVendor;
 }
@@ -37,6 +39,7 @@ export async function createVideoWorker(options: VideoWorkerOptions): Promise<Wo
     webhookDispatcher: createGuardedDispatcher({ allowlist: parseOutboundAllowlist(options.outboundAllowlist) }),
     publicBaseUrl: options.publicBaseUrl,
     webhookTimeoutMs: options.webhookTimeoutMs,
+    answerGraceMs: options.answerGraceMs,
   });
   return Worker.create({
     connection: options.connection,

@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { startTaskWorkflow } from '../core/start-task-workflow.ts';
+import { UNANSWERED_SUBMISSION_GRACE_MS } from '../core/video-task.ts';
 import { closeAbandonedTask } from '../store/abandoned-tasks.ts';
 import type { BudgetLeaseStore } from '../store/budget-leases.ts';
 import type { IdempotencyStore } from '../store/idempotency.ts';
@@ -18,7 +19,8 @@ import { sweepExpiredLeases } from './lease-sweeper.ts';
 // submitted again. An api that was only stalled past the grace finds its task closed when it
 // claims it for its caller, and answers 503 instead of handing out a failed task
 // (api/services/video-tasks.ts). A workflow that did start (the api died before recording it)
-// is recorded.
+// is recorded; it runs only once the api claimed its task for the caller, and closes the task
+// itself when no claim comes within the same grace (activities/billing.ts holdFunds).
 // The same timer releases the spend leases of dead api processes (lease-sweeper.ts) and deletes
 // the rate-limit blocks of past minutes and Idempotency-Key records past their 24 hours
 // (FerretDB has no TTL indexes).
@@ -34,7 +36,7 @@ export interface SweeperOptions {
 }
 
 export async function sweepUnstartedTasks(options: SweeperOptions): Promise<number> {
-  const stale = await options.tasks.findUnstarted(new Date(Date.now() - (options.graceMs ?? 60_000)), 100);
+  const stale = await options.tasks.findUnstarted(new Date(Date.now() - (options.graceMs ?? UNANSWERED_SUBMISSION_GRACE_MS)), 100);
   for (const task of stale) {
     if (task.recoverable === false && !(await workflowExists(options.client, task._id))) {
       const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped or stalled before it answered this submission, so the task id never reached its caller; nothing was charged.');

@@ -160,29 +160,34 @@ export class VideoTaskService {
     // The workflow runs, so the caller gets its task even if this flag cannot be written now: the
     // sweeper then starts the workflow again, which Temporal answers with "already started".
     const [decision] = await Promise.all([
-      this.claimForCaller(input),
+      this.claimForCaller(input, task.recoverable === true),
       tasks.markWorkflowStarted(taskId).catch((error: unknown) => this.options.log?.warn({ err: error, taskId }, 'could not mark the workflow started')),
     ]);
     if (decision === 'abandon') {
       throw new GatewayError('service_unavailable', 'This submission took too long inside the gateway and was closed unstarted; nothing was charged. Retry with backoff.');
     }
+    if (decision === 'unknown') {
+      throw new GatewayError('service_unavailable', 'The task could not be confirmed; nothing was charged, unless it was confirmed after all (it then runs and is billed as usual). Retry with backoff.');
+    }
     return { task_id: taskId, status: 'submitted' };
   }
 
   /**
-   * Claims the task for running before its id goes to the caller. A task the sweeper found
-   * unstarted after its grace (this process stalled between storing it and starting its
-   * workflow) and closed as unanswered (worker/sweeper.ts) has lost that claim: answering 200
-   * would hand out a task that is already `failed`. Its workflow, started just now, finds it
-   * closed and releases any hold placed since. A claim the store cannot record is left to the
-   * workflow's own first step, which makes the same claim: the caller gets its task.
+   * Claims the task for running, the last step before its id goes to the caller: the workflow
+   * runs a task without an Idempotency-Key only once this claim is on record, so a process that
+   * dies before answering leaves a task that is closed unbilled (activities/billing.ts). A task
+   * closed as unanswered first (this process stalled past the grace: the sweeper or its workflow
+   * closed it) has lost the claim: answering 200 would hand out a task that is already `failed`.
+   * A claim the store cannot record ('unknown') is a 503 for a task without a key, which its
+   * workflow then closes; with a key, the workflow makes the claim itself and the caller's
+   * retry under the key finds the task, so the caller gets it.
    */
-  private async claimForCaller(input: VideoTaskWorkflowInput): Promise<'run' | 'abandon'> {
+  private async claimForCaller(input: VideoTaskWorkflowInput, recoverable: boolean): Promise<'run' | 'abandon' | 'unknown'> {
     try {
       return await this.options.tasks.decide(input.taskId, 'run');
     } catch (error) {
-      this.options.log?.warn({ err: error, taskId: input.taskId }, 'could not claim the task for its caller; its workflow will');
-      return 'run';
+      this.options.log?.warn({ err: error, taskId: input.taskId }, recoverable ? 'could not claim the task for its caller; its workflow will' : 'could not claim the task for its caller; it is not answered, and its workflow closes it');
+      return recoverable ? 'run' : 'unknown';
     }
   }
 

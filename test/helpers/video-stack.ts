@@ -19,7 +19,7 @@ export interface VideoStack extends TestApp {
  * worker on a task queue of its own. */
 export async function startVideoStack(
   label: string,
-  options: { withWorker?: boolean; deadlineSeconds?: number; outboundAllowlist?: string } = {},
+  options: { withWorker?: boolean; deadlineSeconds?: number; outboundAllowlist?: string; answerGraceMs?: number } = {},
 ): Promise<VideoStack> {
   const simulator = buildSimulator();
   await simulator.listen({ host: '127.0.0.1', port: 0 });
@@ -50,7 +50,7 @@ export async function startVideoStack(
     };
   }
   const stackWithoutWorker = { ...harness, baseUrl, simulatorUrl, taskQueue };
-  const started = await startStackWorker(stackWithoutWorker, { outboundAllowlist: options.outboundAllowlist });
+  const started = await startStackWorker(stackWithoutWorker, { outboundAllowlist: options.outboundAllowlist, answerGraceMs: options.answerGraceMs });
   return {
     ...stackWithoutWorker,
     worker: started.worker,
@@ -66,7 +66,7 @@ export async function startVideoStack(
  * for tests that start it late or swap the vendors. */
 export async function startStackWorker(
   stack: Pick<VideoStack, 'database' | 'simulatorUrl' | 'baseUrl' | 'taskQueue'>,
-  options: { outboundAllowlist?: string; vendorFor?: (upstream: string) => VideoVendor } = {},
+  options: { outboundAllowlist?: string; vendorFor?: (upstream: string) => VideoVendor; answerGraceMs?: number } = {},
 ): Promise<{ worker: Worker; stop: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: testTemporalAddress() });
   const worker = await createVideoWorker({
@@ -78,6 +78,7 @@ export async function startStackWorker(
     publicBaseUrl: stack.baseUrl,
     outboundAllowlist: options.outboundAllowlist ?? 'loopback',
     webhookTimeoutMs: 2_000,
+    ...(options.answerGraceMs === undefined ? {} : { answerGraceMs: options.answerGraceMs }),
     ...(options.vendorFor ? { vendorFor: options.vendorFor } : {}),
   });
   const running = worker.run();

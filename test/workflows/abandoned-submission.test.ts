@@ -22,6 +22,7 @@ import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
 const body = { model: 'seedance-2.0', prompt: 'halfway [sim:delay=0]', seconds: '4', metadata: { resolution: '480p' } };
 const PRICE = 160_000;
+const ANSWER_GRACE_MS = 3_000;
 
 async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000, describe?: () => Promise<string>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -57,6 +58,21 @@ class LedgerStuckOnHolds extends Ledger {
   }
 }
 
+/** The api's task store as seen from a process that dies as it claims its task for the caller:
+ * the claim never comes back (and the answer never goes out). */
+class TasksDyingOnClaim extends TaskStore {
+  override decide(): Promise<never> {
+    return new Promise(() => undefined);
+  }
+}
+
+/** The api's task store when the store fails the claim. */
+class TasksFailingTheClaim extends TaskStore {
+  override async decide(): Promise<never> {
+    throw new MongoNetworkError('connection reset by peer (simulated)');
+  }
+}
+
 /** A task store that cannot write the "workflow started" flag. */
 class TasksLosingTheStoreOnFlag extends TaskStore {
   override async markWorkflowStarted(): Promise<void> {
@@ -71,7 +87,8 @@ describe('video submissions that fail halfway', () => {
   let tasks: TaskStore;
   let ledger: Ledger;
   before(async () => {
-    stack = await startVideoStack('abandoned-submission');
+    // The worker waits 3 s, not a minute, for an api to claim its task for the caller.
+    stack = await startVideoStack('abandoned-submission', { answerGraceMs: ANSWER_GRACE_MS });
     catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl });
     accounts = new AccountStore(stack.database.db);
     tasks = new TaskStore(stack.database.db);
@@ -262,6 +279,57 @@ describe('video submissions that fail halfway', () => {
     assert.equal(task?.status, 'failed');
     assert.equal(task?.vendor_task_id, undefined, 'the vendor was never asked');
     assert.equal((await ledger.entries.find({ reference: taskId, operation: 'capture' }).toArray()).length, 0);
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  });
+
+  /** A service over `apiTasks` whose workflow starts are reported to `started`. */
+  function serviceRecordingStarts(apiTasks: TaskStore, started: (taskId: string) => void): VideoTaskService {
+    const recording = {
+      connection: stack.temporal.client.connection,
+      workflow: {
+        start: async (...args: Parameters<typeof stack.temporal.client.workflow.start>) => {
+          started(args[1].workflowId);
+          return stack.temporal.client.workflow.start(...args);
+        },
+      },
+    };
+    return new VideoTaskService({
+      holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks: apiTasks, ledger, accounts,
+      temporal: recording as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600,
+    });
+  }
+
+  it('an api that dies after starting the workflow, before answering: the task waits for its claim, then closes unbilled after the grace, with no callback', async () => {
+    const principal = await fundedPrincipal('died-before-answer');
+    let taskId = '';
+    const dying = serviceRecordingStarts(new TasksDyingOnClaim(stack.database.db), (id) => (taskId = id));
+    // Never answered: the caller sees its connection drop, and may well submit again.
+    void dying.submit(principal, { ...body, metadata: { ...body.metadata, callback_url: 'http://127.0.0.1:9/never-called' } }, 'req_died');
+    await eventually(async () => taskId !== '', 'the workflow start');
+    await eventually(async () => (await stack.temporal.client.workflow.getHandle(taskId).describe().then(() => true, () => false)), 'the workflow started');
+    const startedAt = Date.now();
+    // Meanwhile the task is held, not run: the vendor is not asked before the grace.
+    await new Promise((resolve) => setTimeout(resolve, ANSWER_GRACE_MS / 2));
+    assert.equal((await tasks.find(taskId))?.vendor_task_id, undefined);
+
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.deepEqual([result.status, result.error?.code, result.webhook], ['failed', 'gateway_unavailable', undefined]);
+    assert.ok(Date.now() - startedAt >= ANSWER_GRACE_MS / 2, 'closed only after the grace');
+    assert.equal((await tasks.find(taskId))?.vendor_task_id, undefined, 'the vendor was never asked');
+    assert.equal(await tasks.decisionOf(taskId), 'abandon');
+    assert.equal((await ledger.entries.find({ reference: taskId, operation: 'capture' }).toArray()).length, 0);
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  });
+
+  it('a claim the store cannot record: 503 for a task without an Idempotency-Key, and its workflow closes it unbilled', async () => {
+    const principal = await fundedPrincipal('claim-failed');
+    let taskId = '';
+    const failing = serviceRecordingStarts(new TasksFailingTheClaim(stack.database.db), (id) => (taskId = id));
+    await assert.rejects(failing.submit(principal, body, 'req_claim_failed'), (error: GatewayError) => error.code === 'service_unavailable' && /could not be confirmed; nothing was charged/.test(error.message));
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.deepEqual([result.status, result.error?.code], ['failed', 'gateway_unavailable']);
     const totals = await ledger.totals(principal.accountId);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
