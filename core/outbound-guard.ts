@@ -4,6 +4,9 @@ import type { ConnectionOptions } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, errors as undiciErrors } from 'undici';
 
+/** The longest caller URL the gateway calls (a webhook's); longer ones are refused at submission. */
+export const MAX_CALLER_URL_LENGTH = 2048;
+
 // SSRF protection for requests to caller-supplied URLs (webhooks, reference media).
 // The check happens inside the undici connector, on the addresses we resolve ourselves and
 // connect to, and again on the socket's remote address: checking the URL's hostname up front
@@ -106,7 +109,7 @@ export function isForbiddenAddress(ip: string, allowlist: Allowlist): boolean {
 /** Early, DNS-free validation of a callback URL: absolute http(s), no credentials. The guarded
  * dispatcher still decides at connect time where the request may go. */
 export function validateCallerUrl(raw: string): URL | string {
-  if (raw.length > 2048) return 'the URL is longer than 2048 characters';
+  if (raw.length > MAX_CALLER_URL_LENGTH) return `the URL is longer than ${MAX_CALLER_URL_LENGTH} characters`;
   let url: URL;
   try {
     url = new URL(raw);

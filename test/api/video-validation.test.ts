@@ -26,6 +26,7 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['callback_url at the top level', { model: 'seedance-2.0', prompt: 'x', callback_url: 'https://hooks.example/x' }, 400, 'callback_url', /belongs inside metadata/],
   ['a relative callback_url', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: '/hook' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
   ['an ftp callback_url', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'ftp://hooks.example/x' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
+  ['a callback_url longer than the worker calls', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: `https://hooks.example/${'a'.repeat(2100)}` } }, 400, 'metadata.callback_url', /at most 2048 characters/],
   ['an unknown content type', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'text_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.type', /image_url, video_url or audio_url/],
   ['an entry without its url object', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'image_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.image_url', /is required/],
   ['an entry whose object lacks url', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'video_url', video_url: {}, role: 'reference_video' }] } }, 400, 'metadata.content.0.video_url.url', /absolute http/],

@@ -5,6 +5,7 @@ import type { ReferenceMediaType } from '../../../vendors/types.ts';
 import { modelIdRefusal } from '../model-resolution.ts';
 import { allowedEntryTypes, contentArrayRules, contentRolesFor, type ContentRoles } from './content-rules.ts';
 import { httpUrl, promptField } from './schemas.ts';
+import { MAX_CALLER_URL_LENGTH } from '../../../core/outbound-guard.ts';
 
 // The body of POST /v1/video/generations as one schema per catalog model, told apart by
 // `model` (spec 4.1, 2.2, 2.3, section 8). Per model it states the seconds, resolutions, ratios,
@@ -111,7 +112,11 @@ function submissionFor(model: VideoModel) {
           ratio: choiceField(model, model.ratios as [string, ...string[]], model.default_ratio, 'Aspect ratio').nullish(),
           resolution: choiceField(model, model.resolutions as [string, ...string[]], model.default_resolution, 'Resolution').nullish(),
           generate_audio: audioField(model).nullish(),
-          callback_url: httpUrl.describe('Webhook address; receives the final task JSON, signed per Standard Webhooks.').nullish(),
+          // The worker calls no URL longer than this (core/outbound-guard.ts): refused here, not
+          // accepted, billed and never called.
+          callback_url: httpUrl.max(MAX_CALLER_URL_LENGTH, `must be at most ${MAX_CALLER_URL_LENGTH} characters`)
+            .describe('Webhook address; receives the final task JSON, signed per Standard Webhooks.')
+            .nullish(),
           content: contentField(model).nullish(),
         }, { error: metadataRefusal })
         .describe('Vendor parameters (spec 2.2).')
