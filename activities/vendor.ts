@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { vendorErrors } from '../core/metrics.ts';
-import { VendorRejectedError, VendorTransientError, type VendorTaskStatus, type VideoGenerationRequest, type VideoVendor } from '../vendors/types.ts';
+import { isContentPolicyCode, VendorRejectedError, VendorTransientError, type VendorTaskStatus, type VideoGenerationRequest, type VideoVendor } from '../vendors/types.ts';
 
 // Vendor calls. Errors become Temporal failures whose `type` drives the retry policy:
 // VendorTransient is retried (after the vendor's Retry-After when it sent one), VendorRejected
@@ -16,7 +16,8 @@ function asFailure(error: unknown, upstream: string): unknown {
       message: error.message,
       type: 'VendorRejected',
       nonRetryable: true,
-      details: [{ status: error.status, vendorCode: error.vendorCode ?? null }],
+      // The workflow words the task's failure from these (workflows/video-task.ts generate).
+      details: [{ status: error.status, vendorCode: error.vendorCode ?? null, contentPolicy: isContentPolicyCode(error.vendorCode) }],
     });
   }
   if (error instanceof VendorTransientError) {

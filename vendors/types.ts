@@ -68,6 +68,13 @@ export class VendorTransientError extends Error {
 }
 
 /** A definite refusal (a 4xx other than 408/429): retrying cannot help. */
+/** Whether a vendor's own failure code is its moderation refusing the caller's content:
+ * OpenAI's `moderation_blocked`, Seedance's `*SensitiveContentDetected` verdicts (input text,
+ * image or video, output video). The same words at submission and at generation. */
+export function isContentPolicyCode(vendorCode: string | undefined): boolean {
+  return vendorCode !== undefined && (vendorCode === 'moderation_blocked' || /Sensitive/i.test(vendorCode));
+}
+
 export class VendorRejectedError extends Error {
   override readonly name = 'VendorRejectedError';
   constructor(

@@ -61,6 +61,9 @@ const SUBMISSION_DEADLINE_PATCH = 'submission-within-deadline';
 /** Marks histories in which a task reads `running` once the vendor runs it, not as soon as the
  * vendor accepted it (spec 4.1: submitted is "accepted and queued", running "in progress"). */
 const RUNNING_WHEN_VENDOR_RUNS_PATCH = 'running-when-the-vendor-runs';
+/** Marks histories in which a submission the vendor refused keeps the vendor's code, and its
+ * moderation's refusal reads content_policy_violation, as the same refusal does at generation. */
+const SUBMISSION_REFUSAL_CODES_PATCH = 'submission-refusal-codes';
 const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 10_000;
 const WEBHOOK_MAX_DELAY_MS = 24 * 3600 * 1000;
@@ -71,9 +74,9 @@ function failed(code: string, message: string, vendorCode?: string): Outcome {
   return { status: 'failed', error: vendorCode === undefined ? { code, message } : { code, message, vendor_code: vendorCode } };
 }
 
-function describeActivityFailure(error: unknown): { type?: string; message: string } {
+function describeActivityFailure(error: unknown): { type?: string; message: string; details?: unknown } {
   if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) {
-    return { type: error.cause.type ?? undefined, message: error.cause.message };
+    return { type: error.cause.type ?? undefined, message: error.cause.message, details: error.cause.details?.[0] };
   }
   return { message: error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error) };
 }
@@ -133,6 +136,16 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
   return result;
 }
 
+/** A submission the vendor refused (activities/vendor.ts gives its code and whether it is the
+ * moderation's verdict): the caller's content (content_policy_violation) or another refusal. */
+function submissionRefused(failure: { message: string; details?: unknown }): Outcome {
+  const message = `The vendor refused the task: ${failure.message}`;
+  if (!patched(SUBMISSION_REFUSAL_CODES_PATCH)) return failed('vendor_rejected', message);
+  const details = (failure.details ?? {}) as { vendorCode?: string | null; contentPolicy?: boolean };
+  const vendorCode = typeof details.vendorCode === 'string' ? details.vendorCode : undefined;
+  return failed(details.contentPolicy === true ? 'content_policy_violation' : 'vendor_rejected', message, vendorCode);
+}
+
 async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadline: number): Promise<Outcome> {
   let vendorTaskId: string;
   const withinDeadline = patched(SUBMISSION_DEADLINE_PATCH);
@@ -148,9 +161,8 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
     if (deadlineFirst && failure.type !== 'VendorRejected') {
       return failed('deadline_exceeded', `The vendor could not be reached within the task's deadline of ${input.deadlineSeconds} seconds: ${failure.message}`);
     }
-    return failure.type === 'VendorRejected'
-      ? failed('vendor_rejected', `The vendor refused the task: ${failure.message}`)
-      : failed('vendor_unavailable', `The vendor could not be reached: ${failure.message}`);
+    if (failure.type === 'VendorRejected') return submissionRefused(failure);
+    return failed('vendor_unavailable', `The vendor could not be reached: ${failure.message}`);
   }
   state.vendorTaskId = vendorTaskId;
   const markRunning = async (progress?: number) => {

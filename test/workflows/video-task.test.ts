@@ -99,8 +99,19 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     const submitted = await client.submit({ model: 'seedance-1.0-pro', prompt: 'refused [sim:reject]' });
     const task = await client.waitForFinal(submitted.json.task_id);
     assert.equal(task.status, 'failed');
-    assert.equal(task.error?.code, 'vendor_rejected');
+    // Not the moderation's verdict: the gateway's refusal code, the vendor's own beside it.
+    assert.deepEqual([task.error?.code, task.error?.vendor_code], ['vendor_rejected', 'InvalidParameter'], JSON.stringify(task.error));
     await recordHistoryIfAsked(task.task_id, 'vendor-rejected');
+    assert.deepEqual((await accountOf(account.id)).balance_usd, 5);
+  });
+
+  it('a moderation refusal at submission reads as at generation: content_policy_violation, the vendor\'s code beside it, unbilled', async () => {
+    const { account, client } = await newCustomer(5);
+    const submitted = await client.submit({ model: 'sora-2', prompt: 'refused by moderation [sim:reject]' });
+    const task = await client.waitForFinal(submitted.json.task_id);
+    assert.equal(task.status, 'failed');
+    assert.deepEqual([task.error?.code, task.error?.vendor_code], ['content_policy_violation', 'moderation_blocked'], JSON.stringify(task.error));
+    await recordHistoryIfAsked(task.task_id, 'submission-moderated');
     assert.deepEqual((await accountOf(account.id)).balance_usd, 5);
   });
 

@@ -1,5 +1,5 @@
 import { createVendorHttp } from '../http.ts';
-import { VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
+import { isContentPolicyCode, VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
 import { OPENAI_VIDEOS_PATH, openAiVideo, toOpenAiCreateVideoBody, type OpenAiVideo } from './openai-videos-wire.ts';
 
 export interface OpenAiVideosVendorOptions {
@@ -24,7 +24,7 @@ function toVendorTaskStatus(video: OpenAiVideo): VendorTaskStatus {
       return {
         state: 'failed',
         reason: video.error?.message ?? 'OpenAI reported the video failed without a reason.',
-        code: vendorCode === 'moderation_blocked' ? 'content_policy_violation' : 'generation_failed',
+        code: isContentPolicyCode(vendorCode) ? 'content_policy_violation' : 'generation_failed',
         ...(vendorCode !== undefined ? { vendorCode } : {}),
       };
     }

@@ -1,5 +1,5 @@
 import { createVendorHttp } from '../http.ts';
-import { VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
+import { isContentPolicyCode, VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
 import { SEEDANCE_TASKS_PATH, seedanceCreatedTask, seedanceTask, toSeedanceCreateTaskBody, type SeedanceTask } from './seedance-wire.ts';
 
 export interface SeedanceVendorOptions {
@@ -25,7 +25,7 @@ function toVendorTaskStatus(task: SeedanceTask): VendorTaskStatus {
       const vendorCode = task.error?.code ?? undefined;
       // Seedance names each moderation verdict (InputTextSensitiveContentDetected,
       // OutputVideoSensitiveContentDetected, ...): all of them are the caller's content.
-      const code = vendorCode !== undefined && /Sensitive/i.test(vendorCode) ? 'content_policy_violation' : 'generation_failed';
+      const code = isContentPolicyCode(vendorCode) ? 'content_policy_violation' : 'generation_failed';
       return { state: 'failed', reason: vendorMessage ?? 'Seedance reported the task failed without a reason.', code, ...(vendorCode !== undefined ? { vendorCode } : {}) };
     }
     // Expired and cancelled are not the model's verdict on the prompt, so they get their own
