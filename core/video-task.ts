@@ -51,11 +51,11 @@ export interface WebhookAttempt {
   duration_ms: number;
 }
 
-/** The published webhook retry schedule: the delay before each attempt, in seconds. */
 /** How long a submission's api has to claim its task for its caller (just before it answers):
  * past it, a task whose caller cannot find it again (no Idempotency-Key) is closed unbilled, by
  * the sweeper when its workflow never started (worker/sweeper.ts), by its workflow when it did
  * (activities/billing.ts holdFunds). */
 export const UNANSWERED_SUBMISSION_GRACE_MS = 60_000;
 
+/** The published webhook retry schedule: the delay before each attempt, in seconds. */
 export const WEBHOOK_RETRY_SCHEDULE_SECONDS = [0, 5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600, 14 * 3600, 20 * 3600, 24 * 3600];
