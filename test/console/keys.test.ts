@@ -93,6 +93,7 @@ describe('console keys', () => {
 
     const confirm = await browser.get(`/console/keys/${keyId}/revoke`);
     assert.equal(confirm.statusCode, 200);
+    assert.match(visibleText(confirm.body), /Video tasks already submitted with it run to their end, and are billed as usual\./);
     assert.match(visibleText(confirm.body), /Delete key “short-lived”\?/);
     assert.match(visibleText(confirm.body), /answered 401/);
     assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(plaintext) })).statusCode, 200, 'the confirmation page revokes nothing');

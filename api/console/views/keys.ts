@@ -107,7 +107,7 @@ export function revokeConfirmPage(frame: AccountFrame, key: ApiKeyDocument): Htm
     title: 'Delete key',
     body: html`<h1>Delete key “${key.name}”?</h1>
 <div class="card">
-  <p>Key <span class="mono">${maskedKey(key)}</span> (${modelsLabel(key.models)}) stops working at once: every call made with it is answered 401 from now on. This cannot be undone.</p>
+  <p>Key <span class="mono">${maskedKey(key)}</span> (${modelsLabel(key.models)}) stops working at once: every call made with it is answered 401 from now on. Video tasks already submitted with it run to their end, and are billed as usual. This cannot be undone.</p>
   <form method="post" action="/console/keys/${key._id}/revoke">
     ${csrfField(frame.csrfToken)}
     <div class="actions"><button type="submit" class="danger">Delete key</button><a class="button secondary" href="/console/keys">Cancel</a></div>
