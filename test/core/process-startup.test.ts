@@ -3,17 +3,22 @@ import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { projectRoot } from '../../scripts/lib/engines.ts';
 import { freePort } from '../../scripts/lib/processes.ts';
+import { MongoServerSelectionError } from 'mongodb';
 import { untilConnected } from '../../core/process-startup.ts';
 
 // How the api and the worker start (core/process-startup.ts): a bad setting is one line and
 // exit 1; a store that does not answer yet is waited for.
 
-/** Runs `entry` under tsx with `environment`; resolves at its exit or after `forMs`, killing it then. */
-function run(entry: string, environment: Record<string, string>, forMs: number): Promise<{ code: number | null; stderr: string }> {
+/** Runs `entry` under tsx with `environment`; resolves at its exit, or kills it once its stderr
+ * matches `until` or after `forMs`. */
+function run(entry: string, environment: Record<string, string>, forMs: number, until?: RegExp): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: projectRoot, env: { ...process.env, ADMIN_TOKEN: 'process-startup-admin-token', ...environment }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk;
+      if (until?.test(stderr)) child.kill('SIGKILL');
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), forMs);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -28,7 +33,7 @@ describe('api and worker start-up', () => {
     let tries = 0;
     const connected = await untilConnected('test', 'a thing', async () => {
       tries += 1;
-      if (tries < 6) throw new Error(`refused ${tries}\nwith a second line`);
+      if (tries < 6) throw new MongoServerSelectionError(`refused ${tries}\nwith a second line`, {} as never);
       return 'connected';
     }, async (ms) => void waits.push(ms));
     assert.equal(connected, 'connected');
@@ -49,10 +54,16 @@ describe('api and worker start-up', () => {
 
   it('waits for a store that does not answer instead of exiting', async () => {
     const closedPort = await freePort();
-    const { code, stderr } = await run('api/server.ts', { MONGODB_URI: `mongodb://127.0.0.1:${closedPort}/` }, 9_000);
-    assert.equal(code, null, `still running after 9 s (killed then):\n${stderr}`);
-    const tries = stderr.match(/framegate api: waiting for the store \(MONGODB_URI\) \(try \d+: /g) ?? [];
-    assert.ok(tries.length >= 2, stderr);
+    const { code, stderr } = await run('api/server.ts', { MONGODB_URI: `mongodb://127.0.0.1:${closedPort}/` }, 60_000, /\(try 2: /);
+    assert.equal(code, null, `still running at its second try (killed then):\n${stderr}`);
+    assert.match(stderr, /^framegate api: waiting for the store \(MONGODB_URI\) \(try 1: .*\n.*\(try 2: /m);
     assert.doesNotMatch(stderr, /^\s+at /m, 'no stack trace');
+  });
+
+  it('does not wait out a connection string that can never work: one line, exit 1', async () => {
+    const { code, stderr } = await run('api/server.ts', { MONGODB_URI: 'postgres://127.0.0.1/framegate' }, 30_000);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /^framegate api: cannot use the store \(MONGODB_URI\): /);
+    assert.equal(stderr.trim().split('\n').length, 1, stderr);
   });
 });
