@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { spendMicros } from '../core/metrics.ts';
 import { UNANSWERED_SUBMISSION_GRACE_MS } from '../core/video-task.ts';
 import type { Ledger } from '../store/ledger.ts';
@@ -27,11 +27,17 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
    */
   async function decisionOn(task: TaskDocument | null, taskId: string): Promise<TaskDecision> {
     if (task?.recoverable !== false) return deps.tasks.decide(taskId, 'run');
-    const waitUntil = Date.now() + CLAIM_WAIT_PER_ATTEMPT_MS;
+    // The grace runs from this activity's first scheduling, on the Temporal server's clock (both
+    // timestamps below), then on this process's: the api's clock, which stamped the task, may
+    // be off from this one by more than the grace.
+    const { scheduledTimestampMs, currentAttemptScheduledTimestampMs } = Context.current().info;
+    const attemptStarted = Date.now();
+    const waited = () => currentAttemptScheduledTimestampMs - scheduledTimestampMs + (Date.now() - attemptStarted);
+    const waitUntil = attemptStarted + CLAIM_WAIT_PER_ATTEMPT_MS;
     for (;;) {
       const decided = await deps.tasks.decisionOf(taskId);
       if (decided) return decided;
-      if (Date.now() - task.created_at.getTime() >= answerGraceMs) return deps.tasks.decide(taskId, 'abandon');
+      if (waited() >= answerGraceMs) return deps.tasks.decide(taskId, 'abandon');
       if (Date.now() >= waitUntil) throw ApplicationFailure.retryable(`task ${taskId} is not claimed by its submission yet`, 'AwaitingCallersClaim');
       await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
     }

@@ -53,8 +53,8 @@ export interface WebhookAttempt {
 
 /** How long a submission's api has to claim its task for its caller (just before it answers):
  * past it, a task whose caller cannot find it again (no Idempotency-Key) is closed unbilled, by
- * the sweeper when its workflow never started (worker/sweeper.ts), by its workflow when it did
- * (activities/billing.ts holdFunds). */
+ * the sweeper when its workflow never started (worker/sweeper.ts: since the task was stored), by
+ * its workflow when it did (activities/billing.ts holdFunds: since its first step was scheduled). */
 export const UNANSWERED_SUBMISSION_GRACE_MS = 60_000;
 
 /** The published webhook retry schedule: the delay before each attempt, in seconds. */

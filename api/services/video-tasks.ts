@@ -154,7 +154,8 @@ export class VideoTaskService {
       this.options.log?.warn({ err: error, taskId }, 'workflow start failed; the task is closed unbilled');
       void this.abandon(input, 'The task could not be scheduled.');
       // Rarely the start went through all the same (Temporal recorded it as the deadline passed):
-      // the workflow then claims the task before the abandon and runs it (store/tasks.ts decide).
+      // a task with an Idempotency-Key is then claimed by its workflow before the abandon and runs
+      // (store/tasks.ts decide); one without a key waits for a claim, and the abandon closes it.
       throw new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged, unless the task was started after all (it then runs and is billed as usual). Retry with backoff.');
     }
     // The workflow runs, so the caller gets its task even if this flag cannot be written now: the
@@ -167,6 +168,10 @@ export class VideoTaskService {
       throw new GatewayError('service_unavailable', 'This submission took too long inside the gateway and was closed unstarted; nothing was charged. Retry with backoff.');
     }
     if (decision === 'unknown') {
+      // Its money comes back now, not when the workflow gives up on the claim a minute later: a
+      // caller funded for one task would get a 403 on the retry. The abandon loses to a claim
+      // that did reach the store (the task then runs; the message says so).
+      void this.abandon(input, 'The task could not be confirmed to its caller.');
       throw new GatewayError('service_unavailable', 'The task could not be confirmed; nothing was charged, unless it was confirmed after all (it then runs and is billed as usual). Retry with backoff.');
     }
     return { task_id: taskId, status: 'submitted' };
@@ -186,6 +191,9 @@ export class VideoTaskService {
     try {
       return await this.options.tasks.decide(input.taskId, 'run');
     } catch (error) {
+      // The insert may have reached the store with its answer lost: what is on record decides.
+      const recorded = await this.options.tasks.decisionOf(input.taskId).catch(() => null);
+      if (recorded) return recorded;
       this.options.log?.warn({ err: error, taskId: input.taskId }, recoverable ? 'could not claim the task for its caller; its workflow will' : 'could not claim the task for its caller; it is not answered, and its workflow closes it');
       return recoverable ? 'run' : 'unknown';
     }

@@ -66,10 +66,11 @@ class TasksDyingOnClaim extends TaskStore {
   }
 }
 
-/** The api's task store when the store fails the claim. */
+/** The api's task store when the store fails the claim (and answers again right after). */
 class TasksFailingTheClaim extends TaskStore {
-  override async decide(): Promise<never> {
-    throw new MongoNetworkError('connection reset by peer (simulated)');
+  override async decide(taskId: string, wanted: Parameters<TaskStore['decide']>[1]) {
+    if (wanted === 'run') throw new MongoNetworkError('connection reset by peer (simulated)');
+    return super.decide(taskId, wanted);
   }
 }
 
@@ -308,14 +309,15 @@ describe('video submissions that fail halfway', () => {
     void dying.submit(principal, { ...body, metadata: { ...body.metadata, callback_url: 'http://127.0.0.1:9/never-called' } }, 'req_died');
     await eventually(async () => taskId !== '', 'the workflow start');
     await eventually(async () => (await stack.temporal.client.workflow.getHandle(taskId).describe().then(() => true, () => false)), 'the workflow started');
-    const startedAt = Date.now();
     // Meanwhile the task is held, not run: the vendor is not asked before the grace.
     await new Promise((resolve) => setTimeout(resolve, ANSWER_GRACE_MS / 2));
     assert.equal((await tasks.find(taskId))?.vendor_task_id, undefined);
 
     const result = await stack.temporal.client.workflow.getHandle(taskId).result();
     assert.deepEqual([result.status, result.error?.code, result.webhook], ['failed', 'gateway_unavailable', undefined]);
-    assert.ok(Date.now() - startedAt >= ANSWER_GRACE_MS / 2, 'closed only after the grace');
+    // Closed by the workflow once the grace had passed since the task was stored.
+    const decided = await stack.database.db.collection('task_decisions').findOne({ _id: taskId } as never);
+    assert.ok(decided!.at.getTime() - (await tasks.find(taskId))!.created_at.getTime() >= ANSWER_GRACE_MS, 'closed only after the grace');
     assert.equal((await tasks.find(taskId))?.vendor_task_id, undefined, 'the vendor was never asked');
     assert.equal(await tasks.decisionOf(taskId), 'abandon');
     assert.equal((await ledger.entries.find({ reference: taskId, operation: 'capture' }).toArray()).length, 0);
@@ -328,6 +330,9 @@ describe('video submissions that fail halfway', () => {
     let taskId = '';
     const failing = serviceRecordingStarts(new TasksFailingTheClaim(stack.database.db), (id) => (taskId = id));
     await assert.rejects(failing.submit(principal, body, 'req_claim_failed'), (error: GatewayError) => error.code === 'service_unavailable' && /could not be confirmed; nothing was charged/.test(error.message));
+    // The money comes back at once, not after the grace: a retry is not refused for balance.
+    await eventually(async () => (await ledger.totals(principal.accountId)).held_micros === 0, 'the hold released', ANSWER_GRACE_MS / 2);
+    assert.equal(await tasks.decisionOf(taskId), 'abandon');
     const result = await stack.temporal.client.workflow.getHandle(taskId).result();
     assert.deepEqual([result.status, result.error?.code], ['failed', 'gateway_unavailable']);
     const totals = await ledger.totals(principal.accountId);
