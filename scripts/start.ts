@@ -134,7 +134,8 @@ function exitDescription(child: ManagedProcess, code: number | null): string {
 try {
   // Every port this stack will listen on, before anything starts.
   const wanted: Array<[string, number, string]> = [
-    [apiHost, ports.api, 'PORT'],
+    // Where the api will listen (HOST), wildcard included: a listener on another interface counts.
+    [process.env.HOST || '127.0.0.1', ports.api, 'PORT'],
     ['127.0.0.1', ports.simulator, 'SIMULATOR_PORT'],
     ...(process.env.MONGODB_URI ? [] : [['127.0.0.1', ports.ferretdb, 'FERRETDB_PORT'] as [string, number, string]]),
     ...(process.env.TEMPORAL_ADDRESS ? [] : [['127.0.0.1', ports.temporal, 'TEMPORAL_PORT'], ['127.0.0.1', ports.temporalUi, 'TEMPORAL_UI_PORT']] as Array<[string, number, string]>),

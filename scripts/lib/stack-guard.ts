@@ -1,4 +1,4 @@
-import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 
@@ -33,22 +33,54 @@ export async function assertPortFree(host: string, port: number, variable: strin
   throw error;
 }
 
-function isRunning(pid: number): boolean {
+/** A process's command line, or null when there is no such process (or no /proc to ask). */
+function commandLine(pid: number): string | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `pid` is a live `npm start` (scripts/start.ts): after a reboot or in a container a
+ * stale pid may belong to something else entirely. Without /proc, any live process counts. */
+function isStackProcess(pid: number): boolean {
+  if (existsSync('/proc/self/cmdline')) return commandLine(pid)?.includes('scripts/start.ts') ?? false;
   try {
     process.kill(pid, 0);
     return true;
   } catch (error) {
-    // EPERM: it exists, under another user.
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
+/** Processes still running on `dataDir`'s files (an engine whose stack was killed with SIGKILL
+ * lives on in its own process group): their pids, from /proc. */
+function processesOn(dataDir: string): number[] {
+  if (!existsSync('/proc/self/cmdline')) return [];
+  const files = [path.join(dataDir, 'ferretdb'), path.join(dataDir, 'temporal.db')];
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const line = commandLine(Number(entry));
+    if (line && files.some((file) => line.includes(file))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
 /**
- * Takes `<dataDir>/stack.pid` for this process until it exits; refuses when a live process holds
- * it. A file left by a stack that died (its process gone) is taken over.
+ * Takes `<dataDir>/stack.pid` for this process until it exits; refuses when a live `npm start`
+ * holds it, or when an engine of an earlier stack still runs on the same files. A file left by
+ * a stack that died (its process gone, or its pid now another program's) is taken over.
  */
 export function lockDataDir(dataDir: string): void {
   const file = path.join(dataDir, 'stack.pid');
+  const orphans = processesOn(dataDir);
+  if (orphans.length > 0) {
+    throw new StackRefusal(
+      `processes of an earlier stack still run on ${path.relative(process.cwd(), dataDir) || dataDir} (pid ${orphans.join(', ')}: its store or Temporal, left behind when it was killed): stop them first (kill ${orphans.join(' ')}).`,
+    );
+  }
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
@@ -64,7 +96,7 @@ export function lockDataDir(dataDir: string): void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = Number(readFileSync(file, 'utf8').trim());
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isRunning(holder)) {
+    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isStackProcess(holder)) {
       throw new StackRefusal(
         `a stack is already running from this checkout (pid ${holder}, ${path.relative(process.cwd(), file) || file}): it uses the same .data/. Stop it first (Ctrl-C there, or kill ${holder}), or run a second stack from another clone.`,
       );

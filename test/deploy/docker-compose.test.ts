@@ -40,7 +40,7 @@ describe('docker-compose.yml', () => {
     for (const name of ['api', 'worker']) assert.equal((compose.services[name] as Record<string, unknown>).restart, 'unless-stopped', name);
     const simulator = compose.services.simulator as { environment?: Record<string, string>; ports?: string[] };
     assert.equal(simulator.environment?.SIMULATOR_PUBLIC_URL, '${SIMULATOR_PUBLIC_URL:-http://localhost:8090}');
-    assert.deepEqual(simulator.ports, ['8090:8090']);
+    assert.deepEqual(simulator.ports, ['127.0.0.1:8090:8090']);
   });
 
   it('lets the worker scale (no fixed name or host port)', () => {

@@ -33,21 +33,49 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
     await assertPortFree('127.0.0.1', port, 'FERRETDB_PORT');
   });
 
+  /** A live process whose command line carries `args` (as an `npm start` or an engine's does). */
+  async function liveProcess(...args: string[]) {
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30_000)', ...args]);
+    await new Promise((resolve) => child.once('spawn', resolve));
+    return { pid: child.pid!, stop: () => new Promise((resolve) => (child.kill(), child.once('close', resolve))) };
+  }
+
   it('refuses a second stack on the same data while the first runs, and takes over a dead one\'s lock', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
     const lockFile = path.join(dataDir, 'stack.pid');
-    const other = spawn('sleep', ['30']);
+    const other = await liveProcess('scripts/start.ts');
     try {
       writeFileSync(lockFile, `${other.pid}\n`);
       assert.throws(() => lockDataDir(dataDir), new RegExp(`a stack is already running from this checkout \\(pid ${other.pid}`));
     } finally {
-      other.kill();
-      await new Promise((resolve) => other.once('close', resolve));
+      await other.stop();
     }
     // Its process gone, the lock is stale: taken over, with this process's pid.
     lockDataDir(dataDir);
     assert.equal(readFileSync(lockFile, 'utf8').trim(), String(process.pid));
-    assert.ok(existsSync(lockFile));
+  });
+
+  it('takes over a lock whose pid now belongs to another program (after a reboot, in a container)', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const stranger = await liveProcess('something-else.js');
+    try {
+      writeFileSync(path.join(dataDir, 'stack.pid'), `${stranger.pid}\n`);
+      lockDataDir(dataDir);
+      assert.equal(readFileSync(path.join(dataDir, 'stack.pid'), 'utf8').trim(), String(process.pid));
+    } finally {
+      await stranger.stop();
+    }
+  });
+
+  it('refuses while an engine of a stack killed with SIGKILL still runs on the same files', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const orphan = await liveProcess(`--state-dir=${path.join(dataDir, 'ferretdb')}`);
+    try {
+      assert.throws(() => lockDataDir(dataDir), new RegExp(`processes of an earlier stack still run on .* \\(pid ${orphan.pid}`));
+      assert.ok(!existsSync(path.join(dataDir, 'stack.pid')), 'no lock taken');
+    } finally {
+      await orphan.stop();
+    }
   });
 
   it('prints a connection string without its password, and reaches a wildcard host on loopback', () => {
