@@ -48,18 +48,24 @@ export function visibleText(max: number) {
 
 // Control characters (C0, DEL, C1: a newline, a NUL) and the bidirectional overrides and
 // isolates: in a name, the latter make "fg-prod\u202Eved" read "fg-proddev", so one key could
-// pose as another in a list. Spelled as \u escapes, which every engine that reads the document
-// understands.
-const NAME_CHARACTERS = /^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$/;
+// pose as another in a list. Checked on the text as sent (before trimming), and written into the
+// document as `not: {pattern}` with an unanchored class, which every engine that reads the
+// document reads alike (an anchored `^…$` differs: Python's `$` matches before a final newline).
+const NAME_REFUSED_CLASS = '[\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]';
+const NAME_REFUSED = new RegExp(NAME_REFUSED_CLASS.replaceAll('\\\\', '\\'));
 export const NAME_CHARACTERS_MESSAGE = 'must not contain control characters (such as a line break) or bidirectional overrides';
+
+/** True when `text` has none of the characters a name must not have. */
+export function hasOnlyNameCharacters(text: string): boolean {
+  return !NAME_REFUSED.test(text);
+}
 
 /** A name a person reads in a list (an account's, a key's): visible text on one line, without
  * characters that change how the text around it reads. */
 export function nameText(max: number) {
-  return visibleText(max).regex(NAME_CHARACTERS, NAME_CHARACTERS_MESSAGE);
-}
-
-/** True when `text` has none of the characters a name must not have. */
-export function hasOnlyNameCharacters(text: string): boolean {
-  return NAME_CHARACTERS.test(text);
+  return atMostCharacters(z.string({ error: requiredAs('a string') }), max, `is longer than ${max} characters`)
+    .refine(hasOnlyNameCharacters, NAME_CHARACTERS_MESSAGE)
+    .regex(NOT_ONLY_WHITESPACE, 'must not be empty')
+    .trim()
+    .meta({ not: { pattern: NAME_REFUSED_CLASS } });
 }

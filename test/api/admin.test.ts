@@ -41,6 +41,8 @@ describe('admin API', () => {
     ['a name on two lines', { name: 'line1\nline2' }, 'name'],
     ['a name with a NUL', { name: 'ab\u0000cd' }, 'name'],
     ['a name with a direction override', { name: 'fg-prod\u202Eved' }, 'name'],
+    // Checked as sent, as the document's pattern reads it: a trailing line break is refused too.
+    ['a name ending in a line break', { name: 'Acme\n' }, 'name'],
   ];
   for (const [label, payload, field] of badAccounts) {
     it(`refuses an account with ${label} (400 naming ${field})`, async () => {
