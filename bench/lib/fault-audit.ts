@@ -101,6 +101,8 @@ export function auditTasksAndLedger(input: { acceptedIds: Iterable<string>; task
 
   for (const entry of input.entries) {
     if (entry.operation === 'credit') result.creditedMicros += entry.amount_micros;
+    // Credit an operator took back (admin deductions) is credit no longer given.
+    if (entry.operation === 'deduct') result.creditedMicros -= entry.amount_micros;
     if (entry.operation !== 'capture' && entry.operation !== 'debit') continue;
     if (entry.reference.startsWith('task_')) result.videoCapturedMicros += entry.amount_micros;
     else result.otherSpentMicros += entry.amount_micros;

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { TaskStore } from '../../store/tasks.ts';
 import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { taskDocument } from '../helpers/console-fixtures.ts';
 
 describe('GET /v1/video/generations lists the account\'s tasks', () => {
   let harness: TestApp;
@@ -66,6 +68,30 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
     assert.equal(failed.has_more, false);
     const none = (await list(firstKey, '?status=succeeded')).json();
     assert.deepEqual([none.data, none.first_id, none.last_id, none.has_more], [[], null, null, false]);
+  });
+
+  it('pages through tasks created in the same millisecond one by one, in id order, none twice or missed', async () => {
+    const account = await createAccount(harness.app, { name: 'same instant' });
+    const key = (await createKey(harness.app, account.id)).key;
+    const instant = new Date('2026-01-02T03:04:05.678Z');
+    const ids = ['task_tie_b', 'task_tie_d', 'task_tie_a', 'task_tie_c'];
+    const tasks = new TaskStore(harness.database.db);
+    for (const id of ids) await tasks.insert(taskDocument({ _id: id, account_id: account.id, key_id: 'key_tie', created_at: instant, updated_at: instant }));
+    const seen: string[] = [];
+    let cursor = '';
+    for (;;) {
+      const page = (await list(key, `?limit=1${cursor}`)).json();
+      seen.push(...page.data.map((task: { task_id: string }) => task.task_id));
+      if (!page.has_more) break;
+      cursor = `&after=${page.last_id}`;
+    }
+    // Newest first, then by id, the later id first.
+    assert.deepEqual(seen, [...ids].sort().reverse());
+  });
+
+  it('reads an empty cursor as none', async () => {
+    const first = (await list(firstKey, '?limit=2&after=')).json();
+    assert.deepEqual(first.data.map((task: { task_id: string }) => task.task_id), [...submitted].reverse().slice(0, 2));
   });
 
   it('refuses a bad limit or state with a 400 naming it, and a cursor from another account with a 404', async () => {

@@ -64,7 +64,8 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
     const period = { accountId, fromDay: range.fromDay, toDay: range.toDay };
     const [usage, latestTasks] = await Promise.all([
       usageReports.summarise(period),
-      // The tasks of the days shown: the figures above count their charges.
+      // The tasks created in the days shown (the figures above count charges by the day they were
+      // made, so a task created just before midnight and charged after it is listed on its own day).
       tasks.listLatest({ accountId, keyId: selectedKeyId ?? undefined, limit: LATEST_TASKS_LIMIT, createdFrom: new Date(`${range.fromDay}T00:00:00Z`), createdBefore: new Date(Date.parse(`${range.toDay}T00:00:00Z`) + DAY_MS) }),
     ]);
     const taskLinks: TaskLinks = { publicBaseUrl, gatewayClipHref, detailHref: (taskId) => `/console/tasks/${taskId}`, keyNames: new Map(keys.map((key) => [key._id, key.name])) };

@@ -51,7 +51,8 @@ export const taskListQuery = z.object({
     .max(100, 'must be from 1 to 100')
     .default(20)
     .describe('How many tasks, 1 to 100 (default 20).'),
-  after: z.string().optional().describe('The last task_id of the page before: the page of older tasks that follows it.'),
+  // Empty (`?after=`) means the first page, as a client building the URL from a missing last_id sends it.
+  after: z.preprocess((value) => (value === '' ? undefined : value), z.string().optional()).describe('The last task_id of the page before: the page of older tasks that follows it.'),
   status: z.enum(['submitted', 'running', 'succeeded', 'failed'], { error: 'must be submitted, running, succeeded or failed' }).optional().describe('Only tasks in this state.'),
 });
 
