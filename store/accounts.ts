@@ -127,6 +127,11 @@ export class AccountStore {
     return this.find(accountId);
   }
 
+  /** The amount a credit or deduction under `reference` moved, if one did (for a retried request). */
+  async movedUnder(reference: string, operation: 'credit' | 'deduct'): Promise<number | null> {
+    return (await this.ledger.find(reference, operation))?.amount_micros ?? null;
+  }
+
   /**
    * Takes credit back (a mistaken credit, a refund paid elsewhere) from the free balance, never
    * from money held for calls and tasks in flight; it is not spending. `reference` makes it

@@ -91,6 +91,23 @@ describe('admin API', () => {
     await harness.temporal.client.workflow.getHandle(task.json().task_id).terminate('test cleanup');
   });
 
+  it('moves money once per Idempotency-Key, so a retried credit or deduction is not applied twice', async () => {
+    const account = await createAccount(harness.app, { name: 'Retried', balance_usd: 1 });
+    const send = (path: string, amount: number, key: string) =>
+      harness.app.inject({ method: 'POST', url: `/admin/accounts/${account.id}/${path}`, headers: { ...adminHeaders, 'idempotency-key': key }, payload: { amount_usd: amount } });
+    for (let attempt = 0; attempt < 2; attempt++) assert.equal((await send('credits', 2, 'credit-2024-001')).statusCode, 200);
+    for (let attempt = 0; attempt < 2; attempt++) assert.equal((await send('deductions', 0.5, 'deduct-2024-001')).statusCode, 200);
+    const after = (await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
+    assert.equal(after.balance_usd, 2.5);
+    const reused = await send('credits', 3, 'credit-2024-001');
+    assert.equal(reused.statusCode, 422);
+    assert.deepEqual([reused.json().error.code, reused.json().error.param], ['idempotency_mismatch', 'Idempotency-Key']);
+    assert.equal((await send('deductions', 0.7, 'deduct-2024-001')).statusCode, 422);
+    // Keys are per account: another account's same key is another movement.
+    const other = await createAccount(harness.app, { name: 'Other retried' });
+    assert.equal((await harness.app.inject({ method: 'POST', url: `/admin/accounts/${other.id}/credits`, headers: { ...adminHeaders, 'idempotency-key': 'credit-2024-001' }, payload: { amount_usd: 1 } })).json().balance_usd, 1);
+  });
+
   it('issues a key once in plaintext and stores only its SHA-256 hash', async () => {
     const account = await createAccount(harness.app, { name: 'Keys' });
     const response = await post(`/admin/accounts/${account.id}/keys`, { name: 'prod', models: ['gpt-4o-mini', 'gpt-4o-mini'] });

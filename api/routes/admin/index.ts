@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Catalog } from '../../../core/catalog.ts';
+import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.ts';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../plugins/idempotency.ts';
 import type { AccountStore } from '../../../store/accounts.ts';
 import type { ApiKeyStore } from '../../../store/api-keys.ts';
 import { BODY_ERRORS, errorResponses, type ErrorStatus } from '../../openapi/error-responses.ts';
@@ -19,6 +21,14 @@ export interface AdminRouteOptions {
 
 /** 503: the admin API is off (no ADMIN_TOKEN) or the store is down. */
 const ADMIN_ERRORS: ErrorStatus[] = [401, 500, 503];
+
+const moneyMovementHeaders = z.looseObject({
+  'idempotency-key': z
+    .string()
+    .regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1 to 255 printable ASCII characters')
+    .optional()
+    .describe('Makes a retry safe: the same key moves the money once; the same key with another amount is a 422.'),
+});
 
 function accountNotFound(id: string): GatewayError {
   return new GatewayError('resource_not_found', `No account with id '${id}'.`);
@@ -52,14 +62,32 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     return { ...toAccountView(account), keys: keys.map(toKeyView) };
   });
 
-  app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, ...ADMIN_ERRORS) } } }, async (request) => {
-    const account = await accounts.credit(request.params.id, request.body.amount_usd);
+  /**
+   * The ledger reference of a credit or deduction: under an Idempotency-Key, one per key and
+   * account, so a script that retries a request that timed out moves the money once; without
+   * one, a new reference each time. A key used before with another amount is a 422.
+   */
+  async function movementReference(headers: { 'idempotency-key'?: string }, accountId: string, operation: 'credit' | 'deduct', amountMicros: number): Promise<string | undefined> {
+    const key = headers['idempotency-key'];
+    if (key === undefined) return undefined;
+    const reference = `admin:${accountId}:${key}`;
+    const moved = await accounts.movedUnder(reference, operation);
+    if (moved !== null && moved !== amountMicros) {
+      throw new GatewayError('idempotency_mismatch', 'This Idempotency-Key was already used with a different amount. Use a new key for a new request.', 'Idempotency-Key');
+    }
+    return reference;
+  }
+
+  app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, headers: moneyMovementHeaders, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 422, ...ADMIN_ERRORS) } } }, async (request) => {
+    const reference = await movementReference(request.headers, request.params.id, 'credit', request.body.amount_usd);
+    const account = await accounts.credit(request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
     return toAccountView(account);
   });
 
-  app.post('/accounts/:id/deductions', { schema: { ...documented('deductCredits', 'Take credits back from an account (a mistaken credit, a refund paid elsewhere)'), params: accountIdParams, body: deductCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, ...ADMIN_ERRORS) } } }, async (request) => {
-    const account = await deductCredit(accounts, request.params.id, request.body.amount_usd);
+  app.post('/accounts/:id/deductions', { schema: { ...documented('deductCredits', 'Take credits back from an account (a mistaken credit, a refund paid elsewhere)'), params: accountIdParams, headers: moneyMovementHeaders, body: deductCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...ADMIN_ERRORS) } } }, async (request) => {
+    const reference = await movementReference(request.headers, request.params.id, 'deduct', request.body.amount_usd);
+    const account = await deductCredit(accounts, request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
     return toAccountView(account);
   });
