@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { loadConfig } from '../../core/config.ts';
@@ -7,6 +8,8 @@ import { createAccount, createKey } from '../helpers/app.ts';
 import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { testTemporalAddress, uniqueName } from '../helpers/engines.ts';
+import { projectRoot } from '../../scripts/lib/engines.ts';
 
 // The worker's own /metrics listener: the counters its activities move (a task's way to
 // running and succeeded, the money captured) are readable from the worker process itself.
@@ -59,5 +62,28 @@ describe('worker metrics listener', () => {
     const post = await request(server.url, { method: 'POST' });
     assert.equal(post.statusCode, 404);
     await post.body.dump();
+  });
+
+  it('a worker whose WORKER_METRICS_PORT is taken says so in one line and exits 1', { timeout: 90_000 }, async () => {
+    const port = new URL(server.url).port;
+    const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+      cwd: projectRoot,
+      env: {
+        ...process.env,
+        MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI,
+        MONGODB_DB: uniqueName('metrics_port_taken'),
+        TEMPORAL_ADDRESS: testTemporalAddress(),
+        TEMPORAL_TASK_QUEUE: uniqueName('metrics-port-taken'),
+        WORKER_METRICS_HOST: '127.0.0.1',
+        WORKER_METRICS_PORT: port,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    worker.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+    const code = await new Promise<number | null>((resolve) => worker.on('close', resolve));
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, new RegExp(`^framegate worker: WORKER_METRICS_PORT: cannot listen on 127\\.0\\.0\\.1:${port} \\(EADDRINUSE\\)$`, 'm'));
+    assert.doesNotMatch(stderr, /^\s+at /m, 'no stack trace');
   });
 });
