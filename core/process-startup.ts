@@ -5,13 +5,18 @@ import { unavailableDependency } from './dependency-errors.ts';
 // per try, rather than ended on: under docker compose or an orchestrator the process often
 // starts before its dependencies answer, and exiting then left it down for good.
 
-/** Runs `read` (configuration, the catalog); on a failure prints `what` and the reason, and exits 1. */
+/** Ends the process over a setting to fix: one line, exit code 1. */
+export function exitForSetting(processName: string, message: string): never {
+  process.stderr.write(`framegate ${processName}: ${message}\n`);
+  process.exit(1);
+}
+
+/** Runs `read` (configuration, the catalog); a failure ends the process (exitForSetting). */
 export function settingsOrExit<T>(processName: string, read: () => T): T {
   try {
     return read();
   } catch (error) {
-    process.stderr.write(`framegate ${processName}: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
+    return exitForSetting(processName, error instanceof Error ? error.message : String(error));
   }
 }
 
@@ -35,9 +40,7 @@ export async function untilConnected<T>(processName: string, what: string, conne
       return await connect();
     } catch (error) {
       const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-      if (!isNotUpYet(error)) return settingsOrExit(processName, () => {
-        throw new Error(`cannot use ${what}: ${reason}`);
-      });
+      if (!isNotUpYet(error)) return exitForSetting(processName, `cannot use ${what}: ${reason}`);
       process.stderr.write(`framegate ${processName}: waiting for ${what} (try ${attempt}: ${reason}); trying again in ${(delay / 1000).toFixed(1)} s\n`);
       await sleep(delay);
       delay = Math.min(MAX_DELAY_MS, delay * 2);

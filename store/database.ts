@@ -37,8 +37,8 @@ export async function connectDatabase(uri: string, databaseName: string): Promis
 async function ensureIndexes(db: Db): Promise<void> {
   await db.collection('api_keys').createIndex({ hash: 1 }, { unique: true, name: 'hash_unique' });
   await db.collection('api_keys').createIndex({ account_id: 1, created_at: -1 }, { name: 'by_account' });
-  await db.collection('tasks').createIndex({ account_id: 1, created_at: -1 }, { name: 'by_account' });
-  // GET /v1/video/generations pages by (created_at, _id), newest first.
+  // An account's tasks newest first: the console's lists, and GET /v1/video/generations, which
+  // pages by (created_at, _id). (Stores from before also keep the older by_account, its prefix.)
   await db.collection('tasks').createIndex({ account_id: 1, created_at: -1, _id: -1 }, { name: 'by_account_page' });
   await db.collection('tasks').createIndex({ workflow_started: 1, created_at: 1 }, { name: 'by_start_state' });
   await Ledger.ensureIndexes(db);

@@ -74,9 +74,9 @@ export class TaskStore {
       return wanted;
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
-      const decided = await this.decisions.findOne({ _id: taskId });
+      const decided = await this.decisionOf(taskId);
       if (!decided) throw error;
-      return decided.decision;
+      return decided;
     }
   }
 

@@ -1,7 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { loadCatalog } from '../core/catalog.ts';
 import { loadConfig, publicBaseUrl, webhookTimeoutMs } from '../core/config.ts';
-import { settingsOrExit, untilConnected } from '../core/process-startup.ts';
+import { exitForSetting, settingsOrExit, untilConnected } from '../core/process-startup.ts';
 import { createTemporalHandle } from '../core/temporal-client.ts';
 import { connectDatabase } from '../store/database.ts';
 import { BudgetLeaseStore } from '../store/budget-leases.ts';
@@ -45,9 +45,7 @@ const metricsServer =
   config.WORKER_METRICS_PORT === undefined
     ? undefined
     : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT }).catch((error: NodeJS.ErrnoException) =>
-        settingsOrExit('worker', () => {
-          throw new Error(`WORKER_METRICS_PORT: cannot listen on ${config.WORKER_METRICS_HOST}:${config.WORKER_METRICS_PORT} (${error.code ?? error.message})`);
-        }),
+        exitForSetting('worker', `WORKER_METRICS_PORT: cannot listen on ${config.WORKER_METRICS_HOST}:${config.WORKER_METRICS_PORT} (${error.code ?? error.message})`),
       );
 if (metricsServer) console.log(`worker metrics at ${metricsServer.url}`);
 

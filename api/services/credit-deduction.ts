@@ -1,13 +1,9 @@
 import { GatewayError } from '../../core/errors.ts';
-import { microsToUsd } from '../../core/money.ts';
 import type { AccountStore, AccountWithTotals } from '../../store/accounts.ts';
+import { formatUsd } from './billing/insufficient-balance.ts';
 
 // Taking credit back from an account (the admin API's and the operator console's deductions),
 // with one refusal for both: what is free, and why the rest cannot be taken now.
-
-function usd(micros: number): string {
-  return `$${microsToUsd(micros).toFixed(6)}`;
-}
 
 /** The account after the deduction (null when there is no such account); a 409 when its free
  * balance is smaller than the amount, and nothing is taken then. */
@@ -19,7 +15,7 @@ export async function deductCredit(accounts: AccountStore, accountId: string, am
   const held = account?.held_micros ?? 0;
   throw new GatewayError(
     'conflict',
-    `Cannot take ${usd(amountMicros)} back: the account's free balance is ${usd(free)}${held > 0 ? `, and ${usd(held)} is held for calls and tasks in flight until they settle` : ''}. Nothing was taken.`,
+    `Cannot take ${formatUsd(amountMicros)} back: the account's free balance is ${formatUsd(free)}${held > 0 ? `, and ${formatUsd(held)} is held for calls and tasks in flight until they settle` : ''}. Nothing was taken.`,
     'amount_usd',
   );
 }
