@@ -33,10 +33,14 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
     await assertPortFree('127.0.0.1', port, 'FERRETDB_PORT');
   });
 
-  /** A live process whose command line carries `args` (as an `npm start` or an engine's does). */
+  /** A live process whose command line carries `args` (as an `npm start` or an engine's does).
+   * The `--` keeps node from reading them as its own options: `--state-dir=` was one, and node
+   * exited at once ("bad option"), so the scan found no orphan whenever it lost that race (CI
+   * did). It is awaited until it writes, not just until 'spawn': for a moment after exec the
+   * kernel shows an empty /proc/<pid>/cmdline (about one spawn in a hundred here). */
   async function liveProcess(...args: string[]) {
-    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30_000)', ...args]);
-    await new Promise((resolve) => child.once('spawn', resolve));
+    const child = spawn(process.execPath, ['-e', 'process.stdout.write("up"); setTimeout(() => {}, 30_000)', '--', ...args]);
+    await new Promise((resolve) => child.stdout.once('data', resolve));
     return { pid: child.pid!, stop: () => new Promise((resolve) => (child.kill(), child.once('close', resolve))) };
   }
 
