@@ -18,7 +18,14 @@ export async function connectDatabase(uri: string, databaseName: string): Promis
     // wait on the store up to three times in a row (key lookup, rate-limit block, its own
     // writes) and must still answer well inside a client's timeout (10 s is common).
     serverSelectionTimeoutMS: 2_000,
-    connectTimeoutMS: 5_000,
+    // A store that hangs (stopped, frozen) keeps its connections open: an operation in flight
+    // waits until the heartbeat finds the server silent, which interrupts it. With the driver's
+    // 10 s between heartbeats and this wait at 5 s, the first request after a hang failed only
+    // after 17 s; a check every 2 s, given 3 s (it is also the wait for a new connection), fails
+    // it within 7 s (test/api/dependency-outage.test.ts). A hello is not a write, so FerretDB's
+    // write waits do not make a busy store look hung.
+    heartbeatFrequencyMS: 2_000,
+    connectTimeoutMS: 3_000,
     appName: 'framegate',
   });
   try {
