@@ -1,4 +1,4 @@
-import type { Collection, Db } from 'mongodb';
+import type { Collection, Db, Filter } from 'mongodb';
 import { generateApiKey, hashApiKey } from '../core/api-keys.ts';
 import { RefreshRounds } from '../core/refresh-rounds.ts';
 import { KeyChangeFeed } from './api-key-changes.ts';
@@ -234,7 +234,27 @@ export class ApiKeyStore {
 
   /** The account's keys, newest first, with when each was last used and their own limits. */
   async listForAccount(accountId: string): Promise<ApiKeyDocument[]> {
-    const keys = await this.collection.find({ account_id: accountId }).sort({ created_at: -1 }).toArray();
+    return this.withUseAndLimits(await this.collection.find({ account_id: accountId }).sort({ created_at: -1, _id: -1 }).toArray());
+  }
+
+  /** A page of the account's keys, newest first: at most `limit`, older than the key `afterId`
+   * (one of the account's; another id starts from the newest). An account may hold thousands. */
+  async listPageForAccount(accountId: string, page: { limit: number; afterId?: string }): Promise<{ keys: ApiKeyDocument[]; hasMore: boolean }> {
+    const query: Filter<ApiKeyDocument> = { account_id: accountId };
+    const after = page.afterId ? await this.collection.findOne({ _id: page.afterId, account_id: accountId }) : null;
+    if (after) query.$or = [{ created_at: { $lt: after.created_at } }, { created_at: after.created_at, _id: { $lt: after._id } }];
+    const found = await this.collection.find(query).sort({ created_at: -1, _id: -1 }).limit(page.limit + 1).toArray();
+    return { keys: await this.withUseAndLimits(found.slice(0, page.limit)), hasMore: found.length > page.limit };
+  }
+
+  /** One of the account's keys (another account's is as missing as an unknown one). */
+  async findForAccount(accountId: string, keyId: string): Promise<ApiKeyDocument | null> {
+    const key = await this.collection.findOne({ _id: keyId, account_id: accountId });
+    return key ? (await this.withUseAndLimits([key]))[0]! : null;
+  }
+
+  /** The keys with when each was last used and their own limits, read from where they live. */
+  private async withUseAndLimits(keys: ApiKeyDocument[]): Promise<ApiKeyDocument[]> {
     if (keys.length === 0) return keys;
     const ids = keys.map((key) => key._id);
     const [uses, limits] = await Promise.all([this.lastUse.find({ _id: { $in: ids } }).toArray(), readOverridesOf(this.overrides, ids)]);

@@ -122,4 +122,42 @@ describe('console keys', () => {
     assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(foreign.key) })).statusCode, 200);
     assert.ok(!(await browser.get('/console/keys')).body.includes('theirs'));
   });
+
+  it('pages an account with many keys, 100 at a time, newest first, each key once (keys made in one millisecond included)', async () => {
+    const email = `${uniqueName('many-keys')}@example.com`;
+    const many = (await createAccountWithSignIn(harness.app, { name: 'Many Keys', balance_usd: 1, console_email: email, console_password: PASSWORD })).id;
+    const reader = new ConsoleClient(harness.app);
+    assert.equal((await reader.signIn(email, PASSWORD)).statusCode, 303);
+    // 230 keys: the older 200 all made in the same millisecond, so only the id orders them.
+    const sameMoment = new Date('2026-01-02T03:04:05.678Z');
+    const documents = Array.from({ length: 230 }, (_, index) => {
+      const hash = hashApiKey(`fg_many_${many}_${index}`);
+      return { _id: `key_${hash.slice(0, 24)}`, account_id: many, name: `bulk ${index}`, hash, prefix: 'fg_', last4: String(index).padStart(4, '0'), models: null, created_at: index < 200 ? sameMoment : new Date(sameMoment.getTime() + index), revoked_at: null, last_used_at: null };
+    });
+    await harness.database.db.collection('api_keys').insertMany(documents as never[]);
+    const newestFirst = [...documents].sort((a, b) => b.created_at.getTime() - a.created_at.getTime() || (a._id < b._id ? 1 : -1)).map((key) => key._id);
+
+    const seen: string[] = [];
+    let url: string | undefined = '/console/keys';
+    const pageSizes: number[] = [];
+    while (url) {
+      const page = await reader.get(url);
+      assert.equal(page.statusCode, 200);
+      const ids = [...page.body.matchAll(/<tr data-key-id="([^"]+)">/g)].map((match) => match[1]!);
+      pageSizes.push(ids.length);
+      seen.push(...ids);
+      assert.equal(page.body.includes('← Newest keys'), pageSizes.length > 1, 'a way back to the newest keys from later pages');
+      url = /href="(\/console\/keys\?after=[^"]+)" rel="next"/.exec(page.body)?.[1];
+    }
+    assert.deepEqual(pageSizes, [100, 100, 30]);
+    assert.deepEqual(seen, newestFirst);
+
+    // Another account's key id as the cursor shows nothing of it: the list starts from the newest.
+    const foreign = await createKey(harness.app, accountId, { name: 'not theirs' });
+    const fromForeign = await reader.get(`/console/keys?after=${foreign.id}`);
+    assert.ok(!fromForeign.body.includes('not theirs'));
+    assert.equal([...fromForeign.body.matchAll(/<tr data-key-id="([^"]+)">/g)][0]?.[1], newestFirst[0]);
+    // A key on a later page opens its delete confirmation as any other.
+    assert.equal((await reader.get(`/console/keys/${newestFirst[229]}/revoke`)).statusCode, 200);
+  });
 });

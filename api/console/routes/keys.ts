@@ -13,6 +13,9 @@ import { createdKeyPage, keysPage, revokeConfirmPage } from '../views/keys.ts';
 // with the key itself, so a reload cannot create a second key; the plaintext travels to the
 // page that shows it once in a sealed one-time cookie (created-key-flash.ts).
 
+// A page of keys: an account may hold thousands (1,170 made a 650 KB page in a review).
+export const KEYS_PAGE_SIZE = 100;
+
 const REVOKED_NOTICE = { kind: 'success' as const, text: 'Key deleted. Every call made with it now answers 401.' };
 
 export async function keyRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
@@ -26,24 +29,31 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
 
   /** One of the holder's own keys; another account's key is as unknown as a missing one. */
   async function ownKey(request: FastifyRequest, keyId: string): Promise<ApiKeyDocument> {
-    const key = (await apiKeys.listForAccount(accountIdOf(request))).find((candidate) => candidate._id === keyId);
+    const key = await apiKeys.findForAccount(accountIdOf(request), keyId);
     if (!key) throw new GatewayError('resource_not_found', 'There is no such key in your account.');
     return key;
   }
 
+  /** A page of the holder's keys, newest first, older than the key `after` when given. */
+  async function keysPageOf(request: FastifyRequest, after: string | undefined) {
+    const { keys, hasMore } = await apiKeys.listPageForAccount(accountIdOf(request), { limit: KEYS_PAGE_SIZE, afterId: after });
+    return { keys, olderAfter: hasMore ? keys[keys.length - 1]!._id : null, isFirstPage: !after };
+  }
+
   app.get('/keys', async (request, reply) => {
-    const keys = await apiKeys.listForAccount(accountIdOf(request));
-    const notice = (request.query as Record<string, unknown>).notice === 'revoked' ? REVOKED_NOTICE : null;
-    return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { keys, limitsOf: limitsFor(request), models, notice }));
+    const query = request.query as Record<string, unknown>;
+    const page = await keysPageOf(request, typeof query.after === 'string' && query.after !== '' ? query.after : undefined);
+    const notice = query.notice === 'revoked' ? REVOKED_NOTICE : null;
+    return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, notice }));
   });
 
   app.post('/keys', async (request, reply) => {
     const form = parseForm(keyForm, request.body);
     if (!form.ok) {
-      const keys = await apiKeys.listForAccount(accountIdOf(request));
+      const page = await keysPageOf(request, undefined);
       const body = request.body as Record<string, unknown> | undefined;
       const chosenModels = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
-      return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { keys, limitsOf: limitsFor(request), models, state: form, chosenModels }), 400);
+      return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, state: form, chosenModels }), 400);
     }
     const { key, plaintext } = await apiKeys.create({
       accountId: accountIdOf(request),

@@ -58,16 +58,32 @@ function modelChoices(models: readonly CatalogModel[], state: FormState, chosenM
 </fieldset>`;
 }
 
+/** Links to the newest keys and to older ones, where there are pages either way. */
+function pageLinks(page: KeysPageInput): Html {
+  if (page.isFirstPage && !page.olderAfter) return html``;
+  return html`<nav class="actions" aria-label="Pages of keys">${page.isFirstPage ? '' : html`<a class="button secondary" href="/console/keys">← Newest keys</a>`}${
+    page.olderAfter ? html`<a class="button secondary" href="/console/keys?after=${page.olderAfter}" rel="next">Older keys →</a>` : ''
+  }</nav>`;
+}
+
+interface KeysPageInput {
+  keys: ApiKeyDocument[];
+  /** The last key shown, when older keys follow on another page. */
+  olderAfter: string | null;
+  isFirstPage: boolean;
+}
+
 export function keysPage(
   frame: AccountFrame,
-  input: { keys: ApiKeyDocument[]; limitsOf: (key: ApiKeyDocument) => EffectiveLimits; models: readonly CatalogModel[]; state?: FormState; chosenModels?: string[]; notice?: Notice | null },
+  input: KeysPageInput & { limitsOf: (key: ApiKeyDocument) => EffectiveLimits; models: readonly CatalogModel[]; state?: FormState; chosenModels?: string[]; notice?: Notice | null },
 ): Html {
   const state = input.state ?? {};
+  const table = input.keys.length === 0 && !input.isFirstPage ? html`<p class="muted">No older keys.</p>` : keysTable(input.keys, input.limitsOf);
   return layout(frame, {
     title: 'API keys',
     notice: input.notice,
     body: html`<h1>API keys</h1>
-<div class="card">${keysTable(input.keys, input.limitsOf)}<p class="muted">Limits are per minute. Higher limits are arranged with the operator.</p></div>
+<div class="card">${table}${pageLinks(input)}<p class="muted">Limits are per minute. Higher limits are arranged with the operator.</p></div>
 <div class="card" id="create">
   <h2>Create a key</h2>
   ${formError(state)}
