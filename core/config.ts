@@ -16,6 +16,10 @@ export const environmentSchema = z.object({
   CATALOG_FILE: z.string().default('config/catalog.local.json'),
   SIMULATOR_URL: z.string().default('http://127.0.0.1:8090'),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  // Chat bodies carry images as base64 data URLs (OpenAI's vision pattern; a phone photo is
+  // 3 to 5 MB so encoded): at 1 MiB a single photo was a 413. OpenAI takes images to 20 MB.
+  // Only a key holder gets this far (keys are checked before a body is read).
+  CHAT_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(20 * 1_048_576),
   // A request (headers and body) must have arrived within this long, or it is answered 408 and
   // its connection closed: Fastify turns Node's limit off, and a client sending one byte every
   // 20 s held its connection for as long as it liked. A megabyte body in 120 s is 9 KB/s.

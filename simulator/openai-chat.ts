@@ -49,7 +49,9 @@ function completionObject(identity: CompletionIdentity, answer: ChatAnswer, choi
 export async function chatRoutes(app: FastifyInstance, options: ChatOptions): Promise<void> {
   const { stats, clock } = options;
 
-  app.post('/chat/completions', async (request, reply) => {
+  // As OpenAI, which takes images inline as base64 up to 20 MB each: the gateway's own limit
+  // (CHAT_BODY_LIMIT_BYTES) is what a caller meets, not this one.
+  app.post('/chat/completions', { bodyLimit: 64 * 1_048_576 }, async (request, reply) => {
     stats.chatRequests++;
     const parsed = chatCompletionBody.safeParse(request.body);
     if (!parsed.success) {

@@ -96,7 +96,7 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
     const noBody = (request.body === undefined || request.body === null) && hasZodFastifySchemaValidationErrors(error) && error.validationContext === 'body';
     const gatewayError = noBody
       ? new GatewayError('empty_body', 'The request body is empty; send a JSON object with Content-Type: application/json.')
-      : toGatewayError(error, app.initialConfig.bodyLimit ?? 0);
+      : toGatewayError(error, request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 0);
     const dependency = unavailableDependency(error);
     if (dependency) {
       // An outage answers every request with this; one short line each, no stack trace.

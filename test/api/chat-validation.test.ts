@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bearer } from '../helpers/app.ts';
@@ -58,6 +59,25 @@ describe('POST /v1/chat/completions validation', () => {
       assert.ok(error.message.includes(`'${field}'`), error.message);
     });
   }
+
+  it('a chat body takes a photo inline as a base64 data URL, past BODY_LIMIT_BYTES, up to CHAT_BODY_LIMIT_BYTES', async () => {
+    // About a phone photo: 3 MB of bytes, 4 MB as base64 (it was a 413 at the 1 MiB limit).
+    const photo = `data:image/jpeg;base64,${randomBytes(3 * 1_048_576).toString('base64')}`;
+    const chat = (text: string) => JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: [{ type: 'text', text }, { type: 'image_url', image_url: { url: photo } }] }] });
+    assert.ok(Buffer.byteLength(chat('what is in this photo?')) > stack.config.BODY_LIMIT_BYTES * 4);
+    const answered = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: chat('what is in this photo?') });
+    assert.equal(answered.statusCode, 200, answered.body);
+    assert.equal(answered.json().object, 'chat.completion');
+
+    const limit = stack.config.CHAT_BODY_LIMIT_BYTES;
+    const over = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: chat('x'.repeat(limit)) });
+    assert.equal(over.statusCode, 413);
+    assert.equal(over.json().error.message, `The request body is larger than the limit of ${limit} bytes.`);
+    // Other routes keep the general limit.
+    const video = await stack.app.inject({ method: 'POST', url: '/v1/video/generations', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: JSON.stringify({ model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'image_url', image_url: { url: photo } }] } }) });
+    assert.equal(video.statusCode, 413);
+    assert.match(video.json().error.message, new RegExp(`limit of ${stack.config.BODY_LIMIT_BYTES} bytes`));
+  });
 
   it('accepts the developer and tool roles, null content beside tool calls, and nulls for optional numbers', async () => {
     const response = await stack.app.inject({

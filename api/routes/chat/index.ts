@@ -16,6 +16,8 @@ export interface ChatRouteOptions {
   calls: CallsInFlight;
   /** Waits for running settlements and closes the upstream pools when the app closes. */
   closeProxies: () => Promise<void>;
+  /** The largest body taken here (CHAT_BODY_LIMIT_BYTES: images come inline as base64). */
+  bodyLimit: number;
 }
 
 export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, options) => {
@@ -40,7 +42,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
     },
   };
 
-  app.post('/chat/completions', { schema, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
+  app.post('/chat/completions', { schema, bodyLimit: options.bodyLimit, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
     const principal = principalOf(request);
     const context = { signal: new ClientDisconnect(reply.raw, options.calls), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
     try {
