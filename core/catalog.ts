@@ -72,6 +72,11 @@ const imageModelSchema = z.object({
   /** What a request that names no quality or size gets (OpenAI's default is auto for both). */
   default_quality: z.string().default('auto'),
   default_size: z.string().default('auto'),
+  /** The sizes and qualities the model makes, where the provider refuses others (gpt-image-1
+   * takes three sizes and auto): another is a 400 before anything is held, not an image billed
+   * that the provider would not have made. Left out, any is passed on. */
+  sizes: z.array(z.string()).min(1).optional(),
+  qualities: z.array(z.string()).min(1).optional(),
 });
 
 const modelSchema = z.discriminatedUnion('kind', [videoModelSchema, chatModelSchema, imageModelSchema]);

@@ -46,7 +46,7 @@ describe('POST /v1/images/generations through the openai client', () => {
 
   it('returns inline base64 PNGs', async () => {
     const caller = await stack.newCaller('b64');
-    const result = await stack.client(caller.key).images.generate({ model: 'gpt-image-1', prompt: 'a red kite', response_format: 'b64_json', size: '1792x1024' });
+    const result = await stack.client(caller.key).images.generate({ model: 'gpt-image-1', prompt: 'a red kite', response_format: 'b64_json', size: '1536x1024' });
     assert.equal(result.data!.length, 1);
     const png = Buffer.from(result.data![0]!.b64_json!, 'base64');
     assert.deepEqual(png.subarray(0, 8), PNG_SIGNATURE);
@@ -102,6 +102,27 @@ describe('POST /v1/images/generations through the openai client', () => {
         return true;
       });
     }
+    // Sizes and qualities gpt-image-1 does not make (OpenAI answers 400): refused before
+    // anything is held or asked, never billed (a review's 13x13 and 'ultra' were billed $0.04).
+    const unmade = await stack.newCaller('unmade sizes', 1);
+    const unmadeClient = stack.client(unmade.key);
+    for (const [body, field, message] of [
+      [{ model: 'gpt-image-1', prompt: 'x', size: '13x13' }, 'size', /takes the size '1024x1024', '1536x1024', '1024x1536', 'auto', not '13x13'/],
+      [{ model: 'gpt-image-1', prompt: 'x', size: '256x256', n: 2 }, 'size', /not '256x256'/],
+      [{ model: 'gpt-image-1', prompt: 'x', quality: 'ultra' }, 'quality', /takes the quality 'low', 'medium', 'high', 'auto', not 'ultra'/],
+      [{ model: 'gpt-image-1', prompt: 'x', quality: 5 }, 'quality', /not a number/],
+    ] as const) {
+      await assert.rejects(unmadeClient.images.generate(body as unknown as OpenAI.ImageGenerateParamsNonStreaming), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, field);
+        assert.equal(error.param, field);
+        assert.match(error.message, message);
+        return true;
+      });
+    }
+    const made = await unmadeClient.images.generate({ model: 'gpt-image-1', prompt: 'x', size: '1536x1024', quality: 'low' });
+    assert.equal(made.data?.length, 1);
+    assert.equal((await stack.settledAccount(unmade.accountId)).balance_micros, 1_000_000 - 40_000, 'only the one image made is billed');
+
     const chatOnly = await createKey(stack.app, caller.accountId, { name: 'chat only', models: ['gpt-4o-mini'] });
     await assert.rejects(stack.client(chatOnly.key).images.generate({ model: 'gpt-image-1', prompt: 'x' }), OpenAI.PermissionDeniedError);
 

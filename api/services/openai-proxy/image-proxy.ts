@@ -1,4 +1,5 @@
-import type { Catalog } from '../../../core/catalog.ts';
+import type { Catalog, ImageModel } from '../../../core/catalog.ts';
+import { quotedId } from '../../../core/characters.ts';
 import { imageUnitPriceMicros } from '../../../core/chat-pricing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { countImageCharge } from '../../../core/metrics.ts';
@@ -27,6 +28,14 @@ function isImage(entry: unknown): boolean {
   return (typeof url === 'string' && url !== '') || (typeof base64 === 'string' && base64 !== '');
 }
 
+/** A 400 naming the field when the model makes only some sizes (or qualities) and not this one. */
+function refuseUnmade(model: ImageModel, field: 'size' | 'quality', asked: unknown): void {
+  const made = field === 'size' ? model.sizes : model.qualities;
+  if (!made || asked === undefined || asked === null || made.includes(asked as string)) return;
+  const shown = typeof asked === 'string' ? quotedId(asked) : `a ${typeof asked}`;
+  throw new GatewayError('invalid_request', `The model '${model.id}' takes the ${field} ${made.map((value) => `'${value}'`).join(', ')}, not ${shown}.`, field);
+}
+
 export class ImageProxy {
   constructor(private readonly options: ImageProxyOptions) {}
 
@@ -36,6 +45,8 @@ export class ImageProxy {
     const asked = body.n ?? 1;
     const quality = typeof body.quality === 'string' ? body.quality : undefined;
     const size = body.size ?? undefined;
+    refuseUnmade(model, 'size', size);
+    refuseUnmade(model, 'quality', body.quality);
     const unitPrice = imageUnitPriceMicros(model, { quality, size });
     if (unitPrice === undefined) {
       const prices = model.prices_per_image_micros ?? {};
