@@ -16,6 +16,7 @@ const cases: Array<{ name: string; body: unknown; field: string }> = [
   { name: 'messages one object, not an array', body: { ...valid, messages: { role: 'user', content: 'hi' } }, field: 'messages' },
   { name: 'model empty', body: { ...valid, model: '' }, field: 'model' },
   { name: 'unknown role', body: { ...valid, messages: [{ role: 'robot', content: 'hi' }] }, field: 'messages.0.role' },
+  { name: 'function result without a name', body: { ...valid, messages: [{ role: 'function', content: 'sunny' }] }, field: 'messages.0.name' },
   { name: 'content a number', body: { ...valid, messages: [{ role: 'user', content: 42 }] }, field: 'messages.0.content' },
   { name: 'temperature above 2', body: { ...valid, temperature: 2.1 }, field: 'temperature' },
   { name: 'temperature below 0', body: { ...valid, temperature: -0.1 }, field: 'temperature' },
@@ -98,6 +99,25 @@ describe('POST /v1/chat/completions validation', () => {
     });
     assert.equal(response.statusCode, 200, response.body);
     assert.match(response.json().choices[0].message.content, /sunny/);
+  });
+
+  it("takes a legacy function call's result (role 'function', with the function's name)", async () => {
+    const response = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: bearer(key),
+      payload: {
+        model: 'gpt-4o-mini',
+        functions: [{ name: 'weather', parameters: { type: 'object', properties: {} } }],
+        messages: [
+          { role: 'user', content: 'weather?' },
+          { role: 'assistant', content: null, function_call: { name: 'weather', arguments: '{}' } },
+          { role: 'function', name: 'weather', content: 'sunny' },
+        ],
+      },
+    });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.match(response.json().choices[0].message.content, /\S/);
   });
 
   it('neither asks the upstream nor moves money when validation fails', async () => {

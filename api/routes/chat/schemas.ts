@@ -20,8 +20,15 @@ const message = z.discriminatedUnion(
     z.looseObject({ role: z.enum(['system', 'developer', 'user']), content }),
     z.looseObject({ role: z.literal('assistant'), content: z.union([z.string(), z.array(contentPart), z.null()], { error: 'must be a string, an array of content parts or null' }).optional() }),
     z.looseObject({ role: z.literal('tool'), content, tool_call_id: z.string({ error: requiredAs('a string', 'the id of the tool call this answers') }) }),
+    // The result of a legacy `function_call` (deprecated by OpenAI, still taken and still in the
+    // SDKs' types): without it a `functions` round trip could start here and never finish.
+    z.looseObject({
+      role: z.literal('function'),
+      content: z.union([z.string(), z.null()], { error: requiredAs('a string or null') }),
+      name: z.string({ error: requiredAs('a string', 'the name of the function this answers') }),
+    }),
   ],
-  { error: 'must be one of system, developer, user, assistant, tool' },
+  { error: 'must be one of system, developer, user, assistant, tool, function' },
 );
 
 /** A JSON schema describing the function's arguments: an object schema. */
