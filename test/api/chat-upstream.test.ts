@@ -390,6 +390,15 @@ describe('chat against a scripted upstream', () => {
       return true;
     });
 
+    // A wait given only in milliseconds (retry-after-ms) is kept, and given in whole seconds too.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'slow down briefly' }] }, { maxRetries: 0 }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.RateLimitError);
+      assert.equal(error.headers?.get('retry-after-ms'), '1500');
+      assert.equal(error.headers?.get('retry-after'), '2');
+      assert.match(error.message, /Retry after 2 s\./);
+      return true;
+    });
+
     // The operator's account with the provider is out of credit: no rate limit to wait out.
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'no quota' }] }), (error: unknown) => {
       assert.ok(error instanceof OpenAI.InternalServerError, String(error));

@@ -115,6 +115,11 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end(JSON.stringify({ error: { message: UPSTREAM_RATE_LIMIT_MESSAGE, type: 'requests', code: 'rate_limit_exceeded' } }));
     return;
   }
+  if (said === 'slow down briefly') {
+    // OpenAI's own 429s carry retry-after-ms, which its SDKs read before Retry-After.
+    response.writeHead(429, { 'content-type': 'application/json', 'retry-after-ms': '1500' }).end(JSON.stringify({ error: { message: UPSTREAM_RATE_LIMIT_MESSAGE, type: 'requests', code: 'rate_limit_exceeded' } }));
+    return;
+  }
   if (said === 'no quota') {
     response.writeHead(429, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } }));
     return;

@@ -45,14 +45,29 @@ const codeByStatus: Partial<Record<number, ErrorCode>> = {
   429: 'rate_limit_exceeded',
 };
 
+/** The provider's wait, as it gave it: Retry-After (seconds), and retry-after-ms, which
+ * OpenAI sends and its SDKs read first. A wait given only in milliseconds is also given in
+ * whole seconds, for clients that read Retry-After alone. */
+function retryHeaders(upstream: WholeAnswer['headers']): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const seconds = upstream['retry-after'];
+  const milliseconds = upstream['retry-after-ms'];
+  if (typeof milliseconds === 'string' && /^\d+(\.\d+)?$/.test(milliseconds)) {
+    headers['retry-after-ms'] = milliseconds;
+    headers['retry-after'] = String(Math.ceil(Number(milliseconds) / 1000));
+  }
+  if (typeof seconds === 'string') headers['retry-after'] = seconds;
+  return headers;
+}
+
 /** The GatewayError for a non-2xx upstream answer read whole. Counts the refusal on the
  * vendor-errors metric (5xx and 429 pass; other 4xx are final), then translates it. */
 export function upstreamRefusal(answer: WholeAnswer, upstream: string): GatewayError {
   const status = answer.statusCode;
   vendorErrors.inc({ vendor: upstream, kind: status >= 500 || status === 429 ? 'transient' : 'rejected' });
   const detail = readUpstreamError(answer.text.slice(0, MAX_ERROR_BODY_CHARACTERS));
-  const retryAfter = answer.headers['retry-after'];
-  const headers: Record<string, string> = typeof retryAfter === 'string' ? { 'retry-after': retryAfter } : {};
+  const headers = retryHeaders(answer.headers);
+  const retryAfter = headers['retry-after'];
 
   const forLog = (error: GatewayError) => Object.assign(error, { upstream: { status, message: detail.message, code: detail.code } });
   if (status >= 500) {
