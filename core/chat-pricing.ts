@@ -53,24 +53,19 @@ export interface ChatHoldInput {
   max_completion_tokens?: number | null;
   /** Number of choices asked for; each may use the whole output budget. */
   n?: number | null;
+  /** The UTF-8 bytes of a `prediction`: OpenAI bills its rejected tokens as output, beyond the
+   * output limit, and a token is at least a byte. */
+  predictionBytes?: number;
 }
 
-/** The output tokens a call asks for: its limit, else the model's, per choice. */
-function askedOutputTokens(model: ChatModel, input: ChatHoldInput, cap: number): number {
-  const asked = input.max_completion_tokens ?? input.max_tokens ?? model.max_output_tokens;
-  return Math.min(asked, cap) * Math.max(1, input.n ?? 1);
-}
-
-/** The output tokens held for a call: the caller's limit, never above the model's own. */
+/** The output tokens a call may be billed for, and so holds: its limit (never above the
+ * model's: a larger one is refused before the call, chat-proxy.ts), else the model's, per
+ * choice, plus its prediction's bytes. What is held is what the charge is bounded by: a bound
+ * above the hold let a call cost more than the balance that admitted it (a review's prediction
+ * of 300 KB and max_tokens of 100 million each did). */
 export function outputTokenBudget(model: ChatModel, input: ChatHoldInput): number {
-  return askedOutputTokens(model, input, model.max_output_tokens);
-}
-
-/** The most output tokens the upstream may produce: what the caller asked for (sent as asked,
- * even above the catalog's limit), else the catalog's limit, per choice, plus the bytes of a
- * `prediction`, whose rejected tokens OpenAI bills as output. */
-export function outputTokenCeiling(model: ChatModel, input: ChatHoldInput, predictionBytes: number): number {
-  return askedOutputTokens(model, input, Number.POSITIVE_INFINITY) + predictionBytes;
+  const asked = Math.min(input.max_completion_tokens ?? input.max_tokens ?? model.max_output_tokens, model.max_output_tokens);
+  return asked * Math.max(1, input.n ?? 1) + (input.predictionBytes ?? 0);
 }
 
 /** The worst case held before a call: the estimated prompt plus the full output budget. */

@@ -105,6 +105,35 @@ describe('chat billing', () => {
     assert.equal(after.balance_micros, 5_000 - expectedChatMicros(completion.usage!));
   });
 
+  it('holds all a call can be billed for: an output limit above the model\'s is refused, a prediction is held at the output price', async () => {
+    // A review's calls were billed more than their hold and their balance (the rest lost): a
+    // max_tokens of 100 million on $0.012, and a 300 KB prediction on $0.025.
+    const caller = await stack.newCaller('worst case', 0.025);
+    const client = stack.client(caller.key);
+    for (const field of ['max_tokens', 'max_completion_tokens'] as const) {
+      await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], [field]: 100_000_000 }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.param, field);
+        assert.equal(error.message, `400 ${field} is too large: 100000000. The model 'gpt-4o-mini' makes at most 16384 output tokens.`);
+        return true;
+      });
+    }
+    const statsBefore = await stack.simulatorStats();
+    // Its rejected tokens are billed as output: 300,000 bytes may be 300,000 tokens at $0.60 a million.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi [sim:chunks=300000]' }], prediction: { type: 'content', content: 'x'.repeat(300_000) } }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.PermissionDeniedError, String(error));
+      assert.equal((error.error as { code?: string }).code, 'insufficient_balance');
+      return true;
+    });
+    assert.equal((await stack.simulatorStats()).chat_requests, statsBefore.chat_requests, 'the upstream was not asked');
+    const untouched = await stack.settledAccount(caller.accountId);
+    assert.deepEqual([untouched.balance_micros, untouched.held_micros, untouched.spent_micros], [25_000, 0, 0]);
+
+    // A prediction the balance covers runs, and is billed what the upstream reports.
+    const small = await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], prediction: { type: 'content', content: 'x'.repeat(1_000) } });
+    assert.equal((await stack.settledAccount(caller.accountId)).balance_micros, 25_000 - expectedChatMicros(small.usage!));
+  });
+
   it('charges nothing when the caller gives up on a non-streamed call before the answer', async () => {
     const caller = await stack.newCaller('impatient');
     const controller = new AbortController();

@@ -176,10 +176,6 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...completion('Read it.'), usage: { prompt_tokens: 5_000, completion_tokens: 10, total_tokens: 5_010 } }));
     return;
   }
-  if (said === 'long answer' && recorded.body.stream !== true) {
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...completion('…'), usage: { prompt_tokens: 10, completion_tokens: 20_000, total_tokens: 20_010 } }));
-    return;
-  }
   if (said === 'impossible usage' && recorded.body.stream !== true) {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...completion('Hello from the fake upstream.'), usage: IMPOSSIBLE_USAGE }));
     return;

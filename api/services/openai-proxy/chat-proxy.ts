@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog, ChatModel } from '../../../core/catalog.ts';
-import { chatHoldTokens, chatPriceMicros, chatUsageCeiling, estimateTextTokens, estimateTokens, outputTokenCeiling, withinCeiling, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { chatHoldTokens, chatPriceMicros, chatUsageCeiling, estimateTextTokens, estimateTokens, withinCeiling, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { GatewayError } from '../../../core/errors.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ChatCompletionRequest } from '../../routes/chat/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
@@ -122,6 +123,17 @@ export function reportedWithin(call: { model: ChatModel; ceiling: TokenCounts },
   return tokens;
 }
 
+/** A 400 for an output limit above the model's, as OpenAI answers one: the hold covers the
+ * model's limit, so more could be billed than the balance that admitted the call. */
+function refuseOutputLimitAboveModel(model: ChatModel, body: ChatCompletionRequest): void {
+  for (const field of ['max_completion_tokens', 'max_tokens'] as const) {
+    const asked = body[field];
+    if (typeof asked === 'number' && asked > model.max_output_tokens) {
+      throw new GatewayError('invalid_request', `${field} is too large: ${asked}. The model '${model.id}' makes at most ${model.max_output_tokens} output tokens.`, field);
+    }
+  }
+}
+
 export class ChatProxy {
   constructor(private readonly options: ChatProxyOptions) {}
 
@@ -178,8 +190,10 @@ export class ChatProxy {
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
     const { payload, promptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
-    const limits = { promptTokens, max_tokens: body.max_tokens, max_completion_tokens: body.max_completion_tokens, n: body.n };
-    const holdTokens = chatHoldTokens(model, limits);
+    refuseOutputLimitAboveModel(model, body);
+    const prediction = (body as { prediction?: unknown }).prediction;
+    const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
+    const holdTokens = chatHoldTokens(model, { promptTokens, max_tokens: body.max_tokens, max_completion_tokens: body.max_completion_tokens, n: body.n, predictionBytes });
     const { limiter } = this.options;
     if (limiter) context.setHeaders?.(limitHeaders('tokens', await limiter.admitTokens(principal)));
     const spendTokens = (tokens: TokenCounts) => limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens);
@@ -189,9 +203,7 @@ export class ChatProxy {
       { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
       'or lower max_tokens',
     );
-    const prediction = (body as { prediction?: unknown }).prediction;
-    const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
-    const ceiling = chatUsageCeiling(model, { bodyBytes, images, unboundedParts }, outputTokenCeiling(model, limits, predictionBytes));
+    const ceiling = chatUsageCeiling(model, { bodyBytes, images, unboundedParts }, holdTokens.outputTokens);
     return { call: { model, reservation, holdTokens, ceiling, spendTokens }, payload };
   }
 }
