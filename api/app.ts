@@ -32,6 +32,7 @@ import { modelIdsWithSlashes, modelRoutes } from './routes/models/index.ts';
 import { videoRoutes } from './routes/video/index.ts';
 import type { ClipSources } from './services/task-clips.ts';
 import { AccountBudgets } from './services/billing/account-budgets.ts';
+import { CreditDeductions } from './services/credit-deduction.ts';
 import { RateLimiter } from './services/rate-limits/rate-limiter.ts';
 import { RateLimitSettings } from './services/rate-limits/limit-settings.ts';
 import { limitRequests } from './plugins/rate-limit.ts';
@@ -152,11 +153,12 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     checks: { database: () => pingDatabase(database), temporal: () => temporal.check() },
   });
   const onboarding = new AccountOnboarding({ accounts, credentials: new ConsoleCredentialStore(database.db) });
-  await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding });
+  const deductions = new CreditDeductions(accounts, budgets);
+  await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding, deductions });
   const rateLimitSettings = new RateLimitSettings({ accounts, apiKeys, limiter });
   await app.register(adminRateLimitRoutes, { prefix: '/admin', settings: rateLimitSettings });
   const clipSources: ClipSources = { vendorFor: createVendorLookup(catalog), upstreamOf: (modelId) => catalog.find(modelId)?.upstream };
-  await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding, rateLimits: rateLimitSettings, clipSources });
+  await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding, rateLimits: rateLimitSettings, clipSources, deductions });
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', v1.requireApiKey);

@@ -1,3 +1,4 @@
+import type { CreditDeductions } from '../services/credit-deduction.ts';
 import type { FastifyReply } from 'fastify';
 import type { Catalog } from '../../core/catalog.ts';
 import type { Config } from '../../core/config.ts';
@@ -31,6 +32,7 @@ export interface ConsoleContext {
   secureCookies: boolean;
   /** Where finished clips come from (the console streams those only the gateway can fetch). */
   clipSources: ClipSources;
+  deductions: CreditDeductions;
 }
 
 declare module 'fastify' {

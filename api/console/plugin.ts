@@ -1,5 +1,6 @@
 import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
+import type { CreditDeductions } from '../services/credit-deduction.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Db } from 'mongodb';
 import type { Catalog } from '../../core/catalog.ts';
@@ -37,6 +38,7 @@ export interface ConsoleOptions {
   onboarding: AccountOnboarding;
   rateLimits: RateLimitSettings;
   clipSources: ClipSources;
+  deductions: CreditDeductions;
 }
 
 // No inline script or style anywhere: the policy forbids them, so injected markup cannot run.
@@ -67,6 +69,7 @@ export async function consolePlugin(app: FastifyInstance, options: ConsoleOption
     publicBaseUrl: baseUrl,
     secureCookies,
     clipSources: options.clipSources,
+    deductions: options.deductions,
   };
 
   await app.register(fastifyCookie);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { adminHeaders } from '../helpers/app.ts';
 import { expectedChatMicros, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 
 // What chat calls cost: the token price of the upstream's usage, exactly; nothing for a failed
@@ -132,6 +133,23 @@ describe('chat billing', () => {
     // A prediction the balance covers runs, and is billed what the upstream reports.
     const small = await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], prediction: { type: 'content', content: 'x'.repeat(1_000) } });
     assert.equal((await stack.settledAccount(caller.accountId)).balance_micros, 25_000 - expectedChatMicros(small.usage!));
+  });
+
+  it('an operator can take back money a spend lease keeps idle for calls to come', async () => {
+    // A review's $20 account made one tiny call; its api's lease kept $1 aside, and a $19.50
+    // deduction was a 409 ("held for calls in flight") for five minutes, with nothing in flight.
+    const caller = await stack.newCaller('deducted after a call', 20);
+    const completion = await stack.client(caller.key).chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    const leased = await stack.account(caller.accountId);
+    assert.ok(leased.held_micros > 0, 'a lease keeps money aside after the call');
+    const deducted = await stack.app.inject({ method: 'POST', url: `/admin/accounts/${caller.accountId}/deductions`, headers: adminHeaders, payload: { amount_usd: 19.5 } });
+    assert.equal(deducted.statusCode, 200, deducted.body);
+    const settled = await stack.settledAccount(caller.accountId);
+    assert.equal(settled.balance_micros, 20_000_000 - 19_500_000 - expectedChatMicros(completion.usage!));
+    // More than there is, leases included, is still refused, naming what is free.
+    const tooMuch = await stack.app.inject({ method: 'POST', url: `/admin/accounts/${caller.accountId}/deductions`, headers: adminHeaders, payload: { amount_usd: 1 } });
+    assert.equal(tooMuch.statusCode, 409);
+    assert.match(tooMuch.json().error.message, /free balance is \$0\.49/);
   });
 
   it('charges nothing when the caller gives up on a non-streamed call before the answer', async () => {

@@ -5,7 +5,6 @@ import { openClip } from '../../services/task-clips.ts';
 import { sendClip } from '../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { addCreditsForm, createAccountForm, parseForm, signInCredentialsForm } from '../forms.ts';
-import { deductCredit } from '../../services/credit-deduction.ts';
 import { sessionBoundTo, sessionOrRedirect } from '../sessions.ts';
 import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
@@ -145,7 +144,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     let deducted;
     try {
       // The same reference as the credits form, another ledger operation: a resubmitted form takes once.
-      deducted = await deductCredit(accounts, accountId, form.data.amount_usd, `console:${form.data.reference}`);
+      deducted = await context.deductions.deduct(accountId, form.data.amount_usd, `console:${form.data.reference}`);
     } catch (error) {
       if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
       return renderAccount(request, reply, accountId, { deductionState: { values: { amount_usd: String((request.body as Record<string, unknown>).amount_usd ?? '') }, errors: { amount_usd: error.message } } }, 409);

@@ -8,7 +8,7 @@ import type { ApiKeyStore } from '../../../store/api-keys.ts';
 import { BODY_ERRORS, errorResponses, type ErrorStatus } from '../../openapi/error-responses.ts';
 import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountOnboarding } from '../../services/account-onboarding.ts';
-import { deductCredit } from '../../services/credit-deduction.ts';
+import type { CreditDeductions } from '../../services/credit-deduction.ts';
 import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
 
@@ -17,6 +17,7 @@ export interface AdminRouteOptions {
   apiKeys: ApiKeyStore;
   catalog: Catalog;
   onboarding: AccountOnboarding;
+  deductions: CreditDeductions;
 }
 
 /** 503: the admin API is off (no ADMIN_TOKEN) or the store is down. */
@@ -34,7 +35,7 @@ function accountNotFound(id: string): GatewayError {
   return new GatewayError('resource_not_found', `No account with id '${id}'.`);
 }
 
-export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog, onboarding }) => {
+export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog, onboarding, deductions }) => {
   app.addHook('onRequest', app.requireAdmin);
   // Answers carry a key's plaintext (shown once) or an account's webhook secret: no cache, in
   // between or at the client, may keep them.
@@ -87,7 +88,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
 
   app.post('/accounts/:id/deductions', { schema: { ...documented('deductCredits', 'Take credits back from an account (a mistaken credit, a refund paid elsewhere)'), params: accountIdParams, headers: moneyMovementHeaders, body: deductCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...ADMIN_ERRORS) } } }, async (request) => {
     const reference = await movementReference(request.headers, request.params.id, 'deduct', request.body.amount_usd);
-    const account = await deductCredit(accounts, request.params.id, request.body.amount_usd, reference);
+    const account = await deductions.deduct(request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
     return toAccountView(account);
   });
