@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
@@ -115,7 +118,7 @@ describe('chat billing', () => {
       await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], [field]: 100_000_000 }), (error: unknown) => {
         assert.ok(error instanceof OpenAI.BadRequestError, String(error));
         assert.equal(error.param, field);
-        assert.equal(error.message, `400 ${field} is too large: 100000000. The model 'gpt-4o-mini' makes at most 16384 output tokens.`);
+        assert.equal(error.message, `400 Invalid field '${field}': must be at most 16384, the most output tokens a model here makes`);
         return true;
       });
     }
@@ -204,5 +207,32 @@ describe('chat billing', () => {
     assert.equal(before.balance_micros - after.balance_micros, after.spent_micros);
     const [usage] = await stack.usageRecords(caller.accountId, 1);
     assert.ok(usage!.output_tokens >= 3 && usage!.output_tokens < 40, `output tokens ${usage!.output_tokens}`);
+  });
+});
+
+describe('an output limit above the model\'s own, under the largest of the catalog', () => {
+  let stack: SimulatorStack;
+  before(async () => {
+    // A second chat model that makes fewer output tokens than gpt-4o-mini.
+    const catalog = JSON.parse(await readFile('config/catalog.local.json', 'utf8')) as { models: Array<Record<string, unknown>> };
+    const chat = catalog.models.find((model) => model.id === 'gpt-4o-mini')!;
+    catalog.models.push({ ...chat, id: 'short-chat', max_output_tokens: 100 });
+    const file = path.join(await mkdtemp(path.join(tmpdir(), 'framegate-catalog-')), 'catalog.json');
+    await writeFile(file, JSON.stringify(catalog));
+    stack = await startOpenAiStack('chat-short-model', { CATALOG_FILE: file });
+  });
+  after(() => stack.close());
+
+  it("is refused by that model's own limit, before anything is held", async () => {
+    const caller = await stack.newCaller('short', 1);
+    await assert.rejects(stack.client(caller.key).chat.completions.create({ model: 'short-chat', max_tokens: 101, messages: [{ role: 'user', content: 'hi' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+      assert.equal(error.param, 'max_tokens');
+      assert.equal(error.message, "400 max_tokens is too large: 101. The model 'short-chat' makes at most 100 output tokens.");
+      return true;
+    });
+    const untouched = await stack.settledAccount(caller.accountId);
+    assert.deepEqual([untouched.balance_micros, untouched.held_micros], [1_000_000, 0]);
+    await stack.client(caller.key).chat.completions.create({ model: 'short-chat', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
   });
 });

@@ -107,10 +107,10 @@ describe('POST /v1/images/generations through the openai client', () => {
     const unmade = await stack.newCaller('unmade sizes', 1);
     const unmadeClient = stack.client(unmade.key);
     for (const [body, field, message] of [
-      [{ model: 'gpt-image-1', prompt: 'x', size: '13x13' }, 'size', /takes the size '1024x1024', '1536x1024', '1024x1536', 'auto', not '13x13'/],
-      [{ model: 'gpt-image-1', prompt: 'x', size: '256x256', n: 2 }, 'size', /not '256x256'/],
-      [{ model: 'gpt-image-1', prompt: 'x', quality: 'ultra' }, 'quality', /takes the quality 'low', 'medium', 'high', 'auto', not 'ultra'/],
-      [{ model: 'gpt-image-1', prompt: 'x', quality: 5 }, 'quality', /not a number/],
+      [{ model: 'gpt-image-1', prompt: 'x', size: '13x13' }, 'size', /'size': must be one of '1024x1024', '1536x1024', '1024x1536', 'auto'/],
+      [{ model: 'gpt-image-1', prompt: 'x', size: '256x256', n: 2 }, 'size', /'size': must be one of/],
+      [{ model: 'gpt-image-1', prompt: 'x', quality: 'ultra' }, 'quality', /'quality': must be one of 'low', 'medium', 'high', 'auto'/],
+      [{ model: 'gpt-image-1', prompt: 'x', quality: 5 }, 'quality', /'quality': must be one of/],
     ] as const) {
       await assert.rejects(unmadeClient.images.generate(body as unknown as OpenAI.ImageGenerateParamsNonStreaming), (error: unknown) => {
         assert.ok(error instanceof OpenAI.BadRequestError, field);
@@ -144,6 +144,9 @@ describe('images priced by quality and size', () => {
     const image = catalog.models.find((model) => model.id === 'gpt-image-1')!;
     image.prices_per_image_micros = { 'low 1024x1024': 11_000, 'high 1024x1024': 167_000, 'high 1536x1024': 250_000, 'auto 1024x1024': 167_000 };
     image.default_size = '1024x1024';
+    // A second image model making fewer sizes and qualities than the first (so the document's
+    // lists, all models' together, let its refusals through to the model's own check).
+    catalog.models.push({ ...image, id: 'square-image', sizes: ['1024x1024'], qualities: ['low'], prices_per_image_micros: undefined, default_size: 'auto' });
     const file = path.join(await mkdtemp(path.join(tmpdir(), 'framegate-catalog-')), 'catalog.json');
     await writeFile(file, JSON.stringify(catalog));
     stack = await startOpenAiStack('images-priced', { CATALOG_FILE: file });
@@ -170,6 +173,24 @@ describe('images priced by quality and size', () => {
     }
     const account = await stack.settledAccount(caller.accountId);
     assert.equal(account.spent_micros, 2 * 11_000 + 250_000 + 167_000);
+  });
+
+  it("refuses a size or quality another image model makes but this one does not, by this model's own list", async () => {
+    const caller = await stack.newCaller('square');
+    const client = stack.client(caller.key);
+    for (const [body, field, message] of [
+      [{ size: '1536x1024' }, 'size', "The model 'square-image' takes the size '1024x1024', not '1536x1024'."],
+      [{ quality: 'high' }, 'quality', "The model 'square-image' takes the quality 'low', not 'high'."],
+    ] as const) {
+      await assert.rejects(client.images.generate({ model: 'square-image', prompt: 'a kite', ...body } as OpenAI.ImageGenerateParamsNonStreaming), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, JSON.stringify(body));
+        assert.equal(error.param, field);
+        assert.equal(error.message, `400 ${message}`);
+        return true;
+      });
+    }
+    await client.images.generate({ model: 'square-image', prompt: 'a kite', size: '1024x1024', quality: 'low' });
+    assert.equal((await stack.settledAccount(caller.accountId)).spent_micros, 40_000);
   });
 });
 

@@ -72,11 +72,15 @@ export const chatCompletionBody = z.looseObject({
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionBody>;
 
-/** The body as the route checks and documents it: `model` lists the catalog's chat models. */
+/** The body as the route checks and documents it: `model` lists the catalog's chat models, and
+ * the output limits go no higher than the largest model's (each model's own is checked when it
+ * is resolved, chat-proxy.ts). */
 export function chatCompletionBodyFor(catalog: Catalog) {
-  const chatModel = catalog.all().find((model) => model.kind === 'chat');
-  const examples = chatModel ? [{ model: chatModel.id, messages: [{ role: 'user', content: 'Write a haiku about rivers.' }], max_tokens: 64 }] : [];
-  return chatCompletionBody.extend({ model: modelIdField(catalog, 'chat') }).meta({ examples });
+  const chatModels = catalog.all().filter((model) => model.kind === 'chat');
+  const examples = chatModels[0] ? [{ model: chatModels[0].id, messages: [{ role: 'user', content: 'Write a haiku about rivers.' }], max_tokens: 64 }] : [];
+  const largest = Math.max(1, ...chatModels.map((model) => model.max_output_tokens));
+  const outputLimit = positiveInteger.max(largest, `must be at most ${largest}, the most output tokens a model here makes`).nullish();
+  return chatCompletionBody.extend({ model: modelIdField(catalog, 'chat'), max_tokens: outputLimit, max_completion_tokens: outputLimit }).meta({ examples });
 }
 
 // Documents the answer; the route sends the upstream's JSON text, which skips serialization.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Catalog } from '../../../core/catalog.ts';
+import type { Catalog, ImageModel } from '../../../core/catalog.ts';
 import { requiredAs, visibleText } from '../../../core/characters.ts';
 import { modelIdField } from '../model-resolution.ts';
 
@@ -19,11 +19,31 @@ export const imageGenerationBody = z.looseObject({
 
 export type ImageGenerationRequest = z.infer<typeof imageGenerationBody>;
 
-/** The body as the route checks and documents it: `model` lists the catalog's image models. */
+/** The values every image model of the catalog takes together, when each lists its own (a
+ * model that lists none takes any, and then so does the field). */
+function listedByAll(models: ImageModel[], field: 'sizes' | 'qualities'): [string, ...string[]] | null {
+  if (models.length === 0 || models.some((model) => !model[field])) return null;
+  const values = [...new Set(models.flatMap((model) => model[field]!))];
+  return values.length > 0 ? (values as [string, ...string[]]) : null;
+}
+
+/** The body as the route checks and documents it: `model` lists the catalog's image models, and
+ * `size` and `quality` the values they make, where they list them (each model's own are checked
+ * again when it is resolved, image-proxy.ts). */
 export function imageGenerationBodyFor(catalog: Catalog) {
-  const imageModel = catalog.all().find((model) => model.kind === 'image');
-  const examples = imageModel ? [{ model: imageModel.id, prompt: 'A lighthouse in watercolour, morning light', size: '1024x1024' }] : [];
-  return imageGenerationBody.extend({ model: modelIdField(catalog, 'image') }).meta({ examples });
+  const imageModels = catalog.all().filter((model): model is ImageModel => model.kind === 'image');
+  const examples = imageModels[0] ? [{ model: imageModels[0].id, prompt: 'A lighthouse in watercolour, morning light', size: '1024x1024' }] : [];
+  const sizes = listedByAll(imageModels, 'sizes');
+  const qualities = listedByAll(imageModels, 'qualities');
+  const quoted = (values: string[]) => values.map((value) => `'${value}'`).join(', ');
+  return imageGenerationBody
+    .extend({
+      model: modelIdField(catalog, 'image'),
+      size: sizes ? z.enum(sizes, { error: `must be one of ${quoted(sizes)}` }).nullish() : imageGenerationBody.shape.size,
+      // Not named by the base body (any value passes to the upstream) unless listed.
+      quality: qualities ? z.enum(qualities, { error: `must be one of ${quoted(qualities)}` }).nullish() : z.unknown(),
+    })
+    .meta({ examples });
 }
 
 // Documents the answer; the route sends the upstream's JSON text, which skips serialization.
