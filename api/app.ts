@@ -33,6 +33,7 @@ import { videoRoutes } from './routes/video/index.ts';
 import type { ClipSources } from './services/task-clips.ts';
 import { AccountBudgets } from './services/billing/account-budgets.ts';
 import { CreditDeductions } from './services/credit-deduction.ts';
+import { allowCrossOrigin, crossOriginPreflight, isCrossOriginPath } from './plugins/cross-origin.ts';
 import { RateLimiter } from './services/rate-limits/rate-limiter.ts';
 import { RateLimitSettings } from './services/rate-limits/limit-settings.ts';
 import { limitRequests } from './plugins/rate-limit.ts';
@@ -99,6 +100,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   // callback instead of returning a promise: one less promise and microtask per hook and call.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    if (request.headers.origin !== undefined && isCrossOriginPath(request.url)) allowCrossOrigin(reply);
     done();
   });
 
@@ -149,6 +151,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(apiKeyAuth, { apiKeys });
   await app.register(adminAuth, { adminToken: config.ADMIN_TOKEN });
 
+  await app.register(crossOriginPreflight);
   await app.register(healthRoutes, {
     checks: { database: () => pingDatabase(database), temporal: () => temporal.check() },
   });

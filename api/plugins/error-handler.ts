@@ -72,7 +72,11 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
 async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
   // Registered first, so every later route passes through here.
   const routeMethods = new RouteMethodIndex();
-  app.addHook('onRoute', (route) => routeMethods.add(route.method, route.url ?? route.path));
+  app.addHook('onRoute', (route) => {
+    // The CORS preflight route answers OPTIONS on every /v1 path: it makes no path exist.
+    if (route.method === 'OPTIONS' && (route.url ?? route.path).endsWith('*')) return;
+    routeMethods.add(route.method, route.url ?? route.path);
+  });
 
   /** 405 with `Allow` when the path exists with other methods, else 404. */
   function answerUnmatched(request: FastifyRequest, reply: FastifyReply): void {

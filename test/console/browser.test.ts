@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { request } from 'undici';
-import { TEST_ADMIN_TOKEN } from '../helpers/app.ts';
+import { createKey, TEST_ADMIN_TOKEN } from '../helpers/app.ts';
 import { createAccountWithSignIn } from '../helpers/console-client.ts';
 import { uniqueName } from '../helpers/engines.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
@@ -269,5 +271,42 @@ describe('console in a real browser', { timeout: 240_000 }, () => {
     assert.match(await operatorPage.textContent('.alert.success') ?? '', /Rate limits saved/);
     assert.match(await operatorPage.textContent('[data-testid=operator-keys]') ?? '', /no-js key[\s\S]*2 req\/min/);
     await operator.close();
+  });
+
+  it('lets a page on another origin call the API with a key, as pages call OpenAI (CORS)', async () => {
+    const { key } = await createKey(stack.app, accountId, { name: 'browser app' });
+    // The page's own origin: another port, so every call to the api is cross-origin.
+    const site = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>app</title>'));
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    const app = await browser.newContext();
+    try {
+      const tab = await app.newPage();
+      await tab.goto(`http://127.0.0.1:${(site.address() as AddressInfo).port}/`);
+      const seen = await tab.evaluate(
+        async ({ baseUrl, key }) => {
+          const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+          const models = await fetch(`${baseUrl}/v1/models`, { headers });
+          // A JSON POST with a key is preflighted by the browser.
+          const chat = await fetch(`${baseUrl}/v1/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }) });
+          const refused = await fetch(`${baseUrl}/v1/models`, { headers: { authorization: 'Bearer fg_wrong' } });
+          return {
+            models: models.status,
+            requestId: models.headers.get('x-request-id'),
+            chat: chat.status,
+            object: ((await chat.json()) as { object: string }).object,
+            refused: refused.status,
+            why: ((await refused.json()) as { error: { type: string } }).error.type,
+          };
+        },
+        { baseUrl: stack.baseUrl, key },
+      );
+      assert.equal(seen.models, 200);
+      assert.match(seen.requestId ?? '', /^req_/, 'the page can read exposed headers');
+      assert.deepEqual([seen.chat, seen.object], [200, 'chat.completion']);
+      assert.deepEqual([seen.refused, seen.why], [401, 'authentication_error']);
+    } finally {
+      await app.close();
+      site.close();
+    }
   });
 });
