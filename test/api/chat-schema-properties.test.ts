@@ -13,6 +13,8 @@ import { loadCatalog, type ChatModel } from '../../core/catalog.ts';
 const SEED = 20_240_907;
 const catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: 'http://127.0.0.1:1' });
 const schema = chatCompletionBodyFor(catalog);
+// The most output tokens a model of the catalog makes: the documented bound of both limits.
+const OUTPUT_LIMIT = Math.max(...catalog.all().flatMap((model) => (model.kind === 'chat' ? [model.max_output_tokens] : [])));
 
 const text = fc.string({ maxLength: 40 });
 const contentPart = fc.oneof(fc.record({ type: fc.constant('text'), text }), fc.record({ type: fc.constant('image_url'), image_url: fc.record({ url: fc.webUrl() }) }));
@@ -44,8 +46,8 @@ const validBody = fc
       messages: fc.array(message, { minLength: 1, maxLength: 5 }),
       temperature: fc.oneof(fc.double({ min: 0, max: 2, noNaN: true }), fc.constant(null)),
       top_p: fc.double({ min: 0, max: 1, noNaN: true }),
-      max_tokens: fc.integer({ min: 1, max: 1_000_000 }),
-      max_completion_tokens: fc.integer({ min: 1, max: 1_000_000 }),
+      max_tokens: fc.integer({ min: 1, max: OUTPUT_LIMIT }),
+      max_completion_tokens: fc.integer({ min: 1, max: OUTPUT_LIMIT }),
       n: fc.integer({ min: 1, max: 128 }),
       stop: fc.oneof(text, fc.array(text, { maxLength: 4 }), fc.constant(null)),
       stream: fc.boolean(),
@@ -63,11 +65,12 @@ const mutations: Array<[string, (body: Body) => fc.Arbitrary<[Body, string]>]> =
   ['temperature outside 0 to 2', (body) => fc.oneof(fc.double({ min: 2, max: 1e6, minExcluded: true, noNaN: true }), fc.double({ min: -1e6, max: 0, maxExcluded: true, noNaN: true })).map((temperature) => [{ ...body, temperature }, 'temperature'])],
   ['top_p outside 0 to 1', (body) => fc.oneof(fc.double({ min: 1, max: 1e6, minExcluded: true, noNaN: true }), fc.double({ min: -1e6, max: 0, maxExcluded: true, noNaN: true })).map((top_p) => [{ ...body, top_p }, 'top_p'])],
   ['max_tokens not a positive integer', (body) => fc.oneof(fc.integer({ max: 0 }), fc.double({ min: 0.5, max: 1e6, noNaN: true }).filter((value) => !Number.isInteger(value))).map((max_tokens) => [{ ...body, max_tokens }, 'max_tokens'])],
+  ['max_completion_tokens above every model\'s limit', (body) => fc.integer({ min: OUTPUT_LIMIT + 1 }).map((max_completion_tokens) => [{ ...body, max_completion_tokens }, 'max_completion_tokens'])],
   ['n outside 1 to 128', (body) => fc.oneof(fc.integer({ max: 0 }), fc.integer({ min: 129 })).map((n) => [{ ...body, n }, 'n'])],
   ['more than 4 stop sequences', (body) => fc.array(text, { minLength: 5, maxLength: 12 }).map((stop) => [{ ...body, stop }, 'stop'])],
   ['no messages', (body) => fc.constant([{ ...body, messages: [] }, 'messages'])],
   ['a message with an unknown role', (body) =>
-    fc.tuple(fc.nat({ max: body.messages.length - 1 }), fc.string({ minLength: 1 }).filter((role) => !['system', 'developer', 'user', 'assistant', 'tool'].includes(role))).map(([index, role]) => {
+    fc.tuple(fc.nat({ max: body.messages.length - 1 }), fc.string({ minLength: 1 }).filter((role) => !['system', 'developer', 'user', 'assistant', 'tool', 'function'].includes(role))).map(([index, role]) => {
       const messages = body.messages.map((item: Body, position: number) => (position === index ? { ...item, role } : item));
       return [{ ...body, messages }, `messages.${index}.role`];
     })],
