@@ -189,8 +189,8 @@ export class ChatProxy {
    * the body for the upstream as JSON text, kept apart so a stream holds no copy of the prompt. */
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
-    const { payload, promptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
     refuseOutputLimitAboveModel(model, body);
+    const { payload, promptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
     const prediction = (body as { prediction?: unknown }).prediction;
     const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
     const holdTokens = chatHoldTokens(model, { promptTokens, max_tokens: body.max_tokens, max_completion_tokens: body.max_completion_tokens, n: body.n, predictionBytes });
