@@ -63,7 +63,7 @@ export interface ChatHoldInput {
  * choice, plus its prediction's bytes. What is held is what the charge is bounded by: a bound
  * above the hold let a call cost more than the balance that admitted it (a review's prediction
  * of 300 KB and max_tokens of 100 million each did). */
-export function outputTokenBudget(model: ChatModel, input: ChatHoldInput): number {
+function outputTokenBudget(model: ChatModel, input: ChatHoldInput): number {
   const asked = Math.min(input.max_completion_tokens ?? input.max_tokens ?? model.max_output_tokens, model.max_output_tokens);
   return asked * Math.max(1, input.n ?? 1) + (input.predictionBytes ?? 0);
 }

@@ -247,8 +247,9 @@ export class ApiKeyStore {
     return { keys: await this.withUseAndLimits(found.slice(0, page.limit)), hasMore: found.length > page.limit };
   }
 
-  /** One of the account's keys (another account's is as missing as an unknown one). */
-  async findForAccount(accountId: string, keyId: string): Promise<ApiKeyDocument | null> {
+  /** One of the account's keys (another account's is as missing as an unknown one); the
+   * arguments in TaskStore.findForAccount's order. */
+  async findForAccount(keyId: string, accountId: string): Promise<ApiKeyDocument | null> {
     const key = await this.collection.findOne({ _id: keyId, account_id: accountId });
     return key ? (await this.withUseAndLimits([key]))[0]! : null;
   }

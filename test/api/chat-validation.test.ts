@@ -50,9 +50,13 @@ describe('POST /v1/chat/completions validation', () => {
   });
   after(() => stack.close());
 
+  /** POST /v1/chat/completions with the caller's key: a body as an object, or as JSON text. */
+  const postChat = (payload: object | string, callerKey = key) =>
+    stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(callerKey), 'content-type': 'application/json' }, payload });
+
   for (const { name, body, field } of cases) {
     it(`400 naming '${field}': ${name}`, async () => {
-      const response = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(key), payload: body as object });
+      const response = await postChat(body as object);
       assert.equal(response.statusCode, 400, response.body);
       const { error } = response.json();
       assert.equal(error.type, 'invalid_request_error');
@@ -66,12 +70,12 @@ describe('POST /v1/chat/completions validation', () => {
     const photo = `data:image/jpeg;base64,${randomBytes(3 * 1_048_576).toString('base64')}`;
     const chat = (text: string) => JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: [{ type: 'text', text }, { type: 'image_url', image_url: { url: photo } }] }] });
     assert.ok(Buffer.byteLength(chat('what is in this photo?')) > stack.config.BODY_LIMIT_BYTES * 4);
-    const answered = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: chat('what is in this photo?') });
+    const answered = await postChat(chat('what is in this photo?'));
     assert.equal(answered.statusCode, 200, answered.body);
     assert.equal(answered.json().object, 'chat.completion');
 
     const limit = stack.config.CHAT_BODY_LIMIT_BYTES;
-    const over = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: chat('x'.repeat(limit)) });
+    const over = await postChat(chat('x'.repeat(limit)));
     assert.equal(over.statusCode, 413);
     assert.equal(over.json().error.message, `The request body is larger than the limit of ${limit} bytes.`);
     // Other routes keep the general limit.
@@ -81,40 +85,30 @@ describe('POST /v1/chat/completions validation', () => {
   });
 
   it('accepts the developer and tool roles, null content beside tool calls, and nulls for optional numbers', async () => {
-    const response = await stack.app.inject({
-      method: 'POST',
-      url: '/v1/chat/completions',
-      headers: bearer(key),
-      payload: {
-        model: 'gpt-4o-mini',
-        temperature: null,
-        max_tokens: null,
-        messages: [
-          { role: 'developer', content: 'Be brief.' },
-          { role: 'user', content: [{ type: 'text', text: 'weather?' }] },
-          { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }] },
-          { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
-        ],
-      },
+    const response = await postChat({
+      model: 'gpt-4o-mini',
+      temperature: null,
+      max_tokens: null,
+      messages: [
+        { role: 'developer', content: 'Be brief.' },
+        { role: 'user', content: [{ type: 'text', text: 'weather?' }] },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+      ],
     });
     assert.equal(response.statusCode, 200, response.body);
     assert.match(response.json().choices[0].message.content, /sunny/);
   });
 
   it("takes a legacy function call's result (role 'function', with the function's name)", async () => {
-    const response = await stack.app.inject({
-      method: 'POST',
-      url: '/v1/chat/completions',
-      headers: bearer(key),
-      payload: {
-        model: 'gpt-4o-mini',
-        functions: [{ name: 'weather', parameters: { type: 'object', properties: {} } }],
-        messages: [
-          { role: 'user', content: 'weather?' },
-          { role: 'assistant', content: null, function_call: { name: 'weather', arguments: '{}' } },
-          { role: 'function', name: 'weather', content: 'sunny' },
-        ],
-      },
+    const response = await postChat({
+      model: 'gpt-4o-mini',
+      functions: [{ name: 'weather', parameters: { type: 'object', properties: {} } }],
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: null, function_call: { name: 'weather', arguments: '{}' } },
+        { role: 'function', name: 'weather', content: 'sunny' },
+      ],
     });
     assert.equal(response.statusCode, 200, response.body);
     assert.match(response.json().choices[0].message.content, /\S/);
@@ -124,7 +118,7 @@ describe('POST /v1/chat/completions validation', () => {
     const fresh = await stack.newCaller('validation only');
     const accountBefore = await stack.account(fresh.accountId);
     const statsBefore = await stack.simulatorStats();
-    const response = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(fresh.key), payload: { ...valid, temperature: 9 } });
+    const response = await postChat({ ...valid, temperature: 9 }, fresh.key);
     assert.equal(response.statusCode, 400);
     const accountAfter = await stack.account(fresh.accountId);
     assert.equal(accountAfter.balance_micros, accountBefore.balance_micros);

@@ -29,7 +29,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
 
   /** One of the holder's own keys; another account's key is as unknown as a missing one. */
   async function ownKey(request: FastifyRequest, keyId: string): Promise<ApiKeyDocument> {
-    const key = await apiKeys.findForAccount(accountIdOf(request), keyId);
+    const key = await apiKeys.findForAccount(keyId, accountIdOf(request));
     if (!key) throw new GatewayError('resource_not_found', 'There is no such key in your account.');
     return key;
   }

@@ -34,7 +34,7 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
     const { accountId, keyId } = request.params as { accountId: string; keyId: string };
     const account = await accounts.findWithLimits(accountId);
     if (!account) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
-    const key = (await apiKeys.listForAccount(accountId)).find((candidate) => candidate._id === keyId);
+    const key = await apiKeys.findForAccount(keyId, accountId);
     if (!key) throw new GatewayError('resource_not_found', `There is no key '${keyId}' in account '${accountId}'.`);
     return { account, key };
   }
