@@ -1,7 +1,6 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { generateApiKey, hashApiKey } from '../core/api-keys.ts';
-import { RefreshRounds } from '../core/refresh-rounds.ts';
-import { KeyChangeFeed } from './api-key-changes.ts';
+import { KEY_CACHE_MAX_MS, KEY_CACHE_MS, KEY_REFRESH_AFTER_MS, settleRead, sharedStateOf, withLimits, type SharedKeyState } from './api-key-cache.ts';
 import { keyOverrides, readOverrides, readOverridesOf, setOverrides, type RateLimitOverrideDocument, type RateLimitOverrides } from './rate-limit-overrides.ts';
 
 export interface ApiKeyDocument {
@@ -40,111 +39,6 @@ const LAST_USED_REFRESH_MS = 60_000;
 interface KeyLastUse {
   _id: string;
   last_used_at: Date;
-}
-
-// Authentication keeps the keys it read in memory: a store round trip per request would be
-// most of the gateway's own latency. Revoking through this store drops the entry at once, so
-// the process that revokes refuses the key on the very next request. Other API processes learn
-// of it from the change feed (api-key-changes.ts), polled every quarter second: while that feed
-// is live, a cached read stays good for KEY_CACHE_MAX_MS, so a key used every few seconds is
-// not read again each time. When the feed is not live (the store unreachable), a read is good
-// for KEY_CACHE_MS only. Either way, another process refuses a revoked key within KEY_CACHE_MS
-// of the change's record: the feed records before and after the change (see recordAround), and
-// a revocation the store could not record fails before anything changed.
-//
-// Keys in use are read again in the background, so their callers never wait for that read; that
-// also picks up changes made to the store directly. Every KEY_REFRESH_AFTER_MS, one query reads
-// the keys looked up since the last round whose entry is at least that old
-// (core/refresh-rounds.ts: the rounds keep their own time, never a request's).
-export const KEY_CACHE_MS = 1_000;
-export const KEY_CACHE_MAX_MS = 10 * 60_000;
-export const KEY_REFRESH_AFTER_MS = 500;
-const KEY_CACHE_ENTRIES = 10_000;
-/** A cached read. */
-interface CachedKey {
-  key: ApiKeyDocument;
-  readAt: number;
-}
-/** What every store over one database shares in a process: one API instance's view. */
-interface SharedKeyState {
-  cache: Map<string, CachedKey>;
-  /** Reads again the keys in use whose entry is due; runs while the feed does. */
-  refresh: RefreshRounds<string>;
-  /** Keys revoked by this process (and when): refused even if a read from before the revocation lands in the cache. */
-  revokedHere: Map<string, number>;
-  /** When the feed last reported each recently changed key: a read started before that is not cached. */
-  changedAt: Map<string, number>;
-  feed: KeyChangeFeed;
-  /** Stores that look keys up and have not stopped watching: the feed polls while there are any. */
-  watchers: number;
-}
-const sharedStates = new WeakMap<Db, SharedKeyState>();
-const CHANGED_AT_KEEP_MS = 30_000;
-
-function sharedStateOf(db: Db): SharedKeyState {
-  let shared = sharedStates.get(db);
-  if (!shared) {
-    const cache = new Map<string, CachedKey>();
-    const changedAt = new Map<string, number>();
-    const feed = new KeyChangeFeed(db, {
-      // Once per recorded change: the map holds the last half minute's changes, a handful.
-      changed(keyId) {
-        const now = Date.now();
-        for (const [id, at] of changedAt) if (now - at > CHANGED_AT_KEEP_MS) changedAt.delete(id);
-        changedAt.set(keyId, now);
-        cache.delete(keyId);
-      },
-      lost: () => cache.clear(),
-    });
-    const collection = db.collection<ApiKeyDocument>('api_keys');
-    const overrides = keyOverrides(db);
-    const state: SharedKeyState = {
-      cache,
-      refresh: new RefreshRounds(KEY_REFRESH_AFTER_MS, (ids) => refreshKeys(state, collection, overrides, ids)),
-      revokedHere: new Map(),
-      changedAt,
-      feed,
-      watchers: 0,
-    };
-    sharedStates.set(db, state);
-    shared = state;
-  }
-  return shared;
-}
-
-/** Caches a key as read at `readAt` (when the read was asked for), evicting the oldest entry when full. */
-function remember(shared: SharedKeyState, key: ApiKeyDocument, readAt: number): void {
-  const { cache } = shared;
-  cache.delete(key._id);
-  if (cache.size >= KEY_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-  cache.set(key._id, { key, readAt });
-}
-
-/** What a read started at `startedAt` found for `id`: cached, or dropped when the key is gone or
- * changed while the read ran (what came back may predate the change). */
-function settleRead(shared: SharedKeyState, id: string, key: ApiKeyDocument | null, startedAt: number, readAt: number): void {
-  if (key && (shared.changedAt.get(id) ?? -Infinity) < startedAt) remember(shared, key, readAt);
-  else shared.cache.delete(id);
-}
-
-/** One refresh round: the due keys in one query, their limits in another. A failed round leaves
- * their entries to age out. */
-async function refreshKeys(shared: SharedKeyState, collection: Collection<ApiKeyDocument>, overrides: Collection<RateLimitOverrideDocument>, ids: string[]): Promise<void> {
-  const startedAt = Date.now();
-  try {
-    const [keys, limits] = await Promise.all([collection.find({ _id: { $in: ids } }).toArray(), readOverridesOf(overrides, ids)]);
-    const found = new Map(keys.map((key) => [key._id, withLimits(key, limits.get(key._id))]));
-    for (const id of ids) settleRead(shared, id, found.get(id) ?? null, startedAt, startedAt);
-  } catch {
-    // The store is unreachable: the entries age out, and lookups past that read in line.
-  }
-}
-
-/** The key with its own limits (read from their own document; a field left on the key document
- * by a store from before the move is not used). */
-function withLimits(key: ApiKeyDocument, limits: RateLimitOverrides | null | undefined): ApiKeyDocument {
-  key.rate_limits = limits ?? null;
-  return key;
 }
 
 /** The key if it is the one hashed and not revoked. */

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as pause } from 'node:timers/promises';
 import { KEY_CHANGE_POLL_MS } from '../../store/api-key-changes.ts';
-import { ApiKeyStore, KEY_CACHE_MS, KEY_REFRESH_AFTER_MS } from '../../store/api-keys.ts';
+import { KEY_CACHE_MS, KEY_REFRESH_AFTER_MS } from '../../store/api-key-cache.ts';
+import { ApiKeyStore } from '../../store/api-keys.ts';
 import { testDatabase } from '../helpers/engines.ts';
 
 // Authentication reads keys through a cache. A revocation must reach the process that made it
