@@ -1,5 +1,4 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import { TurnBatch } from './turn-batch.ts';
 
 // Every Prometheus metric Framegate exports, defined once. The api serves them at /metrics on
 // its port; the worker, a separate process, serves its own on WORKER_METRICS_PORT. A metric only
@@ -14,7 +13,7 @@ export const metricsRegistry = new Registry();
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** api: every answered request, by route pattern and status. */
-const httpRequestDuration = new Histogram({
+export const httpRequestDuration = new Histogram({
   name: 'framegate_http_request_duration_seconds',
   help: 'Time from request to the end of the answer, by method, route pattern and status code.',
   labelNames: ['method', 'route', 'status_code'] as const,
@@ -23,7 +22,7 @@ const httpRequestDuration = new Histogram({
 });
 
 /** api (chat proxy): from receiving a streamed chat request to sending its first text. */
-const chatTimeToFirstToken = new Histogram({
+export const chatTimeToFirstToken = new Histogram({
   name: 'framegate_chat_time_to_first_token_seconds',
   help: 'Streamed chat completions: time from the request to the first chunk carrying text sent to the caller, by model.',
   labelNames: ['model'] as const,
@@ -32,7 +31,7 @@ const chatTimeToFirstToken = new Histogram({
 });
 
 /** api (chat proxy): tokens of billed chat calls, as the upstream reported (or we estimated) them. */
-const chatTokens = new Counter({
+export const chatTokens = new Counter({
   name: 'framegate_chat_tokens_total',
   help: 'Tokens of billed chat completions, by model and direction (input or output).',
   labelNames: ['model', 'direction'] as const,
@@ -72,42 +71,22 @@ export const vendorErrors = new Counter({
   registers: [metricsRegistry],
 });
 
-// What every request and every chat call moves is observed at the end of the event loop's turn,
-// with the rest of that turn's (core/turn-batch.ts says why). metricsText() observes what is
-// pending first, so a scrape sees everything that happened before it.
-const deferred = new TurnBatch<() => void>((observe) => observe());
-
-/** An answered request, by route pattern ('unmatched' when nothing routed it). */
-export function observeHttpRequest(method: string, route: string, statusCode: number, seconds: number): void {
-  deferred.add(() => httpRequestDuration.observe({ method, route, status_code: String(statusCode) }, seconds));
-}
-
 /** A billed chat call: its tokens, and the micro-USD actually charged (what charge() returned). */
 export function countChatCharge(modelId: string, tokens: { inputTokens: number; outputTokens: number }, chargedMicros: number): void {
-  const { inputTokens, outputTokens } = tokens;
-  deferred.add(() => {
-    chatTokens.inc({ model: modelId, direction: 'input' }, inputTokens);
-    chatTokens.inc({ model: modelId, direction: 'output' }, outputTokens);
-    spendMicros.inc({ kind: 'chat', model: modelId }, chargedMicros);
-  });
+  chatTokens.inc({ model: modelId, direction: 'input' }, tokens.inputTokens);
+  chatTokens.inc({ model: modelId, direction: 'output' }, tokens.outputTokens);
+  spendMicros.inc({ kind: 'chat', model: modelId }, chargedMicros);
 }
 
 /** A billed image call: the micro-USD actually charged. */
 export function countImageCharge(modelId: string, chargedMicros: number): void {
-  deferred.add(() => spendMicros.inc({ kind: 'image', model: modelId }, chargedMicros));
+  spendMicros.inc({ kind: 'image', model: modelId }, chargedMicros);
 }
 
 /** The first text of a streamed completion went out; `startedAt` is performance.now() when the
  * request arrived. */
 export function observeTimeToFirstToken(modelId: string, startedAt: number): void {
-  const seconds = (performance.now() - startedAt) / 1000;
-  deferred.add(() => chatTimeToFirstToken.observe({ model: modelId }, seconds));
-}
-
-/** The registry in the Prometheus text format, with every pending observation made. */
-export async function metricsText(): Promise<string> {
-  deferred.flush();
-  return metricsRegistry.metrics();
+  chatTimeToFirstToken.observe({ model: modelId }, (performance.now() - startedAt) / 1000);
 }
 
 let processMetricsOn = false;

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { enableProcessMetrics, metricsRegistry, metricsText } from '../core/metrics.ts';
+import { enableProcessMetrics, metricsRegistry } from '../core/metrics.ts';
 
 // The worker's own /metrics: task transitions, webhook attempts, vendor errors and video spend
 // happen in this process, which has no HTTP server of its own, so a tiny one serves the
@@ -18,7 +18,7 @@ export async function startMetricsServer(options: { host: string; port: number }
       response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Only GET /metrics is served here.\n');
       return;
     }
-    metricsText().then(
+    metricsRegistry.metrics().then(
       (text) => response.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(text),
       () => response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Metrics could not be collected.\n'),
     );

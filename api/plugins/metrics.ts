@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
-import { enableProcessMetrics, metricsRegistry, metricsText, observeHttpRequest } from '../../core/metrics.ts';
+import { enableProcessMetrics, httpRequestDuration, metricsRegistry } from '../../core/metrics.ts';
 import { openAccess } from '../openapi/security.ts';
 
 // GET /metrics in the Prometheus text format, and the request duration histogram behind it.
@@ -26,12 +26,15 @@ async function metricsPlugin(app: FastifyInstance): Promise<void> {
   enableProcessMetrics();
 
   app.addHook('onResponse', (request, reply, done) => {
-    observeHttpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    httpRequestDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
     done();
   });
 
   app.get('/metrics', { schema: metricsSchema }, async (_request, reply) => {
-    const text = await metricsText();
+    const text = await metricsRegistry.metrics();
     return reply.type(metricsRegistry.contentType).send(text);
   });
 }

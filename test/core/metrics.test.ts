@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { countChatCharge, countImageCharge, metricsText, observeTimeToFirstToken } from '../../core/metrics.ts';
+import { countChatCharge, countImageCharge, metricsRegistry, observeTimeToFirstToken } from '../../core/metrics.ts';
 import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 
 // The helpers the chat and image proxy call to count what they bill and how fast a stream
 // starts: each call moves exactly the series it names.
 
 async function samples(): Promise<Map<string, number>> {
-  return parsePrometheusText(await metricsText());
+  return parsePrometheusText(await metricsRegistry.metrics());
 }
 
 describe('metric helpers for the chat and image proxy', () => {
