@@ -7,7 +7,7 @@ import { sampleArguments } from './tool-arguments.ts';
 // Decides what the simulated model answers, deterministically, as a list of pieces: the
 // streaming route sends one chunk per piece and the non-streaming route joins them, so both
 // report the same usage. A prompt token is one whitespace-separated word; a completion token
-// is one piece (a word of text, a fragment of tool arguments): crude, but stable and easy to
+// is one piece (a word of text, a fragment of tool arguments or of a JSON reply): crude, but stable and easy to
 // predict in a test.
 
 export type ChatAnswer =
@@ -29,6 +29,24 @@ function wordPieces(text: string): string[] {
   return text.match(/\s*\S+/g) ?? [];
 }
 
+/** JSON in fragments of argumentPieceLength characters, as tool arguments and structured
+ * replies stream from the real API. */
+function fragments(text: string): string[] {
+  const pieces: string[] = [];
+  for (let offset = 0; offset < text.length; offset += argumentPieceLength) pieces.push(text.slice(offset, offset + argumentPieceLength));
+  return pieces;
+}
+
+/** The text up to the first of the stop sequences, which the reply never includes. */
+function cutAtStop(text: string, stop: ChatCompletionBody['stop']): string {
+  let end = text.length;
+  for (const sequence of typeof stop === 'string' ? [stop] : (stop ?? [])) {
+    const at = sequence === '' ? -1 : text.indexOf(sequence);
+    if (at !== -1 && at < end) end = at;
+  }
+  return text.slice(0, end);
+}
+
 function replyText(messages: ChatMessage[]): string {
   const last = messages.at(-1);
   if (last?.role === 'tool') return `The tool returned: ${messageText(last)}`;
@@ -38,17 +56,31 @@ function replyText(messages: ChatMessage[]): string {
   return `This is a simulated reply to: ${echo}${words.length > echoedWords ? ' …' : ''}`;
 }
 
+/** The reply's text: JSON when the request asked for it (a value of its schema for json_schema,
+ * the reply under `reply` for json_object), up to the first stop sequence. */
+function replyContent(body: ChatCompletionBody): { text: string; json: boolean } {
+  const format = body.response_format;
+  if (format?.type === 'json_schema') return { text: cutAtStop(JSON.stringify(sampleArguments(format.json_schema.schema)), body.stop), json: true };
+  if (format?.type === 'json_object') return { text: cutAtStop(JSON.stringify({ reply: replyText(body.messages) }), body.stop), json: true };
+  return { text: cutAtStop(replyText(body.messages), body.stop), json: false };
+}
+
 /** The tool to call, or undefined when the model should answer in text. */
 function chosenTool(body: ChatCompletionBody): { tool?: FunctionTool; unknownName?: string } {
   const tools = body.tools ?? [];
   const choice = body.tool_choice ?? 'auto';
   // After a tool result the model reports back instead of calling again, ending the loop.
   if (tools.length === 0 || choice === 'none' || body.messages.at(-1)?.role === 'tool') return {};
-  if (typeof choice === 'object') {
+  if (typeof choice !== 'object') return { tool: tools[0] };
+  if (choice.type === 'function') {
     const named = tools.find((tool) => tool.function.name === choice.function.name);
     return named ? { tool: named } : { unknownName: choice.function.name };
   }
-  return { tool: tools[0] };
+  // allowed_tools: the first of the tools that is allowed; each allowed name must be a tool.
+  const allowed = choice.allowed_tools.tools.map((tool) => tool.function.name);
+  const unknownName = allowed.find((name) => !tools.some((tool) => tool.function.name === name));
+  if (unknownName !== undefined) return { unknownName };
+  return { tool: tools.find((tool) => allowed.includes(tool.function.name)) };
 }
 
 export function planAnswer(body: ChatCompletionBody, markers: Markers): PlannedAnswer {
@@ -58,15 +90,12 @@ export function planAnswer(body: ChatCompletionBody, markers: Markers): PlannedA
   }
   if (tool) {
     const argumentsJson = JSON.stringify(sampleArguments(tool.function.parameters));
-    const pieces: string[] = [];
-    for (let offset = 0; offset < argumentsJson.length; offset += argumentPieceLength) {
-      pieces.push(argumentsJson.slice(offset, offset + argumentPieceLength));
-    }
-    return { ok: true, answer: { kind: 'tool_call', callId: `call_${randomBytes(12).toString('hex')}`, name: tool.function.name, argumentsJson, pieces } };
+    return { ok: true, answer: { kind: 'tool_call', callId: `call_${randomBytes(12).toString('hex')}`, name: tool.function.name, argumentsJson, pieces: fragments(argumentsJson) } };
   }
 
-  let pieces = wordPieces(replyText(body.messages));
-  if (markers.chunks !== undefined) {
+  const content = replyContent(body);
+  let pieces = content.json ? fragments(content.text) : wordPieces(content.text);
+  if (markers.chunks !== undefined && !content.json && pieces.length > 0) {
     const words = pieces.map((piece) => piece.trim());
     pieces = Array.from({ length: markers.chunks }, (_, index) => `${index === 0 ? '' : ' '}${words[index % words.length]}`);
   }

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 
 // The parts of an OpenAI chat completion request the simulator acts on. Lenient like the
-// OpenAI-compatible vendors: parameters it does not model (temperature, top_p, stop, ...) are
-// accepted and ignored; the ones it uses are checked so malformed bodies get a realistic 400.
+// OpenAI-compatible vendors: parameters it does not model (temperature, top_p, logprobs, ...)
+// are accepted and ignored; the ones it uses (tools, tool_choice, response_format, stop, the
+// output limits) are checked so malformed bodies get a realistic 400.
 
 const textPart = z.object({ type: z.literal('text'), text: z.string() });
 
@@ -22,9 +23,23 @@ const functionTool = z.object({
   }),
 });
 
+const namedFunction = z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) });
+
 const toolChoice = z.union([
   z.enum(['none', 'auto', 'required']),
-  z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
+  namedFunction,
+  // OpenAI's way to narrow the tools for one call while keeping the list (and the prompt cache).
+  z.object({ type: z.literal('allowed_tools'), allowed_tools: z.object({ mode: z.enum(['auto', 'required']), tools: z.array(namedFunction).min(1) }) }),
+]);
+
+// Structured outputs: the reply is JSON, of the given schema for json_schema.
+const responseFormat = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('text') }),
+  z.looseObject({ type: z.literal('json_object') }),
+  z.looseObject({
+    type: z.literal('json_schema'),
+    json_schema: z.looseObject({ name: z.string().min(1), schema: z.record(z.string(), z.unknown()).optional(), strict: z.boolean().nullish() }),
+  }),
 ]);
 
 export const chatCompletionBody = z.object({
@@ -34,6 +49,7 @@ export const chatCompletionBody = z.object({
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   tools: z.array(functionTool).nullish(),
   tool_choice: toolChoice.nullish(),
+  response_format: responseFormat.nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
   // OpenAI's own bound on choices per call.

@@ -104,6 +104,10 @@ describe('the official openai Python client against the gateway', () => {
     assert.match(tools.second_content, /21/);
   });
 
+  it('parses a structured output into the pydantic model it asked for', () => {
+    assert.deepEqual(results.structured, { parsed_type: 'City', parsed: { name: 'sample', population: 1, coastal: true }, refusal: null });
+  });
+
   it('generates an image whose b64_json decodes to a PNG', () => {
     assert.equal(results.image.count, 1);
     assert.equal(results.image.png_signature, true);

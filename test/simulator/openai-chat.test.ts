@@ -167,6 +167,55 @@ describe('simulator: OpenAI chat completions', () => {
     assert.equal(unknown.json.error.param, 'tool_choice');
   });
 
+  it('tool_choice allowed_tools calls the first of the tools it allows; an allowed name that is no tool is a 400', async () => {
+    const otherTool = { type: 'function', function: { name: 'noop', parameters: { type: 'object', properties: {} } } };
+    const allowedTools = (names: string[]) => ({ type: 'allowed_tools', allowed_tools: { mode: 'required', tools: names.map((name) => ({ type: 'function', function: { name } })) } });
+    const narrowed = await chat({ tools: [otherTool, weatherTool], tool_choice: allowedTools(['get_weather']), messages: [{ role: 'user', content: 'weather?' }] });
+    assert.equal(narrowed.status, 200);
+    assert.equal(narrowed.json.choices[0].finish_reason, 'tool_calls');
+    assert.equal(narrowed.json.choices[0].message.tool_calls[0].function.name, 'get_weather');
+    const unknown = await chat({ tools: [weatherTool], tool_choice: allowedTools(['get_weather', 'nope']), messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(unknown.status, 400);
+    assert.equal(unknown.json.error.param, 'tool_choice');
+  });
+
+  it('answers JSON for response_format: a value of the json_schema, the reply under `reply` for json_object, streamed in fragments', async () => {
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, population: { type: 'integer', minimum: 1000 }, tags: { type: 'array', items: { type: 'string', enum: ['coast', 'inland'] } } },
+      required: ['city', 'population', 'tags'],
+      additionalProperties: false,
+    };
+    const structured = await chat({ response_format: { type: 'json_schema', json_schema: { name: 'city', schema, strict: true } }, messages: [{ role: 'user', content: 'describe a city' }] });
+    assert.equal(structured.status, 200);
+    assert.deepEqual(JSON.parse(structured.json.choices[0].message.content), { city: 'sample', population: 1000, tags: ['coast'] });
+    const object = await chat({ response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'answer in JSON' }] });
+    assert.deepEqual(JSON.parse(object.json.choices[0].message.content), { reply: 'This is a simulated reply to: answer in JSON' });
+
+    const streamed = await chat({ stream: true, stream_options: { include_usage: true }, response_format: { type: 'json_schema', json_schema: { name: 'city', schema } }, messages: [{ role: 'user', content: 'describe a city' }] });
+    const { done, chunks } = parseEvents(streamed.text);
+    assert.ok(done);
+    const deltas = chunks.flatMap((chunk) => chunk.choices).map((choice) => choice.delta.content).filter((text) => typeof text === 'string' && text !== '');
+    assert.ok(deltas.length > 1, 'the JSON arrives in several pieces');
+    assert.equal(deltas.join(''), structured.json.choices[0].message.content);
+    assert.equal(chunks.at(-1).usage.completion_tokens, deltas.length, 'a piece is a token');
+
+    const badFormat = await chat({ response_format: { type: 'json_schema' }, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(badFormat.status, 400);
+  });
+
+  it('stops before the first of its stop sequences, with finish_reason stop', async () => {
+    const cut = await chat({ stop: ['zzz', 'reply'], messages: [{ role: 'user', content: 'Tell me about foxes' }] });
+    // Words are pieces: the space before the stop goes with the word after it.
+    assert.equal(cut.json.choices[0].message.content, 'This is a simulated');
+    assert.equal(cut.json.choices[0].finish_reason, 'stop');
+    assert.equal(cut.json.usage.completion_tokens, 4);
+    const single = await chat({ stop: 'about', messages: [{ role: 'user', content: 'Tell me about foxes' }] });
+    assert.equal(single.json.choices[0].message.content, 'This is a simulated reply to: Tell me');
+    const untouched = await chat({ stop: ['zzz'], messages: [{ role: 'user', content: 'Tell me about foxes' }] });
+    assert.equal(untouched.json.choices[0].message.content, 'This is a simulated reply to: Tell me about foxes');
+  });
+
   it('[sim:error=429] fails with 429, Retry-After and OpenAI\'s error shape; other statuses too', async () => {
     const limited = await chat({ messages: [{ role: 'user', content: 'busy? [sim:error=429]' }] });
     assert.equal(limited.status, 429);
