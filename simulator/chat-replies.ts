@@ -106,6 +106,12 @@ export function planAnswer(body: ChatCompletionBody, markers: Markers): PlannedA
   return { ok: true, answer: { kind: 'text', pieces, finishReason: 'stop' } };
 }
 
+/** The id of the tool call in choice `index`: with `n` choices each call has its own, as on
+ * OpenAI, so a client keeping calls by id keeps them apart. */
+export function choiceCallId(callId: string, index: number): string {
+  return index === 0 ? callId : `${callId}_${index}`;
+}
+
 /** One token per piece, for each of the `choices`: what the stream sends is what usage
  * reports. */
 export function completionTokens(answer: ChatAnswer, choices = 1): number {

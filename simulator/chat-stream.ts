@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply } from 'fastify';
-import type { ChatAnswer } from './chat-replies.ts';
+import { choiceCallId, type ChatAnswer } from './chat-replies.ts';
 
 // Server-sent events in OpenAI's chat.completion.chunk format. The stream notices when the
 // client goes away and stops at once: that is what lets a test prove that the gateway
@@ -54,12 +54,12 @@ export async function pause(milliseconds: number, signal: AbortSignal): Promise<
   }
 }
 
-function firstDelta(answer: ChatAnswer) {
+function firstDelta(answer: ChatAnswer, index: number) {
   if (answer.kind === 'text') return { role: 'assistant', content: '', refusal: null };
   return {
     role: 'assistant',
     content: null,
-    tool_calls: [{ index: 0, id: answer.callId, type: 'function', function: { name: answer.name, arguments: '' } }],
+    tool_calls: [{ index: 0, id: choiceCallId(answer.callId, index), type: 'function', function: { name: answer.name, arguments: '' } }],
   };
 }
 
@@ -76,13 +76,14 @@ export async function streamAnswer(reply: FastifyReply, answer: ChatAnswer, sett
   const usageField = settings.includeUsage ? { usage: null } : {};
   const send = (payload: object) => response.write(`data: ${JSON.stringify(payload)}\n\n`);
   // One chunk per choice, as OpenAI sends them for n > 1.
-  const chunk = (delta: object, finishReason: string | null = null) => {
+  const chunk = (delta: object | ((index: number) => object), finishReason: string | null = null) => {
     for (let index = 0; index < settings.choices; index++) {
-      send({ ...identity, choices: [{ index, delta, logprobs: null, finish_reason: finishReason }], ...usageField });
+      const choiceDelta = typeof delta === 'function' ? delta(index) : delta;
+      send({ ...identity, choices: [{ index, delta: choiceDelta, logprobs: null, finish_reason: finishReason }], ...usageField });
     }
   };
 
-  chunk(firstDelta(answer));
+  chunk((index) => firstDelta(answer, index));
   for (const piece of answer.pieces) {
     if (!(await pause(settings.gapMs, settings.signal))) return;
     chunk(pieceDelta(answer, piece));

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { completionTokens, planAnswer, promptTokens, type ChatAnswer } from './chat-replies.ts';
+import { choiceCallId, completionTokens, planAnswer, promptTokens, type ChatAnswer } from './chat-replies.ts';
 import { chatCompletionBody, lastUserText } from './chat-request.ts';
 import { pause, streamAnswer, systemFingerprint, watchClient, type CompletionIdentity, type Usage } from './chat-stream.ts';
 import { parseMarkers } from './markers.ts';
@@ -20,13 +20,13 @@ export interface ChatOptions {
 // What [sim:slow] means: slow enough for a test to disconnect mid-stream reliably.
 const slowGapMs = 200;
 
-function assistantMessage(answer: ChatAnswer) {
+function assistantMessage(answer: ChatAnswer, index: number) {
   if (answer.kind === 'text') return { role: 'assistant', content: answer.pieces.join(''), refusal: null };
   return {
     role: 'assistant',
     content: null,
     refusal: null,
-    tool_calls: [{ id: answer.callId, type: 'function', function: { name: answer.name, arguments: answer.argumentsJson } }],
+    tool_calls: [{ id: choiceCallId(answer.callId, index), type: 'function', function: { name: answer.name, arguments: answer.argumentsJson } }],
   };
 }
 
@@ -38,7 +38,7 @@ function completionObject(identity: CompletionIdentity, answer: ChatAnswer, choi
     // `n` choices, all the same answer: the simulator is deterministic.
     choices: Array.from({ length: choices }, (_unused, index) => ({
       index,
-      message: assistantMessage(answer),
+      message: assistantMessage(answer, index),
       logprobs: null,
       finish_reason: answer.kind === 'text' ? answer.finishReason : 'tool_calls',
     })),

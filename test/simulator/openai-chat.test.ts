@@ -167,6 +167,17 @@ describe('simulator: OpenAI chat completions', () => {
     assert.equal(unknown.json.error.param, 'tool_choice');
   });
 
+  it('gives each of n choices its own tool call id, streamed and not', async () => {
+    const whole = await chat({ n: 3, tools: [weatherTool], messages: [{ role: 'user', content: 'weather?' }] });
+    const ids = whole.json.choices.map((choice: { message: { tool_calls: Array<{ id: string }> } }) => choice.message.tool_calls[0].id);
+    assert.equal(new Set(ids).size, 3, `ids ${ids.join(', ')}`);
+    const streamed = await chat({ n: 2, stream: true, tools: [weatherTool], messages: [{ role: 'user', content: 'weather?' }] });
+    const { chunks } = parseEvents(streamed.text);
+    const streamedIds = chunks.flatMap((chunk) => chunk.choices.flatMap((choice: { index: number; delta: { tool_calls?: Array<{ id?: string }> } }) => (choice.delta.tool_calls ?? []).filter((call) => call.id).map((call) => `${choice.index}:${call.id}`)));
+    assert.equal(streamedIds.length, 2);
+    assert.notEqual(streamedIds[0]!.split(':')[1], streamedIds[1]!.split(':')[1]);
+  });
+
   it('tool_choice allowed_tools calls the first of the tools it allows; an allowed name that is no tool is a 400', async () => {
     const otherTool = { type: 'function', function: { name: 'noop', parameters: { type: 'object', properties: {} } } };
     const allowedTools = (names: string[]) => ({ type: 'allowed_tools', allowed_tools: { mode: 'required', tools: names.map((name) => ({ type: 'function', function: { name } })) } });
