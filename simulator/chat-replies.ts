@@ -7,8 +7,8 @@ import { sampleArguments } from './tool-arguments.ts';
 // Decides what the simulated model answers, deterministically, as a list of pieces: the
 // streaming route sends one chunk per piece and the non-streaming route joins them, so both
 // report the same usage. A prompt token is one whitespace-separated word; a completion token
-// is one piece (a word of text, a fragment of tool arguments or of a JSON reply): crude, but stable and easy to
-// predict in a test.
+// is one piece (a word of text, a fragment of tool arguments or of a JSON reply): crude, but
+// stable and easy to predict in a test.
 
 export type ChatAnswer =
   | { kind: 'text'; pieces: string[]; finishReason: 'stop' | 'length' }
@@ -60,9 +60,10 @@ function replyText(messages: ChatMessage[]): string {
  * the reply under `reply` for json_object), up to the first stop sequence. */
 function replyContent(body: ChatCompletionBody): { text: string; json: boolean } {
   const format = body.response_format;
-  if (format?.type === 'json_schema') return { text: cutAtStop(JSON.stringify(sampleArguments(format.json_schema.schema)), body.stop), json: true };
-  if (format?.type === 'json_object') return { text: cutAtStop(JSON.stringify({ reply: replyText(body.messages) }), body.stop), json: true };
-  return { text: cutAtStop(replyText(body.messages), body.stop), json: false };
+  let text = replyText(body.messages);
+  if (format?.type === 'json_schema') text = JSON.stringify(sampleArguments(format.json_schema.schema));
+  else if (format?.type === 'json_object') text = JSON.stringify({ reply: text });
+  return { text: cutAtStop(text, body.stop), json: format !== undefined && format !== null && format.type !== 'text' };
 }
 
 /** The tool to call, or undefined when the model should answer in text. */

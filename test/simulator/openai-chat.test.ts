@@ -169,7 +169,7 @@ describe('simulator: OpenAI chat completions', () => {
 
   it('gives each of n choices its own tool call id, streamed and not', async () => {
     const whole = await chat({ n: 3, tools: [weatherTool], messages: [{ role: 'user', content: 'weather?' }] });
-    const ids = whole.json.choices.map((choice: { message: { tool_calls: Array<{ id: string }> } }) => choice.message.tool_calls[0].id);
+    const ids = whole.json.choices.map((choice: { message: { tool_calls: Array<{ id: string }> } }) => choice.message.tool_calls[0]!.id);
     assert.equal(new Set(ids).size, 3, `ids ${ids.join(', ')}`);
     const streamed = await chat({ n: 2, stream: true, tools: [weatherTool], messages: [{ role: 'user', content: 'weather?' }] });
     const { chunks } = parseEvents(streamed.text);
