@@ -115,7 +115,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     leases: new BudgetLeaseStore(database.db, storeClock),
     usage: new UsageStore(database.db),
     log: app.log,
-    timing: { idleMs: config.SPEND_LEASE_IDLE_MS, smallLeaseIdleMs: config.SPEND_LEASE_SMALL_IDLE_MS },
+    timing: { idleMs: config.SPEND_LEASE_IDLE_MS, smallLeaseIdleMs: config.SPEND_LEASE_SMALL_IDLE_MS, maxAgeMs: config.SPEND_LEASE_MAX_AGE_MS },
   });
   // After the server stopped taking requests: settles every spend lease before the store closes.
   app.addHook('onClose', async () => budgets.close());

@@ -39,6 +39,10 @@ export const environmentSchema = z.object({
   // ... unless the lease held at most a tenth of the account's free balance: then it is kept this
   // long, so a caller who calls every few seconds or minutes does not wait for a new one.
   SPEND_LEASE_SMALL_IDLE_MS: z.coerce.number().int().positive().default(300_000),
+  // A lease that served calls is replaced (settled: usage records, one capture) this long after
+  // it opened: how far a balance read may lag chat spend, against about a dozen store round
+  // trips per busy account each time (README, Configuration).
+  SPEND_LEASE_MAX_AGE_MS: z.coerce.number().int().positive().default(5_000),
   // When the api closes, chat and image calls still running this long after are ended (503 or
   // a stream's error event, unbilled) so the process settles its leases and exits before an
   // orchestrator kills it (api/services/openai-proxy/calls-in-flight.ts).
