@@ -40,7 +40,9 @@ import { limitRequests } from './plugins/rate-limit.ts';
 import { idempotency } from './plugins/idempotency.ts';
 import { idempotentRoutes } from './routes/idempotent-routes.ts';
 import { IdempotencyStore } from '../store/idempotency.ts';
+import { adminUsageRoutes } from './routes/admin/usage.ts';
 import { adminRateLimitRoutes } from './routes/admin/rate-limits.ts';
+import { UsageReports } from '../store/usage-reports.ts';
 import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { accountOverrides } from '../store/rate-limit-overrides.ts';
 import { createOpenAiProxies } from './services/openai-proxy/index.ts';
@@ -160,6 +162,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding, deductions });
   const rateLimitSettings = new RateLimitSettings({ accounts, apiKeys, limiter });
   await app.register(adminRateLimitRoutes, { prefix: '/admin', settings: rateLimitSettings });
+  await app.register(adminUsageRoutes, { prefix: '/admin', accounts, usageReports: new UsageReports(database.db) });
   const clipSources: ClipSources = { vendorFor: createVendorLookup(catalog), upstreamOf: (modelId) => catalog.find(modelId)?.upstream };
   await app.register(consolePlugin, { prefix: '/console', config, catalog, db: database.db, accounts, apiKeys, tasks, onboarding, rateLimits: rateLimitSettings, clipSources, deductions });
   await app.register(
