@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { atMostCharacters } from '../../../core/characters.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { microsToUsd } from '../../../core/money.ts';
 import type { AccountStore } from '../../../store/accounts.ts';
 import { addUsage, ZERO_USAGE, type UsageReports, type UsageTotals } from '../../../store/usage-reports.ts';
 import { errorResponses } from '../../openapi/error-responses.ts';
 import { adminTokenSecurity } from '../../openapi/security.ts';
+import { accountIdParams } from './schemas.ts';
 
 // GET /admin/accounts/{id}/usage: an account's usage and spend per key and per UTC day, as the
 // console's usage page shows its holder (store/usage-reports.ts), for an operator's scripts.
@@ -58,7 +58,7 @@ export const adminUsageRoutes: FastifyPluginAsyncZod<AdminUsageRouteOptions> = a
     operationId: 'getAccountUsage',
     summary: 'Read an account’s usage and spend per key and per day',
     security: adminTokenSecurity,
-    params: z.object({ id: atMostCharacters(z.string().min(1), 100, 'is longer than 100 characters') }),
+    params: accountIdParams,
     querystring: usageQuery,
     response: { 200: usageView, ...errorResponses(400, 404, 401, 500, 503) },
   };
