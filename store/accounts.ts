@@ -79,6 +79,11 @@ export class AccountStore {
     return account ? { ...account, ...(await this.ledger.totals(accountId)) } : null;
   }
 
+  /** Whether the account exists: one _id lookup, none of the ledger reads its totals take. */
+  async exists(accountId: string): Promise<boolean> {
+    return (await this.collection.countDocuments({ _id: accountId }, { limit: 1 })) > 0;
+  }
+
   /** The account with its rate-limit overrides, for the pages that show or apply them. */
   async findWithLimits(accountId: string): Promise<AccountWithLimits | null> {
     const [account, limits] = await Promise.all([this.find(accountId), readOverrides(this.overrides, accountId)]);
@@ -87,7 +92,7 @@ export class AccountStore {
 
   /** Replaces the account's rate-limit overrides; false when there is no such account. */
   async setRateLimits(accountId: string, limits: RateLimitOverrides): Promise<boolean> {
-    if (!(await this.collection.countDocuments({ _id: accountId }, { limit: 1 }))) return false;
+    if (!(await this.exists(accountId))) return false;
     await setOverrides(this.overrides, accountId, limits);
     return true;
   }

@@ -65,7 +65,7 @@ export const adminUsageRoutes: FastifyPluginAsyncZod<AdminUsageRouteOptions> = a
 
   app.get('/accounts/:id/usage', { schema }, async (request) => {
     const { id } = request.params;
-    if (!(await accounts.find(id))) throw new GatewayError('resource_not_found', `No account with id '${id}'.`);
+    if (!(await accounts.exists(id))) throw new GatewayError('resource_not_found', `No account with id '${id}'.`);
     const { from, to } = request.query;
     const summary = await usageReports.summarise({ accountId: id, fromDay: from, toDay: to });
     const byKey = summary.byKey();
