@@ -48,15 +48,19 @@ function adminToken(): { token: string; source: string } {
 }
 
 const children: ManagedProcess[] = [];
-let stopping = false;
+/** The stop under way, once one began. */
+let stopped: Promise<void> | undefined;
 async function stopAll(exitCode: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
+  // A second reason to stop (npm gone right after passing on a Ctrl-C, say) waits for the stop
+  // under way: exiting at once left the api settling its leases while this process's exit
+  // signalled the store and Temporal away from under it, and the api hung.
+  stopped ??= (async () => {
     console.log('\n[framegate] stopping…');
     // Reverse start order: the api stops taking requests before the engines go away.
     for (const child of [...children].reverse()) await child.stop();
     console.log('[framegate] stopped.');
-  }
+  })();
+  await stopped;
   process.exit(exitCode);
 }
 // The children run in process groups of their own (ownProcessGroup), so a Ctrl-C reaches only
@@ -83,7 +87,7 @@ process.on('exit', () => {
 function watch(child: ManagedProcess): ManagedProcess {
   children.push(child);
   void child.exited.then((code) => {
-    if (stopping) return;
+    if (stopped) return;
     // Its own words on why (a port taken, a locked file): engines print little otherwise.
     const said = child.recentOutput().trim().split('\n').slice(-5).join('\n');
     if (said) console.error(`[framegate] ${child.name}'s last output:\n${said}`);
@@ -104,7 +108,7 @@ function supervise(start: () => ManagedProcess): ManagedProcess {
   const exits: number[] = [];
   const follow = (child: ManagedProcess) => {
     void child.exited.then((code) => {
-      if (stopping) return;
+      if (stopped) return;
       const now = Date.now();
       exits.push(now);
       while (exits[0]! < now - 60_000) exits.shift();
@@ -115,7 +119,7 @@ function supervise(start: () => ManagedProcess): ManagedProcess {
       }
       console.error(`[framegate] ${child.name} ${exitDescription(child, code)}; starting it again.`);
       setTimeout(() => {
-        if (stopping) return;
+        if (stopped) return;
         const next = start();
         children[slot] = next;
         follow(next);

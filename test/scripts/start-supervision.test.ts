@@ -86,4 +86,68 @@ describe('npm start', () => {
     }
     assert.match(output, /\[framegate\] stopped\./);
   });
+
+  it('finishes its ordered stop when npm passes a SIGTERM on and exits at once', { timeout: 180_000 }, async () => {
+    const [port, simulatorPort] = [await freePort(), await freePort()];
+    // What npm does with a signal: pass it on to the script, then go without waiting for it.
+    const npmLike = `const child = require('node:child_process').spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { stdio: 'inherit' });
+      process.on('SIGTERM', () => { child.kill('SIGTERM'); process.exit(143); });`;
+    const npm = spawn(process.execPath, ['-e', npmLike], {
+      cwd: projectRoot,
+      env: {
+        ...process.env,
+        MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI,
+        MONGODB_DB: uniqueName('start_npm_gone'),
+        // A stream still open holds the api's stop this long: longer than npm's going is noticed.
+        SHUTDOWN_GRACE_MS: '3000',
+        TEMPORAL_ADDRESS: testTemporalAddress(),
+        TEMPORAL_TASK_QUEUE: uniqueName('start-npm-gone'),
+        ADMIN_TOKEN,
+        PORT: String(port),
+        SIMULATOR_PORT: String(simulatorPort),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    // The stack keeps writing to these pipes after npm is gone.
+    npm.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    npm.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    const [script] = await (async () => {
+      await until(() => output.includes('Framegate is up'), 'the stack is up', 120_000);
+      return childPids(npm.pid!, /scripts\/start\.ts/);
+    })();
+    assert.ok(script, 'scripts/start.ts under the npm stand-in');
+    const [api] = childPids(script, /dist\/api/);
+    assert.ok(api, 'an api child');
+    const base = `http://127.0.0.1:${port}`;
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const account = (await (await request(`${base}/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'npm-gone', balance_usd: 5 }) })).body.json()) as { id: string };
+    const { key } = (await (await request(`${base}/admin/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'k' }) })).body.json()) as { key: string };
+    const stream = await request(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'a long answer please [sim:slow]' }] }),
+    });
+    assert.equal(stream.statusCode, 200);
+    stream.body.resume();
+    stream.body.on('error', () => {});
+    npm.kill('SIGTERM');
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      await until(() => !alive(script), 'scripts/start.ts exits', 60_000);
+    } finally {
+      if (alive(api)) process.kill(api, 'SIGKILL');
+    }
+    assert.match(output, /the process that started the stack \(npm\) is gone/);
+    assert.match(output, /\[framegate\] stopped\./, `the ordered stop finished:\n${output.slice(-1500)}`);
+    assert.ok(!alive(api), 'the api exited');
+  });
 });
+
