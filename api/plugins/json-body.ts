@@ -2,10 +2,20 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import secureJson from 'secure-json-parse';
 import { GatewayError } from '../../core/errors.ts';
+import { mayHoldUnsafeIntegers, markUnsafeIntegers } from '../../core/verbatim-integers.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The body is proxied: integers a number cannot hold are kept as written
+     * (core/verbatim-integers.ts). */
+    verbatimIntegers?: boolean;
+  }
+}
 
 // JSON bodies are decoded strictly: invalid UTF-8 is a 400, not text silently patched with
 // U+FFFD and passed on to a vendor. Parsing then refuses __proto__ and constructor.prototype
-// keys, as Fastify's own parser does.
+// keys, as Fastify's own parser does. A route that proxies its body keeps integers too large
+// for a number as the caller wrote them (`config.verbatimIntegers`).
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
@@ -58,6 +68,12 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       const what = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`;
       return done(new GatewayError('invalid_request', `The request body must be a JSON object, not ${what}.`));
+    }
+    // The route's config last: request.routeOptions builds an object on every read.
+    if (mayHoldUnsafeIntegers(text) && request.routeOptions.config.verbatimIntegers) {
+      // Parsed again only when the body has such an integer: the first parse vouched for it.
+      const marked = markUnsafeIntegers(text);
+      if (marked !== undefined) parsed = JSON.parse(marked);
     }
     done(null, parsed);
   });

@@ -105,6 +105,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, any>;
+  /** The body as sent, for what parsing would change (integers beyond a number's). */
+  text: string;
 }
 
 export type FakeHandler = (recorded: RecordedRequest, response: ServerResponse, attempt: number) => void | Promise<void>;
@@ -118,7 +120,7 @@ export async function startFakeUpstream(handler: FakeHandler) {
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
-      const recorded: RecordedRequest = { path: incoming.url ?? '', headers: incoming.headers, body: text ? JSON.parse(text) : {} };
+      const recorded: RecordedRequest = { path: incoming.url ?? '', headers: incoming.headers, body: text ? JSON.parse(text) : {}, text };
       received.push(recorded);
       void handler(recorded, response, received.length);
     });

@@ -42,7 +42,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
     },
   };
 
-  app.post('/chat/completions', { schema, bodyLimit: options.bodyLimit, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
+  app.post('/chat/completions', { schema, bodyLimit: options.bodyLimit, config: { verbatimIntegers: true }, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
     const principal = principalOf(request);
     const context = { signal: new ClientDisconnect(reply.raw, options.calls), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
     try {

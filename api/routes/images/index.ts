@@ -30,7 +30,7 @@ export const imageRoutes: FastifyPluginAsyncZod<ImageRouteOptions> = async (app,
     response: { 200: imageGenerationResponse, ...errorResponses(...BODY_ERRORS, 403, 404, 409, 422, 502, ...AUTHENTICATED_ERRORS) },
   };
 
-  app.post('/images/generations', { schema, preValidation: resolveModelFirst(options.catalog, 'image') }, async (request, reply) => {
+  app.post('/images/generations', { schema, config: { verbatimIntegers: true }, preValidation: resolveModelFirst(options.catalog, 'image') }, async (request, reply) => {
     const context = { signal: new ClientDisconnect(reply.raw, options.calls), log: request.log };
     try {
       const json = await options.images.generate(principalOf(request), request.body, context);

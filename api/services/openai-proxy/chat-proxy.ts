@@ -9,6 +9,7 @@ import type { AccountBudgets } from '../billing/account-budgets.ts';
 import type { Reservation } from '../billing/spend-lease.ts';
 import { limitHeaders, type RateLimiter } from '../rate-limits/rate-limiter.ts';
 import { countChatCharge } from '../../../core/metrics.ts';
+import { restoreUnsafeIntegers } from '../../../core/verbatim-integers.ts';
 import { ChatStream } from './chat-stream.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
@@ -96,7 +97,8 @@ export function upstreamChatRequest(model: ChatModel, body: ChatCompletionReques
   const messagesJson = JSON.stringify(messages);
   const toolsJson = tools ? JSON.stringify(tools) : undefined;
   // `others` always has the model, so its text is `{"…":…}` and never `{}`.
-  const payload = `{"messages":${messagesJson}${toolsJson === undefined ? '' : `,"tools":${toolsJson}`},${JSON.stringify(others).slice(1)}`;
+  // Integers too large for a number were parsed as marked strings (core/verbatim-integers.ts).
+  const payload = restoreUnsafeIntegers(`{"messages":${messagesJson}${toolsJson === undefined ? '' : `,"tools":${toolsJson}`},${JSON.stringify(others).slice(1)}`);
   const { images, urlCharacters, unboundedParts } = imagesIn(messages);
   const bodyBytes = Buffer.byteLength(payload);
   return { payload, promptTokens: estimateTextTokens(payload, urlCharacters, bodyBytes) + images * model.image_input_tokens, bodyBytes, images, unboundedParts };

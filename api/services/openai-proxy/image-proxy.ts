@@ -4,6 +4,7 @@ import { imageUnitPriceMicros } from '../../../core/chat-pricing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { countImageCharge } from '../../../core/metrics.ts';
 import { resolveModel } from '../../../core/model-access.ts';
+import { restoreUnsafeIntegers } from '../../../core/verbatim-integers.ts';
 import type { ImageGenerationRequest } from '../../routes/images/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
 import type { AccountBudgets } from '../billing/account-budgets.ts';
@@ -73,7 +74,7 @@ export class ImageProxy {
     let text: string;
     let answer: unknown;
     try {
-      ({ text, json: answer } = await this.options.upstreams.postForJson(model.upstream, '/images/generations', JSON.stringify({ ...upstreamBody, model: model.upstream_model }), { signal: context.signal, what: 'image response' }));
+      ({ text, json: answer } = await this.options.upstreams.postForJson(model.upstream, '/images/generations', restoreUnsafeIntegers(JSON.stringify({ ...upstreamBody, model: model.upstream_model })), { signal: context.signal, what: 'image response' }));
     } catch (error) {
       reservation.release();
       throw error;

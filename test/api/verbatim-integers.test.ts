@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
+import { answerScripted, UPSTREAM_MODEL } from '../helpers/scripted-chat-upstream.ts';
+
+// A random int64 seed (Python's random.getrandbits(63), say) must reach the upstream as the
+// caller wrote it: parsed into a number it becomes 9223372036854775808, beyond int64, and the
+// upstream refuses a request the caller wrote correctly.
+
+const SEED = '9223372036854775807';
+const VENDOR_IDS = '[-9223372036854775808,18446744073709551615]';
+
+describe('integers beyond a number, passed through', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let stack: OpenAiStack;
+  let key: string;
+  before(async () => {
+    upstream = await startFakeUpstream(answerScripted);
+    stack = await startApiBeforeUpstream('verbatim-integers', upstream.url, { upstreamChatModel: UPSTREAM_MODEL });
+    ({ key } = await stack.newCaller('verbatim'));
+  });
+  after(async () => {
+    await stack.close();
+    await upstream.close();
+  });
+
+  const post = (path: string, body: string) =>
+    request(`${stack.baseUrl}/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+
+  for (const stream of [false, true]) {
+    it(`reach the upstream as written in a chat completion${stream ? ' stream' : ''}`, async () => {
+      const answer = await post('/chat/completions', `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"count 12345678901234567890"}],"seed":${SEED},"vendor_ids":${VENDOR_IDS},"stream":${stream}}`);
+      assert.equal(answer.statusCode, 200);
+      await answer.body.text();
+      const sent = upstream.received.at(-1)!;
+      assert.ok(sent.text.includes(`"seed":${SEED}`), sent.text);
+      assert.ok(sent.text.includes(`"vendor_ids":${VENDOR_IDS}`), sent.text);
+      // Digits inside text stay text.
+      assert.equal(sent.body.messages[0].content, 'count 12345678901234567890');
+      assert.equal(sent.body.model, UPSTREAM_MODEL);
+    });
+  }
+
+  it('reach the upstream as written in an image generation', async () => {
+    const answer = await post('/images/generations', `{"model":"gpt-image-1","prompt":"a fox","n":1,"seed":${SEED}}`);
+    assert.equal(answer.statusCode, 200);
+    await answer.body.text();
+    const sent = upstream.received.at(-1)!;
+    assert.equal(sent.path, '/v1/images/generations');
+    assert.ok(sent.text.includes(`"seed":${SEED}`), sent.text);
+  });
+
+  it('refuse a parameter the gateway reads that large, naming it, without the marker', async () => {
+    const answer = await post('/chat/completions', `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":99999999999999999999}`);
+    assert.equal(answer.statusCode, 400);
+    const { error } = (await answer.body.json()) as { error: { param: string; message: string } };
+    assert.equal(error.param, 'max_tokens');
+    assert.doesNotMatch(error.message, /fg-integer/);
+  });
+});
