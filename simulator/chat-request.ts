@@ -1,9 +1,9 @@
 import { z } from 'zod';
 
 // The parts of an OpenAI chat completion request the simulator acts on. Lenient like the
-// OpenAI-compatible vendors: parameters it does not model (temperature, top_p, logprobs, ...)
+// OpenAI-compatible vendors: parameters it does not model (temperature, top_p, seed, ...)
 // are accepted and ignored; the ones it uses (tools, tool_choice, response_format, stop, the
-// output limits) are checked so malformed bodies get a realistic 400.
+// output limits, logprobs) are checked so malformed bodies get a realistic 400.
 
 const textPart = z.object({ type: z.literal('text'), text: z.string() });
 
@@ -56,6 +56,12 @@ export const chatCompletionBody = z.object({
   n: z.number().int().min(1).max(128).nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+  logprobs: z.boolean().nullish(),
+  // OpenAI's bound; the likeliest tokens at each place, given only with logprobs.
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+}).refine((body) => body.top_logprobs === undefined || body.top_logprobs === null || body.logprobs === true, {
+  path: ['top_logprobs'],
+  message: 'top_logprobs is only taken with logprobs set to true',
 });
 
 export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;

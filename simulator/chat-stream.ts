@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply } from 'fastify';
 import { choiceCallId, type ChatAnswer } from './chat-replies.ts';
+import { choiceLogprobs, type ChoiceLogprobs } from './logprobs.ts';
 
 // Server-sent events in OpenAI's chat.completion.chunk format. The stream notices when the
 // client goes away and stops at once: that is what lets a test prove that the gateway
@@ -24,6 +25,8 @@ export interface StreamSettings extends CompletionIdentity {
   /** How many choices (`n`): each piece goes out once per choice, in index order. */
   choices: number;
   includeUsage: boolean;
+  /** top_logprobs for each piece's chunk; undefined when logprobs were not asked for. */
+  logprobs?: number;
   gapMs: number;
   /** Aborted when the client disconnects before the stream ends. */
   signal: AbortSignal;
@@ -76,17 +79,19 @@ export async function streamAnswer(reply: FastifyReply, answer: ChatAnswer, sett
   const usageField = settings.includeUsage ? { usage: null } : {};
   const send = (payload: object) => response.write(`data: ${JSON.stringify(payload)}\n\n`);
   // One chunk per choice, as OpenAI sends them for n > 1.
-  const chunk = (delta: object | ((index: number) => object), finishReason: string | null = null) => {
+  const chunk = (delta: object | ((index: number) => object), finishReason: string | null = null, logprobs: ChoiceLogprobs | null = null) => {
     for (let index = 0; index < settings.choices; index++) {
       const choiceDelta = typeof delta === 'function' ? delta(index) : delta;
-      send({ ...identity, choices: [{ index, delta: choiceDelta, logprobs: null, finish_reason: finishReason }], ...usageField });
+      send({ ...identity, choices: [{ index, delta: choiceDelta, logprobs, finish_reason: finishReason }], ...usageField });
     }
   };
+  // Each text piece carries its own token's logprobs.
+  const withLogprobs = settings.logprobs !== undefined && answer.kind === 'text' ? settings.logprobs : undefined;
 
   chunk((index) => firstDelta(answer, index));
-  for (const piece of answer.pieces) {
+  for (const [position, piece] of answer.pieces.entries()) {
     if (!(await pause(settings.gapMs, settings.signal))) return;
-    chunk(pieceDelta(answer, piece));
+    chunk(pieceDelta(answer, piece), null, withLogprobs === undefined ? null : choiceLogprobs([piece], withLogprobs, position));
   }
   chunk({}, answer.kind === 'text' ? answer.finishReason : 'tool_calls');
   if (settings.includeUsage) send({ ...identity, choices: [], usage: settings.usage });

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { choiceCallId, completionTokens, planAnswer, promptTokens, type ChatAnswer } from './chat-replies.ts';
 import { chatCompletionBody, lastUserText } from './chat-request.ts';
 import { pause, streamAnswer, systemFingerprint, watchClient, type CompletionIdentity, type Usage } from './chat-stream.ts';
+import { choiceLogprobs } from './logprobs.ts';
 import { parseMarkers } from './markers.ts';
 import { sendOpenAiError } from './openai-errors.ts';
 import type { SimulatorStats } from './stats.ts';
@@ -30,7 +31,10 @@ function assistantMessage(answer: ChatAnswer, index: number) {
   };
 }
 
-function completionObject(identity: CompletionIdentity, answer: ChatAnswer, choices: number, usage: Usage) {
+/** The top_logprobs asked for, or undefined without logprobs. */
+type LogprobsAsked = number | undefined;
+
+function completionObject(identity: CompletionIdentity, answer: ChatAnswer, choices: number, usage: Usage, logprobs: LogprobsAsked) {
   return {
     ...identity,
     object: 'chat.completion',
@@ -39,7 +43,7 @@ function completionObject(identity: CompletionIdentity, answer: ChatAnswer, choi
     choices: Array.from({ length: choices }, (_unused, index) => ({
       index,
       message: assistantMessage(answer, index),
-      logprobs: null,
+      logprobs: logprobs !== undefined && answer.kind === 'text' ? choiceLogprobs(answer.pieces, logprobs) : null,
       finish_reason: answer.kind === 'text' ? answer.finishReason : 'tool_calls',
     })),
     usage,
@@ -81,13 +85,15 @@ export async function chatRoutes(app: FastifyInstance, options: ChatOptions): Pr
     const completion = completionTokens(planned.answer, choices);
     const usage: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
     const identity: CompletionIdentity = { id: `chatcmpl-${randomBytes(12).toString('hex')}`, created: Math.floor(clock() / 1000), model: body.model };
-    if (!streaming) return completionObject(identity, planned.answer, choices, usage);
+    const logprobs: LogprobsAsked = body.logprobs === true ? (body.top_logprobs ?? 0) : undefined;
+    if (!streaming) return completionObject(identity, planned.answer, choices, usage, logprobs);
 
     await streamAnswer(reply, planned.answer, {
       ...identity,
       usage,
       choices,
       includeUsage: body.stream_options?.include_usage === true,
+      logprobs,
       gapMs: markers.gapMs ?? (markers.slow ? slowGapMs : 0),
       signal,
     });

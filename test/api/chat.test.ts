@@ -114,6 +114,18 @@ describe('POST /v1/chat/completions through the openai client', () => {
     assert.equal(last.usage!.completion_tokens, chunks.filter((chunk) => chunk.choices[0]?.delta.content).length);
   });
 
+  it('carries logprobs both ways: asked for, they come back per token, whole and streamed', async () => {
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'How sure are you' }];
+    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, logprobs: true, top_logprobs: 2 });
+    const content = completion.choices[0]!.logprobs!.content!;
+    assert.equal(content.map((entry) => entry.token).join(''), completion.choices[0]!.message.content);
+    assert.ok(content.every((entry) => entry.logprob < 0 && entry.top_logprobs.length === 2));
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, logprobs: true, top_logprobs: 2, stream: true });
+    const streamed: string[] = [];
+    for await (const chunk of stream) for (const entry of chunk.choices[0]?.logprobs?.content ?? []) streamed.push(entry.token);
+    assert.deepEqual(streamed, content.map((entry) => entry.token));
+  });
+
   it('round-trips a tool call and its result', async () => {
     const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is the weather in Lisbon?' }];
     const first = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools: [weatherTool] });

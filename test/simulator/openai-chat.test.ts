@@ -227,6 +227,36 @@ describe('simulator: OpenAI chat completions', () => {
     assert.equal(untouched.json.choices[0].message.content, 'This is a simulated reply to: Tell me about foxes');
   });
 
+  it('gives each token of a text reply its logprobs with logprobs: true, and its top_logprobs, the chosen token first; streamed a token a chunk', async () => {
+    const messages = [{ role: 'user', content: 'Tell me about foxes' }];
+    const plain = await chat({ messages });
+    assert.equal(plain.json.choices[0].logprobs, null);
+    const whole = await chat({ messages, logprobs: true, top_logprobs: 3 });
+    const content = whole.json.choices[0].logprobs.content as { token: string; logprob: number; bytes: number[]; top_logprobs: { token: string; logprob: number }[] }[];
+    assert.equal(content.map((entry) => entry.token).join(''), whole.json.choices[0].message.content);
+    assert.equal(content.length, whole.json.usage.completion_tokens);
+    for (const entry of content) {
+      assert.ok(entry.logprob < 0, `${entry.logprob}`);
+      assert.deepEqual(entry.bytes, [...Buffer.from(entry.token)]);
+      assert.equal(entry.top_logprobs.length, 3);
+      assert.deepEqual(entry.top_logprobs[0], { token: entry.token, logprob: entry.logprob, bytes: entry.bytes });
+      assert.ok(entry.top_logprobs[1]!.logprob < entry.logprob && entry.top_logprobs[2]!.logprob < entry.top_logprobs[1]!.logprob);
+    }
+    assert.deepEqual(
+      (await chat({ messages, logprobs: true })).json.choices[0].logprobs.content.map((entry: { top_logprobs: unknown[] }) => entry.top_logprobs),
+      content.map(() => []),
+    );
+    const streamed = parseEvents((await chat({ messages, logprobs: true, top_logprobs: 3, stream: true })).text);
+    const pieces = streamed.chunks.filter((chunk) => chunk.choices[0]?.delta.content);
+    assert.deepEqual(
+      pieces.map((chunk) => chunk.choices[0].logprobs.content),
+      content.map((entry) => [entry]),
+    );
+    const refused = await chat({ messages, top_logprobs: 2 });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json.error.param, 'top_logprobs');
+  });
+
   it('[sim:error=429] fails with 429, Retry-After and OpenAI\'s error shape; other statuses too', async () => {
     const limited = await chat({ messages: [{ role: 'user', content: 'busy? [sim:error=429]' }] });
     assert.equal(limited.status, 429);
