@@ -4,19 +4,32 @@ import { randomBytes } from 'node:crypto';
 // the caller wrote them. JSON.parse turns `"seed": 9223372036854775807` (a random int64 seed,
 // as Python clients send one) into 9223372036854775808, which no longer fits an int64: the
 // upstream refuses a request the caller wrote correctly, or uses another seed. Node 20's
-// JSON.parse cannot hand back a number's source text, so such a literal is parsed as a string
-// carrying a marker, and the marker is taken out of the JSON text sent upstream.
+// JSON.parse cannot hand back a number's source text, so such a literal becomes a
+// VerbatimInteger in the parsed body, and its text is put back into the JSON sent upstream.
 //
-// A parameter the gateway reads as a number (max_tokens, n) then fails its schema, as a
-// number that large would fail its bounds anyway.
+// A VerbatimInteger is neither a number nor a string: every field the gateway checks refuses it
+// (a 400, as a number that large failed its bounds before), and only parameters passed on as
+// they are take it. Numbers with a fraction or an exponent travel as the nearest double, as any
+// JavaScript JSON parser reads them.
 
-/** Random per process: a caller cannot write a string the gateway would turn into a number. */
+/** Random per process, and never in anything a caller is shown: it only stands in for a
+ * literal between JSON.stringify and restoreUnsafeIntegers. */
 const MARKER = `fg-integer-${randomBytes(8).toString('hex')}:`;
 
 /** MAX_SAFE_INTEGER has 16 digits: a body without 16 digits in a row has no unsafe integer. */
 const SIXTEEN_DIGITS = /\d{16}/;
 
 const MARKED = new RegExp(`"${MARKER}(-?\\d+)"`, 'g');
+
+/** An integer literal of a request body that no number holds exactly, as written. */
+export class VerbatimInteger {
+  constructor(readonly literal: string) {}
+
+  /** Its place in JSON text, until restoreUnsafeIntegers puts the literal there. */
+  toJSON(): string {
+    return `${MARKER}${this.literal}`;
+  }
+}
 
 const isDigit = (code: number): boolean => code >= 48 && code <= 57;
 
@@ -25,12 +38,9 @@ export function mayHoldUnsafeIntegers(text: string): boolean {
   return SIXTEEN_DIGITS.test(text);
 }
 
-/**
- * `text` (valid JSON) with every integer literal outside strings that a number cannot hold
- * exactly made a marked string; undefined when there is none, the usual case, found without a
- * pass over the text.
- */
-export function markUnsafeIntegers(text: string): string | undefined {
+/** `text` (valid JSON) with every integer literal outside strings that a number cannot hold
+ * exactly made a marked string; undefined when there is none. */
+function markUnsafeIntegers(text: string): string | undefined {
   if (!mayHoldUnsafeIntegers(text)) return undefined;
   let marked = '';
   let copiedUntil = 0;
@@ -72,7 +82,22 @@ export function markUnsafeIntegers(text: string): string | undefined {
   return copiedUntil === 0 ? undefined : marked + text.slice(copiedUntil);
 }
 
-/** JSON text of a body parsed from markUnsafeIntegers' text, with its integers as written. */
+/** Marked strings become VerbatimIntegers. A string a caller wrote cannot start with the
+ * marker: it is random and never shown. */
+function verbatimIntegerFor(_key: string, value: unknown): unknown {
+  return typeof value === 'string' && value.startsWith(MARKER) ? new VerbatimInteger(value.slice(MARKER.length)) : value;
+}
+
+/**
+ * `text` (valid JSON) parsed with a VerbatimInteger for every integer literal a number cannot
+ * hold; undefined when it has none, the usual case, found without a pass over the text.
+ */
+export function parseKeepingUnsafeIntegers(text: string): unknown {
+  const marked = markUnsafeIntegers(text);
+  return marked === undefined ? undefined : JSON.parse(marked, verbatimIntegerFor);
+}
+
+/** JSON text of a body that may hold VerbatimIntegers, with their literals as written. */
 export function restoreUnsafeIntegers(json: string): string {
   return json.includes(MARKER) ? json.replace(MARKED, '$1') : json;
 }

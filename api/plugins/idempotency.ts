@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import { VerbatimInteger } from '../../core/verbatim-integers.ts';
 import { lastSignOfLife, type IdempotencyRecord, type IdempotencyStore } from '../../store/idempotency.ts';
 import { principalOf } from './api-key-auth.ts';
 
@@ -68,6 +69,8 @@ function sha256(text: string): string {
 
 /** JSON with object keys sorted, so key order does not make two equal bodies differ. */
 export function canonicalJson(value: unknown): string {
+  // As written, not as its stand-in in JSON text, which differs between processes.
+  if (value instanceof VerbatimInteger) return value.literal;
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>).filter(([, item]) => item !== undefined);

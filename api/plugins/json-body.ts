@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import secureJson from 'secure-json-parse';
 import { GatewayError } from '../../core/errors.ts';
-import { mayHoldUnsafeIntegers, markUnsafeIntegers } from '../../core/verbatim-integers.ts';
+import { mayHoldUnsafeIntegers, parseKeepingUnsafeIntegers } from '../../core/verbatim-integers.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -72,8 +72,7 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
     // The route's config last: request.routeOptions builds an object on every read.
     if (mayHoldUnsafeIntegers(text) && request.routeOptions.config.verbatimIntegers) {
       // Parsed again only when the body has such an integer: the first parse vouched for it.
-      const marked = markUnsafeIntegers(text);
-      if (marked !== undefined) parsed = JSON.parse(marked);
+      parsed = parseKeepingUnsafeIntegers(text) ?? parsed;
     }
     done(null, parsed);
   });

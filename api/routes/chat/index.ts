@@ -28,7 +28,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
     operationId: 'createChatCompletion',
     summary: 'Create a chat completion (OpenAI-compatible)',
     description:
-      'Parameters not named here are passed to the upstream untouched. The worst-case price is held before the call; what the upstream reports is charged, a failed call is not. `Idempotency-Key` is not honoured here (as on the OpenAI API): a call sent twice runs and is billed twice.',
+      'Parameters not named here are passed to the upstream as they came (integers beyond 2^53 as written; numbers with a fraction or exponent as the nearest double). The worst-case price is held before the call; what the upstream reports is charged, a failed call is not. `Idempotency-Key` is not honoured here (as on the OpenAI API): a call sent twice runs and is billed twice.',
     security: apiKeySecurity,
     body: chatCompletionBodyFor(options.catalog),
     response: {

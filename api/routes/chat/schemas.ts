@@ -5,7 +5,8 @@ import { modelIdField } from '../model-resolution.ts';
 
 // The OpenAI chat completion request (spec 4.3). Every object is loose: parameters this schema
 // does not name (seed, logprobs, response_format, tool_choice, user, ...) reach the upstream
-// untouched, because spec 4.3 says unsupported parameters are ignored upstream, not rejected.
+// with their values (core/verbatim-integers.ts keeps integers beyond 2^53 as written), because
+// spec 4.3 says unsupported parameters are ignored upstream, not rejected.
 // What is checked is what the spec states limits for, and what billing reads.
 
 const contentPart = z.looseObject({ type: z.string({ error: 'is required in every content part' }) });

@@ -33,7 +33,7 @@ function isImage(entry: unknown): boolean {
 function refuseUnmade(model: ImageModel, field: 'size' | 'quality', asked: unknown): void {
   const made = field === 'size' ? model.sizes : model.qualities;
   if (!made || asked === undefined || asked === null || made.includes(asked as string)) return;
-  const shown = typeof asked === 'string' ? quotedId(asked) : `a ${typeof asked}`;
+  const shown = typeof asked === 'string' ? quotedId(asked) : typeof asked === 'object' ? 'an object' : `a ${typeof asked}`;
   throw new GatewayError('invalid_request', `The model '${model.id}' takes the ${field} ${made.map((value) => `'${value}'`).join(', ')}, not ${shown}.`, field);
 }
 
