@@ -21,7 +21,7 @@ const bytesOf = (token: string): number[] => [...Buffer.from(token, 'utf8')];
 
 /** The entry of one piece of the reply, at `position` in it. */
 export function tokenLogprob(piece: string, position: number, topLogprobs: number): TokenLogprob {
-  // Rounded as OpenAI's figures are shown; between -0.01 and -0.7.
+  // Rounded as OpenAI's figures are shown; between -0.01 and -0.61.
   const logprob = -Number((0.01 + (position % 7) * 0.1).toFixed(4));
   const alternatives = Array.from({ length: Math.max(0, topLogprobs - 1) }, (_unused, rank) => {
     const token = `${piece}~${rank + 1}`;

@@ -97,7 +97,7 @@ export function upstreamChatRequest(model: ChatModel, body: ChatCompletionReques
   const messagesJson = JSON.stringify(messages);
   const toolsJson = tools ? JSON.stringify(tools) : undefined;
   // `others` always has the model, so its text is `{"…":…}` and never `{}`.
-  // Integers too large for a number were parsed as marked strings (core/verbatim-integers.ts).
+  // Integers too large for a number stand in as VerbatimIntegers until here (core/verbatim-integers.ts).
   const payload = restoreUnsafeIntegers(`{"messages":${messagesJson}${toolsJson === undefined ? '' : `,"tools":${toolsJson}`},${JSON.stringify(others).slice(1)}`);
   const { images, urlCharacters, unboundedParts } = imagesIn(messages);
   const bodyBytes = Buffer.byteLength(payload);
