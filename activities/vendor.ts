@@ -1,12 +1,30 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context, type Info } from '@temporalio/activity';
 import { vendorErrors } from '../core/metrics.ts';
 import { isContentPolicyCode, VendorRejectedError, VendorTransientError, type VendorTaskStatus, type VideoGenerationRequest, type VideoVendor } from '../vendors/types.ts';
 
 // Vendor calls. Errors become Temporal failures whose `type` drives the retry policy:
-// VendorTransient is retried (after the vendor's Retry-After when it sent one), VendorRejected
-// is listed in nonRetryableErrorTypes and ends the task as failed.
+// VendorTransient is retried on the activity's backoff, or later when the vendor's Retry-After
+// asks for more; VendorRejected is listed in nonRetryableErrorTypes and ends the task as failed.
 
 export type VendorLookup = (upstream: string) => VideoVendor;
+
+/**
+ * How long to wait before the next try: the retry policy's own delay after this attempt, or
+ * the vendor's Retry-After when that is longer. A failure's nextRetryDelay replaces the
+ * policy's backoff instead of adding to it, so passing Retry-After alone had a vendor that
+ * stays down (answering 503 with `Retry-After: 1`) called every second for the submission's
+ * 30 minutes, about 1,800 times for one task.
+ */
+export function nextTryDelayMs(info: Pick<Info, 'attempt' | 'retryPolicy'>, retryAfterMs: number | undefined): number | undefined {
+  if (retryAfterMs === undefined) return undefined;
+  const policy = info.retryPolicy;
+  const initial = policy?.initialInterval;
+  // Without the policy (an old server does not send it) the vendor's word is all there is.
+  if (typeof initial !== 'number') return retryAfterMs;
+  const maximum = typeof policy?.maximumInterval === 'number' ? policy.maximumInterval : initial * 100;
+  const scheduled = Math.min(initial * (policy?.backoffCoefficient ?? 2) ** (info.attempt - 1), maximum);
+  return Math.max(scheduled, retryAfterMs);
+}
 
 /** The Temporal failure for a vendor error, counted by upstream (a plain bug is not counted). */
 function asFailure(error: unknown, upstream: string): unknown {
@@ -25,7 +43,7 @@ function asFailure(error: unknown, upstream: string): unknown {
     return ApplicationFailure.create({
       message: error.message,
       type: 'VendorTransient',
-      nextRetryDelay: error.retryAfterMs,
+      nextRetryDelay: nextTryDelayMs(Context.current().info, error.retryAfterMs),
       details: [{ status: error.status ?? null }],
     });
   }
