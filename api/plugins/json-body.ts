@@ -47,7 +47,12 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
       // The bytes are compressed JSON, which is not read here: say so instead of "not UTF-8".
       return done(new GatewayError('unsupported_media_type', `Content-Encoding '${encoding.slice(0, 40)}' is not supported; send the JSON body uncompressed.`));
     }
-    if (body.length === 0) return done(new GatewayError('empty_body', 'The request body is empty; send a JSON object.'));
+    if (body.length === 0) {
+      // Some clients label every request JSON: a route that takes no body (DELETE a key) must
+      // not refuse one for an empty body it never reads.
+      if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
+      return done(new GatewayError('empty_body', 'The request body is empty; send a JSON object.'));
+    }
     let text: string;
     try {
       text = utf8.decode(body);

@@ -54,6 +54,18 @@ describe('errors in the shape of spec section 7', () => {
     assert.equal(response.json().error.code, 'empty_body');
   });
 
+  it('takes an empty body labelled JSON on a route that reads none (some clients label every request)', async () => {
+    const response = await harness.app.inject({
+      method: 'DELETE',
+      url: '/admin/keys/key_none_such',
+      headers: { ...adminHeaders, 'content-type': 'application/json' },
+      payload: '',
+    });
+    // The route ran: the key is unknown, not the body refused.
+    assert.equal(response.statusCode, 404);
+    assert.equal(response.json().error.type, 'not_found_error');
+  });
+
   it('413 for a body over the limit, naming the limit', async () => {
     const response = await harness.app.inject({
       method: 'POST',
