@@ -34,8 +34,32 @@ export class ForbiddenDestinationError extends Error {
    * address the name resolved to, nor the operator's allowlist, which would let a caller map
    * the gateway's internal network by its DNS answers. The message above goes to the log. */
   get publicMessage(): string {
-    return `refused: ${this.hostname} is ${this.range === 'loopback' ? 'a loopback' : `a ${this.range}`} address, which the gateway does not call`;
+    return `refused: ${this.hostname} is ${withArticle(readableRange(this.range))} address, which the gateway does not call`;
   }
+}
+
+/** ipaddr.js's range names that do not read as words. */
+const RANGE_WORDS: Record<string, string> = {
+  carrierGradeNat: 'carrier-grade NAT',
+  linkLocal: 'link-local',
+  uniqueLocal: 'unique-local',
+  ipv4Compatible: 'IPv4-compatible',
+  ipv4Mapped: 'IPv4-mapped',
+  rfc6145: 'NAT64',
+  rfc6052: 'NAT64',
+  '6to4': '6to4',
+};
+
+/** A range as words: `carrierGradeNat` reads "carrier-grade NAT"; "6to4 of private" (an IPv6
+ * address carrying an IPv4 one) reads "6to4 (carrying private)". */
+function readableRange(range: string): string {
+  const [outer, ...inner] = range.split(' of ');
+  const words = RANGE_WORDS[outer!] ?? outer!;
+  return inner.length === 0 ? words : `${words} (carrying ${readableRange(inner.join(' of '))})`;
+}
+
+function withArticle(words: string): string {
+  return /^[aeio]|^u(?!ni)|^I/.test(words) ? `an ${words}` : `a ${words}`;
 }
 
 /** Parses OUTBOUND_ALLOWLIST: comma-separated CIDRs, or the word `loopback`. Throws on a typo so

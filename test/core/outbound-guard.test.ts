@@ -99,6 +99,26 @@ describe('isForbiddenAddress', () => {
   });
 });
 
+describe('ForbiddenDestinationError.publicMessage', () => {
+  it('names the range in words a caller reads, with the right article', async () => {
+    // An address as the host: vetted as it is, no resolver asked.
+    const said = async (ip: string) => {
+      const host = ip.includes(':') ? `[${ip}]` : ip;
+      const refusal = await vetDestination(host, []).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.ok(refusal instanceof ForbiddenDestinationError, `${ip}: ${String(refusal)}`);
+      return refusal.publicMessage.replace(host, 'hook.example');
+    };
+    assert.equal(await said('100.64.0.1'), 'refused: hook.example is a carrier-grade NAT address, which the gateway does not call');
+    assert.equal(await said('0.0.0.0'), 'refused: hook.example is an unspecified address, which the gateway does not call');
+    assert.equal(await said('169.254.169.254'), 'refused: hook.example is a link-local address, which the gateway does not call');
+    assert.equal(await said('fd00::1'), 'refused: hook.example is a unique-local address, which the gateway does not call');
+    assert.equal(await said('2002:0a00:0001::1'), 'refused: hook.example is a 6to4 (carrying private) address, which the gateway does not call');
+  });
+});
+
 describe('validateCallerUrl', () => {
   it('accepts absolute http and https URLs', () => {
     for (const raw of ['https://example.com/hooks', 'http://example.com:8080/a?b=c', 'https://[2606:4700::1111]/x']) {
