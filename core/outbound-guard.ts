@@ -47,7 +47,6 @@ const RANGE_WORDS: Record<string, string> = {
   ipv4Mapped: 'IPv4-mapped',
   rfc6145: 'NAT64',
   rfc6052: 'NAT64',
-  '6to4': '6to4',
 };
 
 /** A range as words: `carrierGradeNat` reads "carrier-grade NAT"; "6to4 of private" (an IPv6
