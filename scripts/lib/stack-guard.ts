@@ -68,6 +68,23 @@ function processesOn(dataDir: string): number[] {
   return pids;
 }
 
+/** The pid of the stack that holds `file` and still runs, if one does. */
+function runningHolder(file: string): number | undefined {
+  let holder: number;
+  try {
+    holder = Number(readFileSync(file, 'utf8').trim());
+  } catch {
+    return undefined;
+  }
+  return Number.isInteger(holder) && holder > 0 && holder !== process.pid && isStackProcess(holder) ? holder : undefined;
+}
+
+function alreadyRunning(holder: number, file: string): StackRefusal {
+  return new StackRefusal(
+    `a stack is already running from this checkout (pid ${holder}, ${path.relative(process.cwd(), file) || file}): it uses the same .data/. Stop it first (Ctrl-C there, or kill ${holder}), or run a second stack from another clone.`,
+  );
+}
+
 /**
  * Takes `<dataDir>/stack.pid` for this process until it exits; refuses when a live `npm start`
  * holds it, or when an engine of an earlier stack still runs on the same files. A file left by
@@ -75,6 +92,10 @@ function processesOn(dataDir: string): number[] {
  */
 export function lockDataDir(dataDir: string): void {
   const file = path.join(dataDir, 'stack.pid');
+  // A running stack first: its own store and Temporal run on these files too, and must not be
+  // named as leftovers to kill.
+  const running = runningHolder(file);
+  if (running !== undefined) throw alreadyRunning(running, file);
   const orphans = processesOn(dataDir);
   if (orphans.length > 0) {
     throw new StackRefusal(
@@ -95,12 +116,9 @@ export function lockDataDir(dataDir: string): void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const holder = Number(readFileSync(file, 'utf8').trim());
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isStackProcess(holder)) {
-      throw new StackRefusal(
-        `a stack is already running from this checkout (pid ${holder}, ${path.relative(process.cwd(), file) || file}): it uses the same .data/. Stop it first (Ctrl-C there, or kill ${holder}), or run a second stack from another clone.`,
-      );
-    }
+    // Taken meanwhile, or a lock left by a stack that is gone.
+    const holder = runningHolder(file);
+    if (holder !== undefined) throw alreadyRunning(holder, file);
     unlinkSync(file);
   }
   throw new StackRefusal(`could not take ${file}; remove it and try again.`);

@@ -82,6 +82,24 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
     }
   });
 
+  it('names the running stack, not its own engines, when a second start finds one', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const stack = await liveProcess('scripts/start.ts');
+    // The running stack's store, on the same files as a leftover's would be.
+    const itsStore = await liveProcess(`--state-dir=${path.join(dataDir, 'ferretdb')}`);
+    try {
+      writeFileSync(path.join(dataDir, 'stack.pid'), `${stack.pid}\n`);
+      assert.throws(() => lockDataDir(dataDir), (error: Error) => {
+        assert.match(error.message, new RegExp(`a stack is already running from this checkout \\(pid ${stack.pid}`));
+        assert.doesNotMatch(error.message, new RegExp(`kill ${itsStore.pid}`));
+        return true;
+      });
+    } finally {
+      await itsStore.stop();
+      await stack.stop();
+    }
+  });
+
   it('prints a connection string without its password, and reaches a wildcard host on loopback', () => {
     assert.equal(withoutPassword('mongodb://ops:TopSecretPw@127.0.0.1:57027/?authMechanism=PLAIN'), 'mongodb://ops:***@127.0.0.1:57027/?authMechanism=PLAIN');
     assert.equal(withoutPassword('mongodb+srv://ops:p%40ss@cluster.example/db'), 'mongodb+srv://ops:***@cluster.example/db');
