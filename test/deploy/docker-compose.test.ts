@@ -49,6 +49,14 @@ describe('docker-compose.yml', () => {
     assert.equal(worker.ports, undefined);
   });
 
+  it('has each worker serve its metrics on the compose network, where a scraper can reach them', () => {
+    const environment = compose.services.worker!.environment ?? {};
+    assert.equal(environment.WORKER_METRICS_HOST, '0.0.0.0');
+    assert.equal(environmentSchema.shape.WORKER_METRICS_PORT.parse(String(environment.WORKER_METRICS_PORT)), 9464);
+    // The api's own settings stay shared.
+    assert.equal(environment.TEMPORAL_TASK_QUEUE, compose.services.api!.environment?.TEMPORAL_TASK_QUEUE);
+  });
+
   it('runs entry files that exist, and the Dockerfile copies them', () => {
     const dockerfile = readFileSync('Dockerfile', 'utf8');
     for (const [name, service] of Object.entries(compose.services)) {
