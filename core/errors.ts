@@ -18,6 +18,9 @@ export const errorCatalog = {
   insufficient_balance: { status: 403, type: 'insufficient_quota' },
   model_not_found: { status: 404, type: 'not_found_error' },
   task_not_found: { status: 404, type: 'not_found_error' },
+  // The task exists and succeeded, but its clip is gone (the vendor dropped it): a client must
+  // not take the task id for wrong.
+  clip_not_found: { status: 404, type: 'not_found_error' },
   resource_not_found: { status: 404, type: 'not_found_error' },
   route_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },

@@ -22,14 +22,14 @@ export async function openClip(task: TaskDocument, sources: ClipSources): Promis
   if (task.url) return { redirectTo: task.url };
   const upstream = sources.upstreamOf(task.model);
   const vendor = upstream ? sources.vendorFor(upstream) : undefined;
-  if (!vendor?.openContent || !task.vendor_task_id) throw new GatewayError('task_not_found', 'The clip of this task is no longer available.');
+  if (!vendor?.openContent || !task.vendor_task_id) throw new GatewayError('clip_not_found', 'The clip of this task is no longer available.');
   return vendor.openContent(task.vendor_task_id).catch((error: unknown) => {
     // The vendor's trouble, not the caller's and not a gateway bug: a 502 the caller may retry.
     // In the gateway's words: the vendor's name its hosts, ports and the operator's account; they
     // go to the log (the error handler logs a 5xx with its `upstream`).
     // A clip the vendor no longer has (404, 410) is never coming back: not a 5xx a client retries.
     if (error instanceof VendorRejectedError && (error.status === 404 || error.status === 410)) {
-      throw new GatewayError('task_not_found', 'The clip of this task is no longer available at the vendor.', 'task_id');
+      throw new GatewayError('clip_not_found', 'The clip of this task is no longer available at the vendor.', 'task_id');
     }
     if (error instanceof VendorTransientError || error instanceof VendorRejectedError) {
       vendorErrors.inc({ vendor: upstream!, kind: error instanceof VendorTransientError ? 'transient' : 'rejected' });

@@ -36,7 +36,7 @@ describe('clips the gateway streams from the vendor', () => {
     for (const status of [404, 410]) {
       await assert.rejects(openClip(task, failingWith(new VendorRejectedError(`openai-videos answered ${status}`, status))), (thrown: unknown) => {
         assert.ok(thrown instanceof GatewayError);
-        assert.deepEqual([thrown.status, thrown.code, thrown.message], [404, 'task_not_found', 'The clip of this task is no longer available at the vendor.']);
+        assert.deepEqual([thrown.status, thrown.code, thrown.message], [404, 'clip_not_found', 'The clip of this task is no longer available at the vendor.']);
         return true;
       });
     }
