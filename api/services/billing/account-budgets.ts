@@ -7,6 +7,7 @@ import type { UsageStore } from '../../../store/usage.ts';
 import { balanceRefusal, formatUsd } from './insufficient-balance.ts';
 import { JournalWriter } from './journal-writer.ts';
 import { LeaseCarriers } from './lease-carriers.ts';
+import { extendExpiringLeases, type LeaseExpiryOptions } from './lease-expiry.ts';
 import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
@@ -74,6 +75,7 @@ export class AccountBudgets {
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
   private readonly carriers: LeaseCarriers;
+  private readonly expiry: LeaseExpiryOptions;
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
@@ -81,6 +83,14 @@ export class AccountBudgets {
     this.retired = new RetiredLeases(options, this.timing.settleRetryMaxMs, (accountId, settling) => this.makeRoom(accountId, settling));
     this.journals = new JournalWriter(options.leases.journal, this.timing.journalMs, options.log);
     this.carriers = new LeaseCarriers(options, this.retired, { afterMs: this.timing.maxAgeMs, expiryMs: this.timing.expiryMs });
+    this.expiry = {
+      leases: options.leases,
+      expiryMs: this.timing.expiryMs,
+      log: options.log,
+      lost: (lease) => {
+        if (this.active.get(lease.accountId) === lease) this.retire(lease);
+      },
+    };
   }
 
   /**
@@ -266,13 +276,9 @@ export class AccountBudgets {
       else if (now - lease.openedAt >= this.timing.maxAgeMs && lease.hasServedCalls) this.renewInBackground(lease);
     }
     this.carriers.tick(now);
-    // Expiry is on the store's clock (store/store-clock.ts): other processes judge it on that one.
-    const storeNow = this.options.leases.clock.now();
     const leases = [...this.active.values(), ...this.retired.all()];
-    for (const lease of leases) {
-      if (lease.isDrained) this.retired.settle(lease);
-      else if (!lease.extending && !lease.expiryLost && lease.expiresAt - storeNow < this.timing.expiryMs / 2) this.extend(lease, storeNow);
-    }
+    for (const lease of leases) if (lease.isDrained) this.retired.settle(lease);
+    extendExpiringLeases(leases, this.options.leases.clock.now(), this.expiry);
     this.answerRecalls(now);
     this.journals.tick(now, leases);
   }
@@ -292,27 +298,5 @@ export class AccountBudgets {
       },
       (error: unknown) => this.options.log.warn({ err: error }, 'looking for recalled spend leases failed; will look again'),
     );
-  }
-
-  private extend(lease: SpendLease, storeNow: number): void {
-    const expiresAt = storeNow + this.timing.expiryMs;
-    lease.extending = true;
-    this.options.leases
-      .extend(lease.reference, new Date(expiresAt), new Date(storeNow))
-      .then(
-        (extended) => {
-          if (extended) {
-            lease.expiresAt = Math.max(lease.expiresAt, expiresAt);
-            return;
-          }
-          // Past its expiry or released already: spend no more of it. Its settlement charges its
-          // calls even so (retired-leases.ts).
-          lease.expiryLost = true;
-          this.options.log.warn({ lease: lease.reference }, 'a spend lease expired before it could be extended; it takes no more calls');
-          if (this.active.get(lease.accountId) === lease) this.retire(lease);
-        },
-        (error: unknown) => this.options.log.warn({ err: error, lease: lease.reference }, 'extending a spend lease failed; will retry'),
-      )
-      .finally(() => (lease.extending = false));
   }
 }
