@@ -36,8 +36,14 @@ const generateBody = z.object({
     .regex(/^(auto|\d{1,5}x\d{1,5})$/, 'must be WIDTHxHEIGHT (e.g. 1024x1024) or auto')
     .nullish()
     .transform((value) => value ?? '1024x1024'),
-  response_format: z.enum(['url', 'b64_json']).nullish().transform((value) => value ?? 'url'),
+  response_format: z.enum(['url', 'b64_json']).nullish(),
 });
+
+/** As OpenAI answers: gpt-image models always with base64 (they take no `response_format`;
+ * the simulator still honours one), dall-e models with a link unless asked otherwise. */
+function answerFormat(model: string, asked: 'url' | 'b64_json' | null | undefined): 'url' | 'b64_json' {
+  return asked ?? (model.startsWith('gpt-image') ? 'b64_json' : 'url');
+}
 
 function pixelSize(size: string): { width: number; height: number } {
   const [width = 1024, height = 1024] = size === 'auto' ? [] : size.split('x').map(Number);
@@ -73,9 +79,10 @@ export async function imageRoutes(app: FastifyInstance, options: ImageOptions): 
     }
 
     const baseUrl = publicBaseUrl(request, options.baseUrl);
+    const format = answerFormat(body.model, body.response_format);
     const data = Array.from({ length: body.n }, (_, index) => {
       const png = promptImage(body.prompt, index, body.size);
-      if (body.response_format === 'b64_json') return { b64_json: png.toString('base64') };
+      if (format === 'b64_json') return { b64_json: png.toString('base64') };
       const id = `img_${randomBytes(12).toString('hex')}`;
       options.images.add(id, png);
       return { url: `${baseUrl}/media/${id}.png` };

@@ -1,7 +1,8 @@
 // Builds arguments that satisfy a tool's JSON schema, so a simulated tool call is one the
 // gateway's client could actually execute. Covers what function definitions use in practice
 // (objects, required properties, enums, consts, scalar types, arrays with bounds, anyOf /
-// oneOf / allOf); `$ref` and pattern constraints are not resolved.
+// oneOf / allOf, and `$ref` into the schema's own `$defs` or `definitions`, where pydantic and
+// zod put nested models and enums); pattern constraints are not followed.
 
 type Schema = Record<string, unknown>;
 
@@ -35,27 +36,40 @@ function sampleNumber(schema: Schema, integer: boolean): number {
   return integer ? Math.ceil(value) : value;
 }
 
-function sampleArray(schema: Schema, depth: number): unknown[] {
-  // One item shows the shape; more only when minItems asks (capped, a sample need not be huge).
-  const count = Math.min(Math.max(1, numberOr(schema.minItems, 1)), numberOr(schema.maxItems, Number.POSITIVE_INFINITY), 10);
-  return Array.from({ length: count }, () => sampleValue(isSchema(schema.items) ? schema.items : {}, depth + 1));
+/** What a local `$ref` ("#/$defs/Unit") points at in `root`, with the keywords beside it; an
+ * empty schema when it points nowhere (a remote reference, say). */
+function resolveReference(schema: Schema, root: Schema): Schema {
+  const { $ref: reference, ...beside } = schema;
+  if (typeof reference !== 'string' || !reference.startsWith('#')) return beside;
+  let target: unknown = root;
+  for (const token of reference.slice(1).split('/').slice(1)) {
+    const name = decodeURIComponent(token).replaceAll('~1', '/').replaceAll('~0', '~');
+    target = isSchema(target) && Object.hasOwn(target, name) ? target[name] : undefined;
+  }
+  return isSchema(target) ? { ...target, ...beside } : beside;
 }
 
-function sampleObject(schema: Schema, depth: number): Record<string, unknown> {
+function sampleArray(schema: Schema, depth: number, root: Schema): unknown[] {
+  // One item shows the shape; more only when minItems asks (capped, a sample need not be huge).
+  const count = Math.min(Math.max(1, numberOr(schema.minItems, 1)), numberOr(schema.maxItems, Number.POSITIVE_INFINITY), 10);
+  return Array.from({ length: count }, () => sampleValue(isSchema(schema.items) ? schema.items : {}, depth + 1, root));
+}
+
+function sampleObject(schema: Schema, depth: number, root: Schema): Record<string, unknown> {
   const properties = isSchema(schema.properties) ? schema.properties : {};
   const required = Array.isArray(schema.required) ? schema.required.filter((name): name is string => typeof name === 'string') : [];
   const result: Record<string, unknown> = {};
   for (const name of required) {
     const property = properties[name];
-    result[name] = sampleValue(isSchema(property) ? property : {}, depth + 1);
+    result[name] = sampleValue(isSchema(property) ? property : {}, depth + 1, root);
   }
   return result;
 }
 
 // Every part of an allOf must hold at once: their properties and required lists add up.
-function mergeAllOf(schema: Schema): Schema {
+function mergeAllOf(schema: Schema, root: Schema): Schema {
   const { allOf, ...outer } = schema;
-  const parts = [outer, ...(Array.isArray(allOf) ? allOf.filter(isSchema) : [])];
+  const parts = [outer, ...(Array.isArray(allOf) ? allOf.filter(isSchema).map((part) => ('$ref' in part ? resolveReference(part, root) : part)) : [])];
   return {
     ...Object.assign({}, ...parts),
     properties: Object.assign({}, ...parts.map((part) => (isSchema(part.properties) ? part.properties : {}))),
@@ -63,18 +77,20 @@ function mergeAllOf(schema: Schema): Schema {
   };
 }
 
-/** A value valid against `schema`, built from its first-listed choices. */
-export function sampleValue(schema: Schema, depth = 0): unknown {
-  // Self-referencing schemas cannot recurse forever.
-  if (depth > 8) return null;
+/** A value valid against `schema`, built from its first-listed choices; references are
+ * looked up in `root`, the whole schema. */
+export function sampleValue(schema: Schema, depth = 0, root: Schema = schema): unknown {
+  // Self-referencing schemas cannot recurse forever (a reference takes a level of its own).
+  if (depth > 16) return null;
+  if ('$ref' in schema) return sampleValue(resolveReference(schema, root), depth + 1, root);
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
   if ('default' in schema) return schema.default;
   for (const combinator of ['anyOf', 'oneOf'] as const) {
     const options = schema[combinator];
-    if (Array.isArray(options) && isSchema(options[0])) return sampleValue(options[0], depth + 1);
+    if (Array.isArray(options) && isSchema(options[0])) return sampleValue(options[0], depth + 1, root);
   }
-  if (Array.isArray(schema.allOf)) return sampleValue(mergeAllOf(schema), depth + 1);
+  if (Array.isArray(schema.allOf)) return sampleValue(mergeAllOf(schema, root), depth + 1, root);
   // ["string", "null"] style unions: the first non-null type is the useful one.
   const declared = Array.isArray(schema.type) ? schema.type.find((type) => type !== 'null') ?? 'null' : schema.type;
   switch (declared) {
@@ -89,11 +105,11 @@ export function sampleValue(schema: Schema, depth = 0): unknown {
     case 'null':
       return null;
     case 'array':
-      return sampleArray(schema, depth);
+      return sampleArray(schema, depth, root);
     case 'object':
-      return sampleObject(schema, depth);
+      return sampleObject(schema, depth, root);
     default:
-      return isSchema(schema.properties) ? sampleObject(schema, depth) : 'sample';
+      return isSchema(schema.properties) ? sampleObject(schema, depth, root) : 'sample';
   }
 }
 

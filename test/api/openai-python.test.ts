@@ -104,11 +104,16 @@ describe('the official openai Python client against the gateway', () => {
     assert.match(tools.second_content, /21/);
   });
 
-  it('parses a structured output into the pydantic model it asked for', () => {
-    assert.deepEqual(results.structured, { parsed_type: 'City', parsed: { name: 'sample', population: 1, coastal: true }, refusal: null });
+  it('parses a structured output into the pydantic model it asked for, nested models and enums included', () => {
+    const landmark = { name: 'sample', year_built: 1 };
+    assert.deepEqual(results.structured, {
+      parsed_type: 'City',
+      parsed: { name: 'sample', population: 1, coastal: true, climate: 'temperate', oldest: landmark, landmarks: [landmark] },
+      refusal: null,
+    });
   });
 
-  it('generates an image whose b64_json decodes to a PNG', () => {
+  it('generates a gpt-image-1 image as base64 without response_format, as OpenAI does, that decodes to a PNG', () => {
     assert.equal(results.image.count, 1);
     assert.equal(results.image.png_signature, true);
     assert.ok(results.image.bytes > 8);

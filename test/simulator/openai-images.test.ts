@@ -35,7 +35,7 @@ describe('simulator: OpenAI image generation', () => {
   const generate = (body: Record<string, unknown>) => simulator.call('POST', '/v1/images/generations', { json: { model: 'gpt-image-1', ...body } });
 
   it('returns URLs of real PNGs served by the simulator', async () => {
-    const response = await generate({ prompt: 'a lighthouse', n: 2, size: '1024x1024' });
+    const response = await generate({ prompt: 'a lighthouse', n: 2, size: '1024x1024', response_format: 'url' });
     assert.equal(response.status, 200);
     assert.equal(typeof response.json.created, 'number');
     assert.equal(response.json.data.length, 2);
@@ -63,6 +63,19 @@ describe('simulator: OpenAI image generation', () => {
     assert.equal(again.json.data[0].b64_json, entry.b64_json, 'the colours derive from the prompt');
     const other = await generate({ prompt: 'a blue circle', response_format: 'b64_json', size: '256x256' });
     assert.notEqual(other.json.data[0].b64_json, entry.b64_json);
+  });
+
+  it('answers without response_format as OpenAI does: base64 for gpt-image models, which take none there, a link for dall-e ones', async () => {
+    for (const model of ['gpt-image-1', 'gpt-image-1-mini']) {
+      const [entry] = (await generate({ model, prompt: 'a kite' })).json.data;
+      assert.equal(entry.url, undefined, model);
+      assert.deepEqual(Buffer.from(entry.b64_json, 'base64').subarray(0, 8), pngSignature, model);
+    }
+    for (const body of [{ model: 'dall-e-3' }, { model: 'gpt-image-1', response_format: null }]) {
+      const [entry] = (await generate({ prompt: 'a kite', ...body })).json.data;
+      const expected = body.model === 'dall-e-3' ? 'url' : 'b64_json';
+      assert.equal(typeof entry[expected], 'string', JSON.stringify(body));
+    }
   });
 
   it('[sim:error=NNN] answers that status in OpenAI\'s error shape', async () => {

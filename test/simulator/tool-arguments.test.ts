@@ -42,4 +42,41 @@ describe('simulator: tool arguments built from a JSON schema', () => {
     assert.deepEqual(sampleArguments(undefined), {});
     assert.deepEqual(sampleArguments({ type: 'object', properties: {} }), {});
   });
+  it('follows $ref into the schema\'s $defs or definitions, as pydantic and zod write nested models and enums', () => {
+    // What pydantic makes of: class Unit(str, Enum); class Place(BaseModel): name, unit;
+    // class Trip(BaseModel): start: Place; stops: list[Place]; note: Optional[str] = None.
+    const trip = {
+      $defs: {
+        Place: { properties: { name: { title: 'Name', type: 'string' }, unit: { $ref: '#/$defs/Unit' } }, required: ['name', 'unit'], title: 'Place', type: 'object', additionalProperties: false },
+        Unit: { enum: ['celsius', 'fahrenheit'], title: 'Unit', type: 'string' },
+      },
+      properties: {
+        start: { $ref: '#/$defs/Place', description: 'where it begins' },
+        stops: { items: { $ref: '#/$defs/Place' }, title: 'Stops', type: 'array' },
+        note: { anyOf: [{ type: 'string' }, { type: 'null' }], default: null },
+      },
+      required: ['start', 'stops', 'note'],
+      type: 'object',
+    };
+    const place = { name: 'sample', unit: 'celsius' };
+    assert.deepEqual(sampleArguments(trip), { start: place, stops: [place], note: null });
+    // Older drafts' definitions, an allOf around a reference, and a pointer's escapes (~1 is '/').
+    assert.deepEqual(
+      sampleArguments({
+        definitions: { 'a/b': { type: 'object', properties: { n: { type: 'integer', minimum: 3 } }, required: ['n'] } },
+        type: 'object',
+        properties: { wrapped: { allOf: [{ $ref: '#/definitions/a~1b' }] }, direct: { $ref: '#/definitions/a~1b' } },
+        required: ['wrapped', 'direct'],
+      }),
+      { wrapped: { n: 3 }, direct: { n: 3 } },
+    );
+    // A reference that points nowhere, or outside the schema, leaves the old guess; one that
+    // points at itself ends in null instead of recursing forever.
+    assert.deepEqual(sampleArguments({ type: 'object', properties: { x: { $ref: 'https://example.com/x.json' }, y: { $ref: '#/$defs/Missing' } }, required: ['x', 'y'] }), { x: 'sample', y: 'sample' });
+    let nested: unknown = sampleArguments({ type: 'object', properties: { self: { $ref: '#' } }, required: ['self'] });
+    let levels = 0;
+    for (; typeof nested === 'object' && nested !== null; levels++) nested = (nested as { self: unknown }).self;
+    assert.equal(nested, null);
+    assert.ok(levels >= 3 && levels <= 16, `${levels} levels`);
+  });
 });
