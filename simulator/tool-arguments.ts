@@ -1,10 +1,25 @@
 // Builds arguments that satisfy a tool's JSON schema, so a simulated tool call is one the
 // gateway's client could actually execute. Covers what function definitions use in practice
 // (objects, required properties, enums, consts, scalar types, arrays with bounds, anyOf /
-// oneOf / allOf, and `$ref` into the schema's own `$defs` or `definitions`, where pydantic and
-// zod put nested models and enums); pattern constraints are not followed.
+// oneOf / allOf, `$ref` into the schema's own `$defs` or `definitions`, where pydantic and zod
+// put nested models and enums, `multipleOf`, and `pattern` through randexp). A recursive schema
+// (a tree of nodes) gets a few levels, then the least its arrays and unions allow: no items, a
+// null.
+
+import randexp from 'randexp';
+
+// randexp is CommonJS exporting the class itself, while its types declare it as `default`.
+const RandExp = randexp as unknown as typeof randexp.default;
 
 type Schema = Record<string, unknown>;
+
+/** Deeper than this, arrays get only the items `minItems` asks for and unions their null. */
+const SHALLOW_DEPTH = 8;
+/** Deeper than this, the value is null whatever the schema (only a schema without any way out
+ * of its recursion gets here). */
+const MAX_DEPTH = 16;
+/** A sample need not be huge, whatever `minItems` asks. */
+const MAX_ITEMS = 100;
 
 const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
 const numberOr = (value: unknown, fallback: number) => (typeof value === 'number' && Number.isFinite(value) ? value : fallback);
@@ -25,15 +40,38 @@ function sampleString(schema: Schema): string {
   }
   const minimumLength = numberOr(schema.minLength, 0);
   const maximumLength = numberOr(schema.maxLength, Number.POSITIVE_INFINITY);
-  return 'sample'.padEnd(minimumLength, 'x').slice(0, maximumLength);
+  const sample = 'sample'.padEnd(minimumLength, 'x').slice(0, maximumLength);
+  return typeof schema.pattern === 'string' ? matching(schema.pattern, sample) : sample;
+}
+
+/** `sample` if the pattern finds it (JSON schema patterns are not anchored), else the shortest
+ * string randexp makes for it (each choice its first, each repetition its fewest). */
+function matching(pattern: string, sample: string): string {
+  let expression: RegExp;
+  try {
+    expression = new RegExp(pattern, 'u');
+  } catch {
+    return sample;
+  }
+  if (expression.test(sample)) return sample;
+  const generator = new RandExp(expression);
+  generator.randInt = (lowest: number) => lowest;
+  return generator.gen();
 }
 
 function sampleNumber(schema: Schema, integer: boolean): number {
   const exclusiveMinimum = typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum : undefined;
   const lowest = exclusiveMinimum !== undefined ? exclusiveMinimum + (integer ? 1 : 0.5) : numberOr(schema.minimum, 1);
   const highest = numberOr(schema.maximum, numberOr(schema.exclusiveMaximum, Number.POSITIVE_INFINITY) - (integer ? 1 : 0.5));
-  const value = Math.min(Math.max(1, lowest), highest);
-  return integer ? Math.ceil(value) : value;
+  let value = Math.min(Math.max(1, lowest), highest);
+  if (integer) value = Math.ceil(value);
+  const step = typeof schema.multipleOf === 'number' && schema.multipleOf > 0 ? schema.multipleOf : undefined;
+  if (step !== undefined) {
+    // The first multiple at or above the value, as long as the maximum allows it.
+    const multiple = Math.ceil(value / step) * step;
+    if (multiple <= highest) value = multiple;
+  }
+  return value;
 }
 
 /** What a local `$ref` ("#/$defs/Unit") points at in `root`, with the keywords beside it; an
@@ -50,8 +88,9 @@ function resolveReference(schema: Schema, root: Schema): Schema {
 }
 
 function sampleArray(schema: Schema, depth: number, root: Schema): unknown[] {
-  // One item shows the shape; more only when minItems asks (capped, a sample need not be huge).
-  const count = Math.min(Math.max(1, numberOr(schema.minItems, 1)), numberOr(schema.maxItems, Number.POSITIVE_INFINITY), 10);
+  // One item shows the shape; more only when minItems asks; deep in a recursive schema, only those.
+  const fewest = numberOr(schema.minItems, 0);
+  const count = Math.min(Math.max(depth < SHALLOW_DEPTH ? 1 : 0, fewest), numberOr(schema.maxItems, Number.POSITIVE_INFINITY), MAX_ITEMS);
   return Array.from({ length: count }, () => sampleValue(isSchema(schema.items) ? schema.items : {}, depth + 1, root));
 }
 
@@ -81,14 +120,18 @@ function mergeAllOf(schema: Schema, root: Schema): Schema {
  * looked up in `root`, the whole schema. */
 export function sampleValue(schema: Schema, depth = 0, root: Schema = schema): unknown {
   // Self-referencing schemas cannot recurse forever (a reference takes a level of its own).
-  if (depth > 16) return null;
+  if (depth > MAX_DEPTH) return null;
   if ('$ref' in schema) return sampleValue(resolveReference(schema, root), depth + 1, root);
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
   if ('default' in schema) return schema.default;
   for (const combinator of ['anyOf', 'oneOf'] as const) {
     const options = schema[combinator];
-    if (Array.isArray(options) && isSchema(options[0])) return sampleValue(options[0], depth + 1, root);
+    if (!Array.isArray(options)) continue;
+    const choices = options.filter(isSchema);
+    // Deep in a recursive schema, the null a union allows ends it.
+    const chosen = (depth >= SHALLOW_DEPTH && choices.find((choice) => choice.type === 'null')) || choices[0];
+    if (chosen) return sampleValue(chosen, depth + 1, root);
   }
   if (Array.isArray(schema.allOf)) return sampleValue(mergeAllOf(schema, root), depth + 1, root);
   // ["string", "null"] style unions: the first non-null type is the useful one.

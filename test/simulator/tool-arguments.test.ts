@@ -79,4 +79,43 @@ describe('simulator: tool arguments built from a JSON schema', () => {
     assert.equal(nested, null);
     assert.ok(levels >= 3 && levels <= 16, `${levels} levels`);
   });
+  it('meets pattern, multipleOf and minItems, and ends a recursive schema in an empty array or a null', () => {
+    const args = sampleArguments({
+      type: 'object',
+      properties: {
+        code: { type: 'string', pattern: '^[A-Z]{3}$' },
+        found: { type: 'string', pattern: 'amp' },
+        broken: { type: 'string', pattern: '([' },
+        step: { type: 'number', multipleOf: 5, minimum: 3 },
+        cents: { type: 'integer', multipleOf: 25, exclusiveMinimum: 100, maximum: 200 },
+        many: { type: 'array', items: { type: 'integer' }, minItems: 20 },
+        tree: { $ref: '#/$defs/Node' },
+        list: { $ref: '#/$defs/Link' },
+      },
+      required: ['code', 'found', 'broken', 'step', 'cents', 'many', 'tree', 'list'],
+      $defs: {
+        Node: { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#/$defs/Node' } } }, required: ['name', 'children'] },
+        Link: { type: 'object', properties: { next: { anyOf: [{ $ref: '#/$defs/Link' }, { type: 'null' }] } }, required: ['next'] },
+      },
+    }) as Record<string, unknown>;
+    assert.equal(args.code, 'AAA', 'the shortest string the pattern matches');
+    assert.equal(args.found, 'sample', 'a pattern that finds the sample keeps it');
+    assert.equal(args.broken, 'sample', 'a pattern that is no regular expression is ignored');
+    assert.equal(args.step, 5);
+    assert.equal(args.cents, 125);
+    assert.equal((args.many as unknown[]).length, 20);
+    // Some levels, then an empty array / a null: every level is a valid node.
+    const depthOf = (value: unknown, field: string): number => {
+      let levels = 0;
+      for (let at = value as Record<string, unknown> | null; at; levels++) {
+        const next = at[field];
+        at = Array.isArray(next) ? (next[0] as Record<string, unknown> | undefined) ?? null : (next as Record<string, unknown> | null);
+      }
+      return levels;
+    };
+    assert.ok(depthOf(args.tree, 'children') >= 2, 'the tree has children');
+    assert.ok(JSON.stringify(args.tree).includes('"children":[]'), 'and ends in an empty array, not a null');
+    assert.ok(!JSON.stringify(args.tree).includes('null'));
+    assert.ok(depthOf(args.list, 'next') >= 2);
+  });
 });
