@@ -6,7 +6,7 @@ import type { BudgetLeaseStore } from '../store/budget-leases.ts';
 import type { IdempotencyStore } from '../store/idempotency.ts';
 import type { Ledger } from '../store/ledger.ts';
 import type { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
-import type { TaskStore } from '../store/tasks.ts';
+import type { TaskDocument, TaskStore } from '../store/tasks.ts';
 import { sweepExpiredLeases } from './lease-sweeper.ts';
 
 // An api process that dies between storing a task and starting its workflow leaves a task in
@@ -38,17 +38,29 @@ export interface SweeperOptions {
 export async function sweepUnstartedTasks(options: SweeperOptions): Promise<number> {
   const stale = await options.tasks.findUnstarted(new Date(Date.now() - (options.graceMs ?? UNANSWERED_SUBMISSION_GRACE_MS)), 100);
   for (const task of stale) {
-    if (task.recoverable === false && !(await workflowExists(options.client, task._id))) {
-      const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped or stalled before it answered this submission, so the task id never reached its caller; nothing was charged.');
-      options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose submission was never answered` : `sweeper found task ${task._id} claimed by its workflow`);
-      continue;
+    // One task that cannot be moved (Temporal refusing its start, say) must not hold back the
+    // others: it is tried again at the next sweep.
+    try {
+      await sweepUnstartedTask(options, task);
+    } catch (error) {
+      options.log?.(`sweeper: task ${task._id} left for the next sweep: ${describe(error)}`);
     }
-    await startTaskWorkflow(options.client, options.taskQueue, task.workflow_input);
-    await options.tasks.markWorkflowStarted(task._id);
-    options.log?.(`sweeper started the workflow of task ${task._id}`);
   }
   return stale.length;
 }
+
+async function sweepUnstartedTask(options: SweeperOptions, task: TaskDocument): Promise<void> {
+  if (task.recoverable === false && !(await workflowExists(options.client, task._id))) {
+    const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped or stalled before it answered this submission, so the task id never reached its caller; nothing was charged.');
+    options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose submission was never answered` : `sweeper found task ${task._id} claimed by its workflow`);
+    return;
+  }
+  await startTaskWorkflow(options.client, options.taskQueue, task.workflow_input);
+  await options.tasks.markWorkflowStarted(task._id);
+  options.log?.(`sweeper started the workflow of task ${task._id}`);
+}
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 async function workflowExists(client: Client, workflowId: string): Promise<boolean> {
   try {
@@ -60,17 +72,36 @@ async function workflowExists(client: Client, workflowId: string): Promise<boole
   }
 }
 
-export function startSweeper(options: SweeperOptions & { leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore; idempotency: IdempotencyStore }): () => void {
+export type SweepOptions = SweeperOptions & { leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore; idempotency: IdempotencyStore };
+
+/** One round of every sweep, each on its own: one that fails (Temporal unreachable for the
+ * unstarted tasks, say) neither skips the others nor stops them at the next round. Resolves
+ * with the names of those that failed. */
+export async function sweepOnce(options: SweepOptions, now = new Date()): Promise<string[]> {
+  const steps: [string, () => Promise<unknown>][] = [
+    ['unstarted tasks', () => sweepUnstartedTasks(options)],
+    ['expired spend leases', () => sweepExpiredLeases(options)],
+    ['rate-limit blocks of past minutes', () => options.rateLimitBlocks.deleteExpired(now)],
+    ['expired Idempotency-Key records', () => options.idempotency.deleteExpired(now)],
+  ];
+  const failed: string[] = [];
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (error) {
+      failed.push(name);
+      options.log?.(`sweeper: ${name}: ${describe(error)}`);
+    }
+  }
+  return failed;
+}
+
+export function startSweeper(options: SweepOptions): () => void {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    sweepUnstartedTasks(options)
-      .then(() => sweepExpiredLeases(options))
-      .then(() => options.rateLimitBlocks.deleteExpired(new Date()))
-      .then(() => options.idempotency.deleteExpired(new Date()))
-      .catch((error) => options.log?.(`sweeper: ${error instanceof Error ? error.message : String(error)}`))
-      .finally(() => (running = false));
+    void sweepOnce(options).finally(() => (running = false));
   }, options.intervalMs ?? 30_000);
   timer.unref();
   return () => clearInterval(timer);

@@ -5,7 +5,11 @@ import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { AccountStore } from '../../store/accounts.ts';
 import { Ledger } from '../../store/ledger.ts';
 import { TaskStore } from '../../store/tasks.ts';
-import { sweepUnstartedTasks } from '../../worker/sweeper.ts';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { BudgetLeaseStore } from '../../store/budget-leases.ts';
+import { IdempotencyStore } from '../../store/idempotency.ts';
+import { RateLimitBlockStore } from '../../store/rate-limit-blocks.ts';
+import { sweepOnce, sweepUnstartedTasks } from '../../worker/sweeper.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
 // An api that dies after storing a task but before starting its workflow leaves a `submitted`
@@ -83,5 +87,44 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     });
     assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
     assert.equal(await tasks.workflowStarted(taskId), false);
+  });
+  // These two leave a task the sweeper cannot start behind them: they come last.
+  it('moves the other stranded tasks when one of them cannot be started', async () => {
+    const broken = await strandedTask('broken', true);
+    // A task whose stored input lost its id: Temporal refuses a workflow without one.
+    await tasks().collection.updateOne({ _id: broken.taskId }, { $set: { 'workflow_input.taskId': '' } });
+    const good = await strandedTask('good', true);
+    const lines: string[] = [];
+    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000, log: (line) => lines.push(line) }), 2);
+    assert.equal(await tasks().workflowStarted(good.taskId), true, 'the good task started whatever the order');
+    assert.equal(await tasks().workflowStarted(broken.taskId), false, 'the broken one waits for the next sweep');
+    assert.ok(lines.some((line) => line.includes(broken.taskId) && line.includes('next sweep')), lines.join('\n'));
+    assert.equal((await stack.temporal.client.workflow.getHandle(good.taskId).result()).status, 'succeeded');
+  });
+
+  it('still clears expired records when Temporal cannot be reached for the unstarted tasks', async () => {
+    const { db } = stack.database;
+    const stranded = await strandedTask('unreachable', true);
+    const idempotency = new IdempotencyStore(db);
+    const past = new Date(Date.now() - 25 * 3_600_000);
+    await idempotency.claim({ id: 'sweeper-expired-key', fingerprint: 'f', taskId: 'task_x', now: past });
+    const blocks = new RateLimitBlockStore(db);
+    await blocks.collection.insertOne({ _id: 'requests:key_sweeper:1:100:0', expires_at: past });
+    // Nothing listens on port 1: every Temporal call fails (at once: the client's own retries,
+    // about 20 s of them, would only slow the suite down).
+    const unreachable = new Client({
+      connection: Connection.lazy({ address: '127.0.0.1:1', interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 1 }))] }),
+    });
+    const lines: string[] = [];
+    const failed = await sweepOnce({
+      tasks: tasks(), ledger: ledger(), client: unreachable, taskQueue: stack.taskQueue, graceMs: 60_000, log: (line) => lines.push(line),
+      leases: new BudgetLeaseStore(db), rateLimitBlocks: blocks, idempotency,
+    });
+    await unreachable.connection.close();
+    assert.deepEqual(failed, [], 'a task it could not start fails only that task');
+    assert.ok(lines.some((line) => line.includes(stranded.taskId) && line.includes('left for the next sweep')), lines.join('\n'));
+    assert.equal(await tasks().workflowStarted(stranded.taskId), false);
+    assert.equal(await idempotency.collection.countDocuments({ expires_at: { $lt: new Date() } }), 0, 'expired Idempotency-Key records deleted');
+    assert.equal(await blocks.collection.countDocuments({ _id: 'requests:key_sweeper:1:100:0' }), 0, 'past blocks deleted');
   });
 });
