@@ -94,16 +94,19 @@ export class IdempotencyStore {
     await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
   }
 
-  async complete(id: string, answer: { statusCode: number; contentType: string; body: string }): Promise<void> {
+  /** Stores the answer of the attempt that claimed the record at `claimedAt`; nothing when a
+   * retry took the record over meanwhile (that attempt's answer is the one to keep). */
+  async complete(id: string, claimedAt: Date, answer: { statusCode: number; contentType: string; body: string }): Promise<void> {
     await this.collection.updateOne(
-      { _id: id },
+      { _id: id, created_at: claimedAt },
       { $set: { state: 'completed', status_code: answer.statusCode, content_type: answer.contentType, body: answer.body } },
     );
   }
 
-  /** Forgets a request that did not succeed, so the caller can retry it under the same key. */
-  async release(id: string): Promise<void> {
-    await this.collection.deleteOne({ _id: id, state: 'in_flight' });
+  /** Forgets a request that did not succeed, so the caller can retry it under the same key;
+   * nothing when a retry took the record over meanwhile (it is that retry's now). */
+  async release(id: string, claimedAt: Date): Promise<void> {
+    await this.collection.deleteOne({ _id: id, state: 'in_flight', created_at: claimedAt });
   }
 
   async deleteExpired(now: Date): Promise<number> {

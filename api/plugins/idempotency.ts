@@ -38,6 +38,8 @@ export interface IdempotentRoute {
 
 interface IdempotentRequest {
   recordId: string;
+  /** When this attempt claimed or took over the record: its writes touch only that claim. */
+  claimedAt: Date;
   /** The task id a video submission under this key must use. */
   taskId: string;
   finished: boolean;
@@ -106,7 +108,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     };
     // unref: a request cut off mid-way must not keep a closing process alive.
     const refresher = setInterval(refresh, route.staleAfterMs / REFRESHES_PER_STALE_WINDOW).unref();
-    const held: IdempotentRequest = { recordId: claim.recordId, taskId: claim.taskId, finished: false, refresher };
+    const held: IdempotentRequest = { recordId: claim.recordId, claimedAt: claim.claimedAt, taskId: claim.taskId, finished: false, refresher };
     return held;
   };
 
@@ -145,7 +147,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     }
     const recovery: Recovery = (await route.recover?.(record, request)) ?? { rerun: 'same-task' };
     if ('replay' in recovery) {
-      await store.complete(id, { statusCode: recovery.replay.statusCode, contentType: 'application/json; charset=utf-8', body: recovery.replay.body });
+      await store.complete(id, record.created_at, { statusCode: recovery.replay.statusCode, contentType: 'application/json; charset=utf-8', body: recovery.replay.body });
       return replay(reply, recovery.replay);
     }
     const taskId = recovery.rerun === 'new-task' ? newId('task') : record.task_id;
@@ -161,13 +163,13 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   const keepAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const idempotent = request.idempotency;
     if (!finish(idempotent)) return payload;
-    const { recordId } = idempotent;
+    const { recordId, claimedAt } = idempotent;
     let write: () => Promise<unknown>;
     if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
       const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
-      write = () => store.complete(recordId, { statusCode: reply.statusCode, contentType, body: payload });
+      write = () => store.complete(recordId, claimedAt, { statusCode: reply.statusCode, contentType, body: payload });
     } else {
-      write = () => store.release(recordId);
+      write = () => store.release(recordId, claimedAt);
     }
     try {
       // After a refresh still on its way: on FerretDB an update is an unisolated read-modify-
@@ -201,7 +203,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     const idempotent = request.idempotency;
     if (!finish(idempotent)) return;
     await idempotent.refreshing;
-    await store.release(idempotent.recordId).catch((error: unknown) => request.log.warn({ err: error }, 'could not release an Idempotency-Key record'));
+    await store.release(idempotent.recordId, idempotent.claimedAt).catch((error: unknown) => request.log.warn({ err: error }, 'could not release an Idempotency-Key record'));
   };
 
   // A route that gave its socket up (reply.hijack() once the caller left, as the image route

@@ -24,6 +24,9 @@ const STALE_MS = 600;
 class StoreRefusingCompletions extends IdempotencyStore {
   failures = 0;
   refreshMs = 0;
+  /** Refreshes of attempts that claimed their record before this fail (the store out of reach
+   * of their process): their records go stale. */
+  refuseRefreshesClaimedBefore = new Date(0);
   readonly writes: string[] = [];
   override async complete(...args: Parameters<IdempotencyStore['complete']>): ReturnType<IdempotencyStore['complete']> {
     if (this.failures > 0) {
@@ -36,6 +39,7 @@ class StoreRefusingCompletions extends IdempotencyStore {
 
   override async refresh(...args: Parameters<IdempotencyStore['refresh']>): ReturnType<IdempotencyStore['refresh']> {
     await new Promise((resolve) => setTimeout(resolve, this.refreshMs));
+    if (args[1] < this.refuseRefreshesClaimedBefore) throw new Error('store unreachable');
     const result = await super.refresh(...args);
     this.writes.push('refresh');
     return result;
@@ -77,6 +81,7 @@ describe('Idempotency-Key records of requests still running', () => {
         });
       });
       if (left) return reply.hijack();
+      if (incoming.headers['x-fail'] !== undefined) return reply.code(502).send({ error: { message: 'upstream failed', type: 'api_error', code: 'upstream_error' } });
       return { name, run: runs.get(name) };
     };
     app.post('/work', work);
@@ -90,8 +95,8 @@ describe('Idempotency-Key records of requests still running', () => {
     await database.drop();
   });
 
-  const call = (path: string, key: string, name: string, ms = 0) =>
-    request(`${origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-work-ms': String(ms) }, body: JSON.stringify({ name }) });
+  const call = (path: string, key: string, name: string, ms = 0, extra: Record<string, string> = {}) =>
+    request(`${origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-work-ms': String(ms), ...extra }, body: JSON.stringify({ name }) });
 
   it('refuses a duplicate of a request that runs for many stale windows, then replays its answer', async () => {
     const first = call('/work', 'slow-key', 'slow', 5 * STALE_MS);
@@ -164,6 +169,37 @@ describe('Idempotency-Key records of requests still running', () => {
     const replayed = await call('/work', 'overlap-key', 'overlap');
     assert.equal(replayed.headers['idempotent-replayed'], 'true');
   });
+
+  // An attempt whose process lost the store for longer than the window is taken over by a
+  // retry while it still runs; when it ends, its answer or its release must leave the retry's
+  // record alone.
+  for (const ending of ['fails', 'succeeds'] as const) {
+    it(`leaves a retry's record alone when the attempt it took over ${ending} afterwards`, async () => {
+      const name = `taken-over-${ending}`;
+      const key = `${name}-key`;
+      store.refuseRefreshesClaimedBefore = new Date(8.64e15);
+      const first = call('/work', key, name, 3 * STALE_MS, ending === 'fails' ? { 'x-fail': '1' } : {});
+      await new Promise((resolve) => setTimeout(resolve, STALE_MS + 200));
+      // From here on only the first attempt's refreshes fail.
+      store.refuseRefreshesClaimedBefore = store.now();
+      const retry = call('/work', key, name, 6 * STALE_MS);
+      const firstAnswer = await first;
+      assert.equal(firstAnswer.statusCode, ending === 'fails' ? 502 : 200, await firstAnswer.body.text());
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The retry still runs and keeps its record: a third call is refused, not run again, and
+      // not answered with the first attempt's answer.
+      const third = await call('/work', key, name);
+      assert.equal(third.statusCode, 409, await third.body.text());
+      const retried = await retry;
+      const retriedAnswer = await retried.body.json();
+      assert.deepEqual(retriedAnswer, { name, run: 2 });
+      const replayed = await call('/work', key, name);
+      assert.equal(replayed.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(await replayed.body.json(), retriedAnswer, "the retry's answer is the one kept");
+      assert.equal(runs.get(name), 2, 'the first attempt and its retry ran, nothing more');
+      store.refuseRefreshesClaimedBefore = new Date(0);
+    });
+  }
 
   it('frees the key as soon as a caller leaves a request that gives its socket up', async () => {
     const payload = JSON.stringify({ name: 'left' });
