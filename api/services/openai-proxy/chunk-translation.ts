@@ -17,7 +17,10 @@ export interface RelayState {
   usage?: TokenCounts;
   delivered: DeliveredText;
   sawDone: boolean;
-  sawFinish: boolean;
+  /** Each choice index seen, and whether that choice finished. */
+  choices: Map<number, boolean>;
+  /** Choices seen that have not finished yet. */
+  unfinishedChoices: number;
   failure?: string;
   providerMessage?: string;
 }
@@ -34,10 +37,33 @@ function describeError(error: unknown): string {
   return typeof error === 'string' ? error : 'the model provider reported an error';
 }
 
+export function newRelayState(): RelayState {
+  return { delivered: { pieces: 0, characters: 0 }, sawDone: false, choices: new Map(), unfinishedChoices: 0 };
+}
+
+/** Every choice the stream started has finished: the answer is whole, `[DONE]` or not. With
+ * `n` above 1 one choice finishing says nothing of the others. */
+export function allChoicesFinished(state: RelayState): boolean {
+  return state.choices.size > 0 && state.unfinishedChoices === 0;
+}
+
+function noteFinish(choice: Record<string, unknown>, state: RelayState): void {
+  const index = typeof choice.index === 'number' ? choice.index : 0;
+  const finishedBefore = state.choices.get(index);
+  const finishes = Boolean(choice.finish_reason);
+  if (finishedBefore === undefined) {
+    state.choices.set(index, finishes);
+    if (!finishes) state.unfinishedChoices++;
+  } else if (!finishedBefore && finishes) {
+    state.choices.set(index, true);
+    state.unfinishedChoices--;
+  }
+}
+
 function countDelivered(choices: unknown[], state: RelayState): void {
   for (const choice of choices) {
     if (!isObject(choice)) continue;
-    if (choice.finish_reason) state.sawFinish = true;
+    noteFinish(choice, state);
     const delta = choice.delta;
     if (!isObject(delta)) continue;
     let characters = textLength(delta.content) + textLength(delta.refusal) + textLength(delta.reasoning_content);
@@ -76,7 +102,7 @@ export function translate(event: EventSourceMessage, state: RelayState, forwardU
     chunk = JSON.parse(data);
   } catch {
     if (event.event === 'error') return providerFailed(state, data);
-    if (state.sawFinish) {
+    if (allChoicesFinished(state)) {
       state.sawDone = true;
       return '';
     }
@@ -95,7 +121,7 @@ export function translate(event: EventSourceMessage, state: RelayState, forwardU
   // The usage-only chunk comes last, after every choice's finish: the answer is whole, whether
   // or not a `[DONE]` follows (an upstream that keeps its body open after it without one would
   // otherwise turn a whole answer into a failure at the body timeout).
-  if (usage && choices.length === 0 && state.sawFinish) state.sawDone = true;
+  if (usage && choices.length === 0 && allChoicesFinished(state)) state.sawDone = true;
   // The usage the gateway asked for, which the caller did not: a usage-only chunk goes (even
   // one whose counts could not be read), and usage on another chunk is cut out of it. A
   // `usage: null` stays (every chunk carries one once usage is asked for): rewriting every

@@ -106,3 +106,51 @@ describe('SSE relay: what ends a finished answer', () => {
     });
   }
 });
+
+describe('SSE relay: answers of several choices (n > 1)', () => {
+  let server: Server;
+  let url: string;
+  let upstream: PassThrough;
+  let outcome: Promise<RelayOutcome>;
+  before(async () => {
+    server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      outcome = relayChatStream({ upstream, response, signal: new ClientDisconnect(response), forwardUsage: false, modelId: 'm' });
+      void outcome.then(() => response.end());
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+  after(() => server.close());
+
+  const choiceChunk = (index: number, delta: object, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index, delta, finish_reason: finish }] })}\n\n`;
+  // Choice 0 is whole, choice 1 is mid-answer.
+  const oneOfTwoFinished = choiceChunk(0, { content: 'First' }) + choiceChunk(1, { content: 'Sec' }) + choiceChunk(0, {}, 'stop');
+
+  for (const [name, ending, end] of [
+    ['the body ends', '', 'upstream_failed'],
+    ['an event that is not JSON comes', 'data: oops-not-json\n\n', 'upstream_failed'],
+    ['the usage chunk comes and the body ends', `data: ${usageChunk}\n\n`, 'upstream_failed'],
+    ['the other choice finishes and the body ends', choiceChunk(1, { content: 'ond' }) + choiceChunk(1, {}, 'stop'), 'completed'],
+  ] as const) {
+    it(`ends as ${end} when one choice of two finished and ${name}, without [DONE]`, { timeout: 5_000 }, async () => {
+      upstream = new PassThrough();
+      const response = await request(url);
+      upstream.end(oneOfTwoFinished + ending);
+      await response.body.text();
+      const ended = await outcome;
+      assert.equal(ended.end, end, JSON.stringify(ended));
+    });
+  }
+
+  it('ends at the usage chunk once every choice finished, the body kept open', { timeout: 5_000 }, async () => {
+    upstream = new PassThrough();
+    const response = await request(url);
+    upstream.write(oneOfTwoFinished + choiceChunk(1, {}, 'length') + `data: ${usageChunk}\n\n`);
+    await response.body.text();
+    assert.equal((await outcome).end, 'completed');
+    upstream.destroy();
+  });
+});
