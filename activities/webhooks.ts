@@ -62,7 +62,7 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
         webhookId: webhookIdFor(task._id),
         timestamp: Math.floor(Date.now() / 1000),
         body: taskViewJson(task, deps.publicBaseUrl),
-        // Both secrets while a rotation's grace period lasts (see AccountStore.rotateWebhookSecret).
+        // The current secret and those a rotation's grace period keeps (see AccountStore.rotateWebhookSecret).
         secrets: webhookSecretsInForce(account),
         dispatcher: deps.dispatcher,
         timeoutMs: deps.timeoutMs ?? 15_000,

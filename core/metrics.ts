@@ -63,7 +63,7 @@ export const webhookAttempts = new Counter({
   registers: [metricsRegistry],
 });
 
-/** worker (video vendors) and api (clip downloads; the chat proxy may add its upstreams). */
+/** worker (video vendors) and api (clip downloads, and the chat and image upstreams). */
 export const vendorErrors = new Counter({
   name: 'framegate_vendor_errors_total',
   help: 'Failed calls to a vendor, by upstream and kind (transient: retried; rejected: final).',

@@ -12,14 +12,9 @@ export function mayUseModel(access: ModelAccess, modelId: string): boolean {
 
 const withArticle = (kind: string) => `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind}`;
 
-/** Finds the model a request names and checks the key may use it, in the spec's order:
- * unknown id → 404, not permitted → 403, wrong kind for this endpoint → 400. */
-export function resolveModel<Kind extends CatalogModel['kind']>(
-  catalog: Catalog,
-  access: ModelAccess,
-  modelId: string,
-  kind: Kind,
-): Extract<CatalogModel, { kind: Kind }> {
+/** The model a request names, if the key may use it, in the spec's order: unknown id → 404,
+ * not permitted → 403. */
+export function findUsableModel(catalog: Catalog, access: ModelAccess, modelId: string): CatalogModel {
   const model = catalog.find(modelId);
   if (!model) {
     throw new GatewayError('model_not_found', `The model ${quoted(modelId)} does not exist. GET /v1/models lists the models your key can use.`, 'model');
@@ -27,6 +22,17 @@ export function resolveModel<Kind extends CatalogModel['kind']>(
   if (!mayUseModel(access, modelId)) {
     throw new GatewayError('model_not_allowed', `This API key may not use the model ${quoted(modelId)}.`, 'model');
   }
+  return model;
+}
+
+/** findUsableModel, and then a model of another kind than this endpoint's → 400. */
+export function resolveModel<Kind extends CatalogModel['kind']>(
+  catalog: Catalog,
+  access: ModelAccess,
+  modelId: string,
+  kind: Kind,
+): Extract<CatalogModel, { kind: Kind }> {
+  const model = findUsableModel(catalog, access, modelId);
   if (model.kind !== kind) {
     throw new GatewayError('invalid_request', `The model ${quoted(modelId)} is ${withArticle(model.kind)} model; this endpoint needs ${withArticle(kind)} model.`, 'model');
   }

@@ -4,7 +4,7 @@
 // deferred with setImmediate, a read's driver work (0.5 to 1 ms of CPU on an idle process) ran
 // before that request's own call upstream was written.
 //
-// Used by the API key cache (store/api-keys.ts) and the rate limiter's account overrides
+// Used by the API key cache (store/api-key-cache.ts) and the rate limiter's account overrides
 // (api/services/rate-limits/rate-limiter.ts). A round never overlaps the previous one; what
 // `read` does with a failure is its own business (the ids are not marked due again).
 

@@ -27,7 +27,7 @@ export interface BudgetLeaseDocument {
    * (api/services/billing/lease-recall.ts). */
   recalled_at?: Date;
   /** A carrier: its whole hold is reserved by calls moved onto it that still run
-   * (account-budgets.ts carryRunningCalls), so asking it back would get nothing. */
+   * (api/services/billing/lease-carriers.ts), so asking it back would get nothing. */
   carries_calls?: true;
 }
 

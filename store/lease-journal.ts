@@ -48,10 +48,9 @@ export class LeaseJournal {
     return this.collection.findOne({ _id: reference });
   }
 
-  /** The journal's usage as usage records; records already there (its process's own
-   * settlement wrote them) are left as they are. */
-  /** The journal's usage records, less `shortfallMicros` of their spend: what its capture could
-   * not collect (a journal beyond its lease's hold). */
+  /** The journal's usage as usage records, less `shortfallMicros` of their spend: what its
+   * capture could not collect (a journal beyond its lease's hold). Records already there (its
+   * process's own settlement wrote them) are left as they are. */
   async recordUsage(entry: LeaseJournalDocument, shortfallMicros = 0): Promise<void> {
     await this.usage.recordMany(shortfallMicros > 0 ? withShortfall(entry.usage, shortfallMicros) : entry.usage);
   }

@@ -8,7 +8,7 @@ import { isDuplicateKey } from './duplicate-keys.ts';
 // Documents of past minutes are deleted by the worker's sweeper (FerretDB has no TTL indexes).
 
 export interface RateLimitBlock {
-  /** `${kind}:${keyId}:${window}:${block}` */
+  /** `${kind}:${keyId}:${window}:${limit}:${block}` (api/services/rate-limits/window-allowance.ts) */
   _id: string;
   expires_at: Date;
 }

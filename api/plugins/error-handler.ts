@@ -12,7 +12,7 @@ import { RouteMethodIndex } from './route-methods.ts';
 // type, size; JSON parsing is plugins/json-body.ts) are translated by their code; anything unexpected becomes a
 // 500 that names the request id and nothing else, so internals never leak.
 
-const fastifyCodeMap: Record<string, { code: ErrorCode; message?: string }> = {
+const fastifyCodeMap: Record<string, { code: ErrorCode }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'unsupported_media_type' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_request' },
@@ -55,7 +55,7 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
     if (mapped.code === 'unsupported_media_type') {
       return new GatewayError('unsupported_media_type', 'Unsupported Content-Type; send application/json.');
     }
-    return new GatewayError(mapped.code, mapped.message ?? error.message);
+    return new GatewayError(mapped.code, error.message);
   }
   if (error.statusCode === 429) return new GatewayError('rate_limit_exceeded', error.message);
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {

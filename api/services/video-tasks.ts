@@ -45,10 +45,9 @@ const STALLED_AFTER_MS = 2_000;
 /** How long a submission that failed halfway keeps trying to close its task (the store may be
  * down); its backoff between attempts. */
 const ABANDON_FOR_MS = 10 * 60_000;
-/** The error code of a task closed unbilled because its submission failed halfway. */
+const ABANDON_RETRY_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 /** Longer than any task id the gateway makes (task_ and 16 characters). */
 const MAX_TASK_ID_LENGTH = 100;
-const ABANDON_RETRY_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 
 function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

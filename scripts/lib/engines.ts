@@ -12,7 +12,6 @@ export const toolPaths = {
   ferretdb: path.join(projectRoot, '.tools/bin/ferretdb'),
 };
 
-/** Runs scripts/provision.sh (cached: instant when everything is in place). */
 /** Installs the engines into .tools/ (cached); `browser` adds Debian's Chromium, for the
  * console's browser test only (a system package: installed where root and apt-get allow). */
 export function provision(options: { browser?: boolean } = {}): void {

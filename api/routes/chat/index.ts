@@ -14,7 +14,7 @@ export interface ChatRouteOptions {
   catalog: Catalog;
   chat: ChatProxy;
   calls: CallsInFlight;
-  /** Waits for running settlements and closes the upstream pools when the app closes. */
+  /** Closes the upstream pools when the app closes. */
   closeProxies: () => Promise<void>;
   /** The largest body taken here (CHAT_BODY_LIMIT_BYTES: images come inline as base64). */
   bodyLimit: number;
@@ -36,8 +36,9 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
         description: 'The completion; with `stream: true`, Server-Sent Events ending with `data: [DONE]`.',
         content: { 'application/json': { schema: chatCompletionResponse }, 'text/event-stream': { schema: chatStreamEvent } },
       },
-      // The upstream's 400, 403, 404, 409, 413, 415 and 429 keep their status, its 422 becomes
-      // 400; its 5xx and any other status become 502 (upstream-errors.ts).
+      // The upstream's 400, 409, 413, 415 and 429 keep their status (a 429 for quota does not),
+      // its 422 becomes 400; its 401, 403, 404, 5xx and any other status become 502
+      // (upstream-errors.ts). The 403 and 404 here are the gateway's own (the key, the model).
       ...errorResponses(...BODY_ERRORS, 403, 404, 409, 502, ...AUTHENTICATED_ERRORS),
     },
   };

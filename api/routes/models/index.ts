@@ -1,10 +1,7 @@
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Catalog, CatalogModel } from '../../../core/catalog.ts';
-import { GatewayError } from '../../../core/errors.ts';
-import { mayUseModel } from '../../../core/model-access.ts';
-import { quotedId } from '../../../core/characters.ts';
+import { findUsableModel, mayUseModel } from '../../../core/model-access.ts';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
@@ -54,18 +51,7 @@ export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (a
   // The spec's order, as on every other endpoint (core/model-access.ts): an unknown id is a 404,
   // a model the key may not use a 403 (spec 5.6). Hiding it as a 404 here hid nothing: a
   // submission naming it answers 403.
-  const readModel = (request: FastifyRequest, modelId: string) => {
-    const principal = principalOf(request);
-    const model = catalog.find(modelId);
-    if (!model) {
-      throw new GatewayError('model_not_found', `The model ${quotedId(modelId)} does not exist. GET /v1/models lists the models your key can use.`, 'model');
-    }
-    if (!mayUseModel(principal, model.id)) {
-      throw new GatewayError('model_not_allowed', `This API key may not use the model ${quotedId(modelId)}.`, 'model');
-    }
-    return modelView(model, catalog.data.created);
-  };
-  app.get('/models/:model', { schema: readSchema }, async (request) => readModel(request, request.params.model));
+  app.get('/models/:model', { schema: readSchema }, async (request) => modelView(findUsableModel(catalog, principalOf(request), request.params.model), catalog.data.created));
 };
 
 const MODEL_PATH = '/v1/models/';

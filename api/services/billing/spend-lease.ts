@@ -90,10 +90,6 @@ export class SpendLease {
     return this.trimmed;
   }
 
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
   /** Closed and no call still running against it: ready to settle with the ledger. */
   get isDrained(): boolean {
     return this.closed && this.running.size === 0;
@@ -220,10 +216,6 @@ export class Reservation {
   /** Settles into `lease` from now on (SpendLease.moveRunningCallsTo). */
   moveTo(lease: SpendLease): void {
     this.lease = lease;
-  }
-
-  get isSettled(): boolean {
-    return this.settled;
   }
 
   /**

@@ -42,7 +42,6 @@ const codeByStatus: Partial<Record<number, ErrorCode>> = {
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   422: 'invalid_request',
-  429: 'rate_limit_exceeded',
 };
 
 /** The provider's wait, as it gave it: Retry-After (seconds), and retry-after-ms, which
