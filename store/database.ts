@@ -2,6 +2,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { KeyChangeFeed } from './api-key-changes.ts';
 import { Ledger } from './ledger.ts';
 import { moveLegacyOverrides } from './rate-limit-overrides.ts';
+import { SignInFailureStore } from './sign-in-failures.ts';
 
 // One MongoClient per process. Indexes are created at start-up by whoever connects first;
 // createIndex is idempotent, so api and worker may both call it.
@@ -50,6 +51,7 @@ async function ensureIndexes(db: Db): Promise<void> {
   await db.collection('tasks').createIndex({ workflow_started: 1, created_at: 1 }, { name: 'by_start_state' });
   await Ledger.ensureIndexes(db);
   await KeyChangeFeed.ensureIndexes(db);
+  await SignInFailureStore.ensureIndexes(db);
   await db.collection('usage').createIndex({ account_id: 1, day: 1 }, { name: 'by_account_day' });
   await db.collection('usage').createIndex({ key_id: 1, day: 1 }, { name: 'by_key_day' });
   // FerretDB scans regardless; on MongoDB these serve the operator pages and the expiry sweep.

@@ -12,6 +12,7 @@ import type { RateLimitSettings } from '../services/rate-limits/limit-settings.t
 import type { ClipSources } from '../services/task-clips.ts';
 import type { Html } from './html.ts';
 import type { ConsoleSessions } from './sessions.ts';
+import type { SignInThrottle } from './sign-in-throttle.ts';
 
 // What every console route works with: the same stores and services as the admin API, plus
 // the console's own sessions and reports.
@@ -27,6 +28,8 @@ export interface ConsoleContext {
   rateLimits: RateLimitSettings;
   usageReports: UsageReports;
   sessions: ConsoleSessions;
+  /** Failed sign-ins, counted in the store across api processes. */
+  signInThrottle: SignInThrottle;
   publicBaseUrl: string;
   /** Cookies get the Secure attribute when the console is served over https. */
   secureCookies: boolean;

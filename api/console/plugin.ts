@@ -22,6 +22,9 @@ import { assetRoutes } from './routes/assets.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { ConsoleSessions } from './sessions.ts';
+import { SignInFailureStore } from '../../store/sign-in-failures.ts';
+import { StoreClock } from '../../store/store-clock.ts';
+import { SignInThrottle } from './sign-in-throttle.ts';
 
 // The web console, mounted under /console on the api's own Fastify app: server-rendered pages,
 // forms that work without JavaScript, the same stores and services as the admin API. Cookies,
@@ -55,6 +58,7 @@ const CONTENT_SECURITY_POLICY = [
 export async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
   const baseUrl = publicBaseUrl(options.config);
   const secureCookies = baseUrl.startsWith('https:');
+  const storeClock = new StoreClock(options.db);
   const context: ConsoleContext = {
     config: options.config,
     catalog: options.catalog,
@@ -66,6 +70,8 @@ export async function consolePlugin(app: FastifyInstance, options: ConsoleOption
     credentials: new ConsoleCredentialStore(options.db),
     usageReports: new UsageReports(options.db),
     sessions: new ConsoleSessions(new ConsoleSessionStore(options.db), { ttlSeconds: options.config.CONSOLE_SESSION_TTL_SECONDS, secureCookies }),
+    // Timed by the store's clock, as every api process reads the same attempts.
+    signInThrottle: new SignInThrottle(new SignInFailureStore(options.db), () => storeClock.now()),
     publicBaseUrl: baseUrl,
     secureCookies,
     clipSources: options.clipSources,

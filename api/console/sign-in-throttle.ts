@@ -1,3 +1,6 @@
+import type { ObjectId } from 'mongodb';
+import { countDigest, type SignInFailureStore } from '../../store/sign-in-failures.ts';
+
 // Failed console sign-ins, counted so that guessing passwords stays slow: after too many
 // failures in a window, further attempts are refused with 429 before any password is hashed.
 //
@@ -10,16 +13,16 @@
 //
 // An attempt counts as failed from the moment it is let through, before its password is
 // hashed, and is taken back when it succeeds: counted only after the hash (half a second),
-// any number of simultaneous attempts all passed the check. Counts live in this process's
-// memory: with several api processes, each counts its own.
+// any number of simultaneous attempts all passed the check. The counts are in the store
+// (store/sign-in-failures.ts), shared by every api process: an attempt is recorded first and
+// then the counts read, so of attempts made at once, wherever, at most the limit get through
+// (simultaneous ones may all be refused, never all let through). A refused attempt is not
+// recorded: waiting out the window is enough.
 
 const SIGN_IN_WINDOW_MS = 15 * 60_000;
 const LIMITS = { emailFromAddress: 5, address: 20, email: 100 } as const;
-/** Counts kept at most; the oldest go first (an attacker rotating emails cannot grow memory). */
-const MAX_COUNTS = 20_000;
 /** How long an address an email signed in from stays exempt from that email's count. */
 const TRUSTED_FOR_MS = 30 * 24 * 3600_000;
-const MAX_TRUSTED = 20_000;
 
 export interface SignInAttempt {
   /** The email as typed, or 'operator' for the admin token form. */
@@ -29,79 +32,62 @@ export interface SignInAttempt {
 
 /** An attempt let through: counted as failed unless succeeded() takes it back. */
 export interface AdmittedAttempt extends SignInAttempt {
-  at: number;
+  id: ObjectId;
 }
 
 export class SignInThrottle {
-  private readonly failures = new Map<string, number[]>();
-  /** When each email last signed in from each address, by `emailFromAddressKey`. */
-  private readonly trusted = new Map<string, number>();
-
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly store: SignInFailureStore,
+    /** The clock the attempts are timed by; tests bring their own. */
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Seconds to wait before the attempt may be made (0: it may be made now, and it counts as
-   * failed until succeeded() takes it back). */
-  admit(attempt: SignInAttempt): { waitSeconds: number } | { admitted: AdmittedAttempt } {
+   * failed until succeeded() or takeBack() takes it back). */
+  async admit(attempt: SignInAttempt): Promise<{ waitSeconds: number } | { admitted: AdmittedAttempt }> {
+    const now = this.now();
+    const since = new Date(now - SIGN_IN_WINDOW_MS);
+    this.store.pruneNowAndThen(now, since, new Date(now - TRUSTED_FOR_MS));
+    const counts = await this.countsOf(attempt, now);
+    const id = await this.store.add(counts.map(([count]) => count), new Date(now));
+    // Each count's newest attempts, this one among them: one more than the limit means over.
+    const newest = await Promise.all(counts.map(([count, limit]) => this.store.newest(count, since, limit + 1)));
     let waitMs = 0;
-    for (const [key, limit] of this.countsOf(attempt)) {
-      const recent = this.recent(key);
-      if (recent.length >= limit) waitMs = Math.max(waitMs, recent[recent.length - limit]! + SIGN_IN_WINDOW_MS - this.now());
-    }
-    if (waitMs > 0) return { waitSeconds: Math.ceil(waitMs / 1000) };
-    const admitted = { ...attempt, at: this.now() };
-    for (const [key] of this.countsOf(attempt)) {
-      const recent = this.recent(key);
-      recent.push(admitted.at);
-      this.failures.delete(key);
-      this.failures.set(key, recent);
-    }
-    while (this.failures.size > MAX_COUNTS) this.failures.delete(this.failures.keys().next().value!);
-    return { admitted };
+    counts.forEach(([, limit], index) => {
+      const times = newest[index]!;
+      // Until the limit-th newest attempt besides this one leaves the window.
+      if (times.length > limit) waitMs = Math.max(waitMs, times[limit]!.getTime() + SIGN_IN_WINDOW_MS - now, 1);
+    });
+    if (waitMs === 0) return { admitted: { ...attempt, id } };
+    await this.store.remove(id);
+    return { waitSeconds: Math.ceil(waitMs / 1000) };
   }
 
   /** The attempt was not decided (no password could be checked): it no longer counts. */
-  takeBack(attempt: AdmittedAttempt): void {
-    for (const [key] of this.countsOf(attempt)) {
-      const times = this.failures.get(key);
-      const index = times?.indexOf(attempt.at) ?? -1;
-      if (times && index >= 0) times.splice(index, 1);
-    }
+  async takeBack(attempt: AdmittedAttempt): Promise<void> {
+    await this.store.remove(attempt.id);
   }
 
   /** The attempt succeeded: it is taken back, its email-and-address count cleared, and the
    * address trusted for the email. */
-  succeeded(attempt: AdmittedAttempt): void {
-    this.takeBack(attempt);
-    const own = this.emailFromAddressKey(attempt);
-    this.failures.delete(own);
-    this.trusted.delete(own);
-    this.trusted.set(own, this.now());
-    while (this.trusted.size > MAX_TRUSTED) this.trusted.delete(this.trusted.keys().next().value!);
+  async succeeded(attempt: AdmittedAttempt): Promise<void> {
+    const own = emailFromAddress(attempt);
+    // The attempt itself belongs to that count: clearing it takes the attempt back too.
+    await Promise.all([this.store.clear(own), this.store.trustFrom(own, new Date(this.now()))]);
   }
 
-  private emailFromAddressKey(attempt: SignInAttempt): string {
-    return `${attempt.who.toLowerCase()}\n${attempt.address}`;
-  }
-
-  private isTrusted(attempt: SignInAttempt): boolean {
-    const at = this.trusted.get(this.emailFromAddressKey(attempt));
-    return at !== undefined && this.now() - at < TRUSTED_FOR_MS;
-  }
-
-  private countsOf(attempt: SignInAttempt): Array<[string, number]> {
+  /** The counts the attempt belongs to, with their limits. */
+  private async countsOf(attempt: SignInAttempt, now: number): Promise<Array<[string, number]>> {
     const counts: Array<[string, number]> = [
-      [this.emailFromAddressKey(attempt), LIMITS.emailFromAddress],
-      [`\n${attempt.address}`, LIMITS.address],
+      [emailFromAddress(attempt), LIMITS.emailFromAddress],
+      [countDigest(`\n${attempt.address}`), LIMITS.address],
     ];
-    if (!this.isTrusted(attempt)) counts.push([`${attempt.who.toLowerCase()}\n`, LIMITS.email]);
+    const trustedSince = await this.store.trustedSince(emailFromAddress(attempt));
+    if (trustedSince === null || now - trustedSince.getTime() >= TRUSTED_FOR_MS) counts.push([countDigest(`${attempt.who.toLowerCase()}\n`), LIMITS.email]);
     return counts;
   }
+}
 
-  /** The failures of `key` still inside the window, oldest first. */
-  private recent(key: string): number[] {
-    const since = this.now() - SIGN_IN_WINDOW_MS;
-    const times = (this.failures.get(key) ?? []).filter((at) => at > since);
-    if (times.length === 0) this.failures.delete(key);
-    return times;
-  }
+function emailFromAddress(attempt: SignInAttempt): string {
+  return countDigest(`${attempt.who.toLowerCase()}\n${attempt.address}`);
 }

@@ -92,10 +92,12 @@ describe('console sign-in', () => {
     // The owner, from another address, still gets in.
     const owner = new ConsoleClient(harness.app, '198.51.100.20');
     assert.equal((await owner.signIn(guessed, PASSWORD)).statusCode, 303);
-    // Guesses sent all at once are counted before their passwords are hashed: five go through.
+    // Guesses sent all at once are counted before their passwords are hashed: at most five go
+    // through (all may be refused: each counts the others it finds recorded).
     const burst = new ConsoleClient(harness.app, '203.0.113.8');
     const statuses = await Promise.all(Array.from({ length: 12 }, (_, index) => burst.signIn(guessed, `simultaneous guess ${index}`).then((answer) => answer.statusCode)));
-    assert.deepEqual([statuses.filter((status) => status === 401).length, statuses.filter((status) => status === 429).length], [5, 7]);
+    const [wrong, refusedAtOnce] = [statuses.filter((status) => status === 401).length, statuses.filter((status) => status === 429).length];
+    assert.ok(wrong <= 5 && wrong + refusedAtOnce === 12, statuses.join(' '));
     // Spraying one password over many emails from one address stops after 20 failures.
     const sprayer = new ConsoleClient(harness.app, '203.0.113.99');
     for (let index = 0; index < 20; index++) assert.equal((await sprayer.signIn(`nobody-${index}-${guessed}`, 'password123456')).statusCode, 401);

@@ -23,8 +23,8 @@ function tooManyFailures(seconds: number): string {
 
 /** The attempt let through (counted as failed until it succeeds), or the refusal's words when
  * it must wait after repeated failures (Retry-After set on `reply`). */
-function admitOrRefuse(throttle: SignInThrottle, attempt: SignInAttempt, request: FastifyRequest, reply: FastifyReply): { admitted: AdmittedAttempt } | { refusal: string } {
-  const decision = throttle.admit(attempt);
+async function admitOrRefuse(throttle: SignInThrottle, attempt: SignInAttempt, request: FastifyRequest, reply: FastifyReply): Promise<{ admitted: AdmittedAttempt } | { refusal: string }> {
+  const decision = await throttle.admit(attempt);
   if ('admitted' in decision) return decision;
   request.log.warn({ operator: attempt.who === OPERATOR }, 'console sign-in throttled after repeated failures');
   reply.header('retry-after', String(decision.waitSeconds));
@@ -39,8 +39,7 @@ function noticeFrom(request: FastifyRequest) {
 }
 
 export async function signInRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
-  const { sessions, credentials, accounts, config } = context;
-  const throttle = new SignInThrottle();
+  const { sessions, credentials, accounts, config, signInThrottle: throttle } = context;
 
   app.get('/', async (request, reply) => {
     await sessions.load(request);
@@ -59,7 +58,7 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     const form = parseForm(signInForm, request.body);
     const csrfToken = reply.generateCsrf();
     if (!form.ok) return sendPage(reply, accountSignInPage({ csrfToken, state: form }), 400);
-    const decision = admitOrRefuse(throttle, { who: form.data.email, address: request.ip }, request, reply);
+    const decision = await admitOrRefuse(throttle, { who: form.data.email, address: request.ip }, request, reply);
     if ('refusal' in decision) return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: decision.refusal } } }), 429);
     const attempt = decision.admitted;
     let credential: Awaited<ReturnType<typeof credentials.find>>;
@@ -70,7 +69,7 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
       account = credential && passwordMatches ? await accounts.find(credential.account_id) : null;
     } catch (error) {
       // Undecided (the store away, the hashing queue full): not a failure of the caller's.
-      throttle.takeBack(attempt);
+      await throttle.takeBack(attempt).catch(() => {});
       if (!(error instanceof HashingBusy)) throw error;
       request.log.warn('console sign-in refused: too many passwords being checked');
       reply.header('retry-after', String(BUSY_RETRY_SECONDS));
@@ -81,7 +80,7 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
       const state = { values: { email: form.data.email }, errors: { form: WRONG_CREDENTIALS } };
       return sendPage(reply, accountSignInPage({ csrfToken, state }), 401);
     }
-    throttle.succeeded(attempt);
+    await throttle.succeeded(attempt);
     await sessions.start(reply, { kind: 'account', accountId: account._id, signIn: credential._id, secret: credential.password_hash });
     return reply.redirect('/console/keys', 303);
   });
@@ -98,14 +97,14 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     if (!config.ADMIN_TOKEN) return sendPage(reply, operatorSignInPage({ csrfToken, disabled }), 503);
     const form = parseForm(operatorSignInForm, request.body);
     if (!form.ok) return sendPage(reply, operatorSignInPage({ csrfToken, state: form, disabled }), 400);
-    const decision = admitOrRefuse(throttle, { who: OPERATOR, address: request.ip }, request, reply);
+    const decision = await admitOrRefuse(throttle, { who: OPERATOR, address: request.ip }, request, reply);
     if ('refusal' in decision) return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: decision.refusal } }, disabled }), 429);
     const attempt = decision.admitted;
     if (!isAdminToken(form.data.admin_token, config.ADMIN_TOKEN)) {
       request.log.info('console operator sign-in refused');
       return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: 'That is not the admin token.' } }, disabled }), 401);
     }
-    throttle.succeeded(attempt);
+    await throttle.succeeded(attempt);
     await sessions.start(reply, { kind: 'operator', accountId: null, signIn: null, secret: config.ADMIN_TOKEN });
     return reply.redirect('/console/operator', 303);
   });
