@@ -105,25 +105,8 @@ describe('SSE relay: what ends a finished answer', () => {
       upstream.destroy();
     });
   }
-});
 
-describe('SSE relay: answers of several choices (n > 1)', () => {
-  let server: Server;
-  let url: string;
-  let upstream: PassThrough;
-  let outcome: Promise<RelayOutcome>;
-  before(async () => {
-    server = createServer((_request, response) => {
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
-      outcome = relayChatStream({ upstream, response, signal: new ClientDisconnect(response), forwardUsage: false, modelId: 'm' });
-      void outcome.then(() => response.end());
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  });
-  after(() => server.close());
-
+  // Answers of several choices (n > 1): whole only once every choice started finished.
   const choiceChunk = (index: number, delta: object, finish: string | null = null) =>
     `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index, delta, finish_reason: finish }] })}\n\n`;
   // Choice 0 is whole, choice 1 is mid-answer.
