@@ -2,6 +2,7 @@ import { request, type Dispatcher } from 'undici';
 import { ForbiddenDestinationError, validateCallerUrl } from '../core/outbound-guard.ts';
 import { signWebhook } from '../core/webhook-signature.ts';
 import { parseRetryAfter } from '../core/retry-after.ts';
+import { DEFAULT_WEBHOOK_TIMEOUT_MS } from '../core/config.ts';
 
 // One webhook delivery attempt. There is no retry loop here on purpose: the workflow owns the
 // schedule on durable timers, so a worker restart between attempts loses nothing. This function
@@ -57,7 +58,7 @@ function describeFailure(error: unknown, timeoutMs: number, signal: AbortSignal)
 }
 
 export async function deliverWebhookOnce(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
-  const timeoutMs = input.timeoutMs ?? 15_000;
+  const timeoutMs = input.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
   const startedAt = performance.now();
   const elapsed = () => Math.round(performance.now() - startedAt);
 

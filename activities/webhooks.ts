@@ -65,7 +65,7 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
         // The current secret and those a rotation's grace period keeps (see AccountStore.rotateWebhookSecret).
         secrets: webhookSecretsInForce(account),
         dispatcher: deps.dispatcher,
-        timeoutMs: deps.timeoutMs ?? 15_000,
+        ...(deps.timeoutMs !== undefined ? { timeoutMs: deps.timeoutMs } : {}),
       });
       webhookAttempts.inc({ outcome: result.outcome });
       const attempt: WebhookAttempt = { attempt: input.attempt, at: sentAt, outcome: result.outcome, duration_ms: result.durationMs };

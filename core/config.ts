@@ -1,5 +1,8 @@
 import { z } from 'zod';
 
+/** How long a webhook attempt waits for the receiver (WEBHOOK_TIMEOUT_MS). */
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 15_000;
+
 // Every environment variable the api and worker read, in one place. The README's
 // configuration table mirrors this schema; keep them together when either changes.
 export const environmentSchema = z.object({
@@ -26,7 +29,7 @@ export const environmentSchema = z.object({
   REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   VIDEO_TASK_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3600),
   // Taken as at most WEBHOOK_TIMEOUT_MAX_MS (webhookTimeoutMs below).
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_WEBHOOK_TIMEOUT_MS),
   OUTBOUND_ALLOWLIST: z.string().default(''),
   CONSOLE_SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(43_200),
   WEBHOOK_SECRET_GRACE_SECONDS: z.coerce.number().int().min(0).default(86_400),
