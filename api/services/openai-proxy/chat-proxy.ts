@@ -181,6 +181,7 @@ export class ChatProxy {
     }
     return new ChatStream({ ...call, response }, {
       forwardUsage: body.stream_options?.include_usage === true,
+      choices: body.n ?? 1,
       signal: context.signal,
       log: context.log,
       receivedAt: context.receivedAt ?? performance.now(),

@@ -25,6 +25,8 @@ import { relayChatStream, type RelayOutcome } from './sse-relay.ts';
 
 export interface ChatStreamOptions {
   forwardUsage: boolean;
+  /** The choices the caller asked for (`n`). */
+  choices: number;
   signal: ClientDisconnect;
   log: FastifyBaseLogger;
   /** performance.now() when the request arrived, for the time-to-first-token metric. */
@@ -60,6 +62,7 @@ export class ChatStream {
         signal: this.options.signal,
         forwardUsage: this.options.forwardUsage,
         modelId: model.id,
+        choices: this.options.choices,
         onFirstText: () => observeTimeToFirstToken(model.id, this.options.receivedAt),
       });
     } catch (error) {

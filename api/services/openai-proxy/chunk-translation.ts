@@ -17,6 +17,8 @@ export interface RelayState {
   usage?: TokenCounts;
   delivered: DeliveredText;
   sawDone: boolean;
+  /** The choices the caller asked for (`n`): an answer is whole once that many finished. */
+  expectedChoices: number;
   /** Each choice index seen, and whether that choice finished. */
   choices: Map<number, boolean>;
   /** Choices seen that have not finished yet. */
@@ -37,14 +39,14 @@ function describeError(error: unknown): string {
   return typeof error === 'string' ? error : 'the model provider reported an error';
 }
 
-export function newRelayState(): RelayState {
-  return { delivered: { pieces: 0, characters: 0 }, sawDone: false, choices: new Map(), unfinishedChoices: 0 };
+export function newRelayState(expectedChoices: number): RelayState {
+  return { delivered: { pieces: 0, characters: 0 }, sawDone: false, expectedChoices, choices: new Map(), unfinishedChoices: 0 };
 }
 
-/** Every choice the stream started has finished: the answer is whole, `[DONE]` or not. With
- * `n` above 1 one choice finishing says nothing of the others. */
+/** Every choice asked for has come and finished: the answer is whole, `[DONE]` or not. With
+ * `n` above 1 one choice finishing says nothing of the others, nor of a choice not begun. */
 export function allChoicesFinished(state: RelayState): boolean {
-  return state.choices.size > 0 && state.unfinishedChoices === 0;
+  return state.choices.size >= state.expectedChoices && state.unfinishedChoices === 0;
 }
 
 function noteFinish(choice: Record<string, unknown>, state: RelayState): void {
@@ -129,6 +131,8 @@ export function translate(event: EventSourceMessage, state: RelayState, forwardU
   const hideUsage = !forwardUsage && chunk.usage !== undefined && chunk.usage !== null;
   if (hideUsage && choices.length === 0) return '';
   countDelivered(choices, state);
+  // Usage on the last choice's finishing chunk: whole as well (as a usage-only chunk after it).
+  if (usage && choices.length > 0 && allChoicesFinished(state)) state.sawDone = true;
   const renamed = typeof chunk.model === 'string' && chunk.model !== modelId;
   if (renamed || hideUsage) {
     if (renamed) chunk.model = modelId;

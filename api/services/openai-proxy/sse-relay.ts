@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import type { TokenCounts } from '../../../core/chat-pricing.ts';
-import { allChoicesFinished, newRelayState, translate, type DeliveredText } from './chunk-translation.ts';
+import { allChoicesFinished, newRelayState, translate, type DeliveredText, type RelayState } from './chunk-translation.ts';
 import { drained, type ClientDisconnect } from './client-disconnect.ts';
 
 // Relays an upstream chat.completion.chunk stream to the caller as it arrives. Every event is
@@ -40,6 +40,8 @@ export interface RelayOptions {
   forwardUsage: boolean;
   /** The model id the caller used; chunks naming another model are rewritten. */
   modelId: string;
+  /** The choices the caller asked for (`n`, 1 by default). */
+  choices?: number;
   /** Called once, right after the first text was written to the caller. */
   onFirstText?: () => void;
   /** Tests shorten MAX_EVENTLESS_MS. */
@@ -61,7 +63,7 @@ export const MAX_EVENTLESS_MS = 600_000;
 
 /** Relays one stream: its parser, its state and the upstream's event handlers together. */
 class ChatStreamRelay {
-  private readonly state = newRelayState();
+  private readonly state: RelayState;
   private readonly parser: EventSourceParser;
   // Not TextDecoder: with `stream: true` Node 20 opens an ICU converter per stream and decodes
   // every chunk through it, about 8 µs more per stream on a cold process (3 chunks, measured).
@@ -84,6 +86,7 @@ class ChatStreamRelay {
 
   constructor(private readonly options: RelayOptions) {
     this.maxEventlessMs = options.maxEventlessMs ?? MAX_EVENTLESS_MS;
+    this.state = newRelayState(options.choices ?? 1);
     this.parser = createParser({ onEvent: this.onEvent.bind(this), onComment: this.onComment.bind(this) });
     // The head (written, not yet sent) leaves with the first chunk when that chunk came with
     // the upstream's headers, the usual case: one write, and the caller is woken once instead

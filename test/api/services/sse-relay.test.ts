@@ -78,10 +78,12 @@ describe('SSE relay: what ends a finished answer', () => {
   let url: string;
   let upstream: PassThrough;
   let outcome: Promise<RelayOutcome>;
+  /** The `n` of the next request. */
+  let choices = 1;
   before(async () => {
     server = createServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
-      outcome = relayChatStream({ upstream, response, signal: new ClientDisconnect(response), forwardUsage: false, modelId: 'm' });
+      outcome = relayChatStream({ upstream, response, signal: new ClientDisconnect(response), forwardUsage: false, modelId: 'm', choices });
       void outcome.then(() => response.end());
     });
     server.listen(0, '127.0.0.1');
@@ -95,6 +97,7 @@ describe('SSE relay: what ends a finished answer', () => {
     ['a [DONE] with a trailing space', 'data: [DONE] \n\n'],
   ] as const) {
     it(`takes ${name} as the end of a whole answer, not a failure`, { timeout: 5_000 }, async () => {
+      choices = 1;
       upstream = new PassThrough();
       const response = await request(url);
       upstream.write(`data: ${chunk({ content: 'Hello there' })}\n\ndata: ${chunk({}, 'stop')}\n\n${ending}`);
@@ -119,6 +122,7 @@ describe('SSE relay: what ends a finished answer', () => {
     ['the other choice finishes and the body ends', choiceChunk(1, { content: 'ond' }) + choiceChunk(1, {}, 'stop'), 'completed'],
   ] as const) {
     it(`ends as ${end} when one choice of two finished and ${name}, without [DONE]`, { timeout: 5_000 }, async () => {
+      choices = 2;
       upstream = new PassThrough();
       const response = await request(url);
       upstream.end(oneOfTwoFinished + ending);
@@ -129,11 +133,34 @@ describe('SSE relay: what ends a finished answer', () => {
   }
 
   it('ends at the usage chunk once every choice finished, the body kept open', { timeout: 5_000 }, async () => {
+    choices = 2;
     upstream = new PassThrough();
     const response = await request(url);
     upstream.write(oneOfTwoFinished + choiceChunk(1, {}, 'length') + `data: ${usageChunk}\n\n`);
     await response.body.text();
     assert.equal((await outcome).end, 'completed');
+    upstream.destroy();
+  });
+
+  it('is not whole when a choice asked for never began, however the others ended', { timeout: 5_000 }, async () => {
+    choices = 2;
+    upstream = new PassThrough();
+    const response = await request(url);
+    upstream.end(choiceChunk(0, { content: 'Only one' }) + choiceChunk(0, {}, 'stop'));
+    await response.body.text();
+    assert.equal((await outcome).end, 'upstream_failed');
+  });
+
+  it('ends at a finishing chunk that carries the usage, the body kept open', { timeout: 5_000 }, async () => {
+    choices = 1;
+    upstream = new PassThrough();
+    const response = await request(url);
+    const finishWithUsage = JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } });
+    upstream.write(`data: ${chunk({ content: 'Hi' })}\n\ndata: ${finishWithUsage}\n\n`);
+    await response.body.text();
+    const ended = await outcome;
+    assert.equal(ended.end, 'completed');
+    assert.deepEqual(ended.usage, { inputTokens: 3, outputTokens: 2 });
     upstream.destroy();
   });
 });
