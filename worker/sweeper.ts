@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { startTaskWorkflow } from '../core/start-task-workflow.ts';
+import { unavailableDependency } from '../core/dependency-errors.ts';
 import { UNANSWERED_SUBMISSION_GRACE_MS } from '../core/video-task.ts';
 import { closeAbandonedTask } from '../store/abandoned-tasks.ts';
 import type { BudgetLeaseStore } from '../store/budget-leases.ts';
@@ -39,11 +40,13 @@ export async function sweepUnstartedTasks(options: SweeperOptions): Promise<numb
   const stale = await options.tasks.findUnstarted(new Date(Date.now() - (options.graceMs ?? UNANSWERED_SUBMISSION_GRACE_MS)), 100);
   for (const task of stale) {
     // One task that cannot be moved (Temporal refusing its start, say) must not hold back the
-    // others: it is tried again at the next sweep.
+    // others: it is tried again at the next sweep. Temporal out of reach fails them all, each
+    // after the client's own retries: the round stops at the first.
     try {
       await sweepUnstartedTask(options, task);
     } catch (error) {
       options.log?.(`sweeper: task ${task._id} left for the next sweep: ${describe(error)}`);
+      if (unavailableDependency(error) === 'temporal') break;
     }
   }
   return stale.length;
@@ -78,11 +81,12 @@ export type SweepOptions = SweeperOptions & { leases: BudgetLeaseStore; rateLimi
  * unstarted tasks, say) neither skips the others nor stops them at the next round. Resolves
  * with the names of those that failed. */
 export async function sweepOnce(options: SweepOptions, now = new Date()): Promise<string[]> {
+  // The store's own clean-ups first: the unstarted tasks may wait on Temporal.
   const steps: [string, () => Promise<unknown>][] = [
-    ['unstarted tasks', () => sweepUnstartedTasks(options)],
     ['expired spend leases', () => sweepExpiredLeases(options)],
     ['rate-limit blocks of past minutes', () => options.rateLimitBlocks.deleteExpired(now)],
     ['expired Idempotency-Key records', () => options.idempotency.deleteExpired(now)],
+    ['unstarted tasks', () => sweepUnstartedTasks(options)],
   ];
   const failed: string[] = [];
   for (const [name, step] of steps) {
