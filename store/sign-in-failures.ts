@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { ObjectId, type Collection, type Db } from 'mongodb';
 
 // Failed console sign-ins (api/console/sign-in-throttle.ts counts them), in the store so that
@@ -7,8 +7,10 @@ import { ObjectId, type Collection, type Db } from 'mongodb';
 //
 // An attempt is one document listing the counts it belongs to (an email from an address, the
 // address, the email), inserted when the attempt is let through and deleted when it is taken
-// back. The counts' names are SHA-256 digests: the store keeps no email or address of a failed
-// sign-in. An email's trusted addresses (those it signed in from) are documents of their own.
+// back. The counts' names are HMAC-SHA-256 digests under a key the store does not hold (from
+// ADMIN_TOKEN): a plain hash of an address or an email is undone by trying every IPv4 address
+// or the emails of the accounts collection. An email's trusted addresses (those it signed in
+// from) are documents of their own.
 // FerretDB has no TTL indexes: whoever records attempts deletes old ones now and then.
 
 export interface SignInFailureDocument {
@@ -26,22 +28,27 @@ interface SignInTrustDocument {
 
 const PRUNE_EVERY_MS = 60_000;
 
-export function countDigest(name: string): string {
-  return createHash('sha256').update(name).digest('hex');
-}
-
 export class SignInFailureStore {
   readonly failures: Collection<SignInFailureDocument>;
   private readonly trust: Collection<SignInTrustDocument>;
   private lastPrune = 0;
 
-  constructor(db: Db) {
+  constructor(
+    db: Db,
+    /** Keys the digests of the counts' names; the same in every api process. */
+    private readonly digestKey: Buffer,
+  ) {
     this.failures = db.collection<SignInFailureDocument>('console_sign_in_failures');
     this.trust = db.collection<SignInTrustDocument>('console_sign_in_trust');
   }
 
   static async ensureIndexes(db: Db): Promise<void> {
     await db.collection('console_sign_in_failures').createIndex({ counts: 1, at: -1 }, { name: 'by_count' });
+  }
+
+  /** The name a count is stored under. */
+  digest(name: string): string {
+    return createHmac('sha256', this.digestKey).update(name).digest('hex');
   }
 
   async add(counts: string[], at: Date): Promise<ObjectId> {

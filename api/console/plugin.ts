@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { CreditDeductions } from '../services/credit-deduction.ts';
@@ -55,6 +56,13 @@ const CONTENT_SECURITY_POLICY = [
   "base-uri 'none'",
 ].join('; ');
 
+/** The key of the sign-in counts' digests: from ADMIN_TOKEN, the one secret every api process
+ * shares and the store does not hold. Without it (no operator sign-in, no admin API) each
+ * process draws its own, and counts only its own attempts. */
+function signInDigestKey(adminToken: string | undefined): Buffer {
+  return adminToken ? createHmac('sha256', adminToken).update('framegate console sign-in counts').digest() : randomBytes(32);
+}
+
 export async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
   const baseUrl = publicBaseUrl(options.config);
   const secureCookies = baseUrl.startsWith('https:');
@@ -71,7 +79,7 @@ export async function consolePlugin(app: FastifyInstance, options: ConsoleOption
     usageReports: new UsageReports(options.db),
     sessions: new ConsoleSessions(new ConsoleSessionStore(options.db), { ttlSeconds: options.config.CONSOLE_SESSION_TTL_SECONDS, secureCookies }),
     // Timed by the store's clock, as every api process reads the same attempts.
-    signInThrottle: new SignInThrottle(new SignInFailureStore(options.db), () => storeClock.now()),
+    signInThrottle: new SignInThrottle(new SignInFailureStore(options.db, signInDigestKey(options.config.ADMIN_TOKEN)), () => storeClock.now()),
     publicBaseUrl: baseUrl,
     secureCookies,
     clipSources: options.clipSources,

@@ -1,5 +1,5 @@
 import type { ObjectId } from 'mongodb';
-import { countDigest, type SignInFailureStore } from '../../store/sign-in-failures.ts';
+import type { SignInFailureStore } from '../../store/sign-in-failures.ts';
 
 // Failed console sign-ins, counted so that guessing passwords stays slow: after too many
 // failures in a window, further attempts are refused with 429 before any password is hashed.
@@ -23,6 +23,8 @@ const SIGN_IN_WINDOW_MS = 15 * 60_000;
 const LIMITS = { emailFromAddress: 5, address: 20, email: 100 } as const;
 /** How long an address an email signed in from stays exempt from that email's count. */
 const TRUSTED_FOR_MS = 30 * 24 * 3600_000;
+/** Pauses before deleting an attempt's record again when the store failed to. */
+const FORGET_RETRY_MS = [1_000, 5_000, 30_000];
 
 export interface SignInAttempt {
   /** The email as typed, or 'operator' for the admin token form. */
@@ -59,19 +61,33 @@ export class SignInThrottle {
       if (times.length > limit) waitMs = Math.max(waitMs, times[limit]!.getTime() + SIGN_IN_WINDOW_MS - now, 1);
     });
     if (waitMs === 0) return { admitted: { ...attempt, id } };
-    await this.store.remove(id);
+    await this.forget(id);
     return { waitSeconds: Math.ceil(waitMs / 1000) };
   }
 
   /** The attempt was not decided (no password could be checked): it no longer counts. */
   async takeBack(attempt: AdmittedAttempt): Promise<void> {
-    await this.store.remove(attempt.id);
+    await this.forget(attempt.id);
+  }
+
+  /** Deletes an attempt's record; if the store fails right then (it was there a moment ago),
+   * again in the background, so that a blip does not leave it counted as a failure. */
+  private async forget(id: ObjectId): Promise<void> {
+    const attempt = async (retries: readonly number[]): Promise<void> => {
+      try {
+        await this.store.remove(id);
+      } catch {
+        const [pauseMs, ...rest] = retries;
+        if (pauseMs !== undefined) setTimeout(() => void attempt(rest), pauseMs).unref();
+      }
+    };
+    await attempt(FORGET_RETRY_MS);
   }
 
   /** The attempt succeeded: it is taken back, its email-and-address count cleared, and the
    * address trusted for the email. */
   async succeeded(attempt: AdmittedAttempt): Promise<void> {
-    const own = emailFromAddress(attempt);
+    const own = this.emailFromAddress(attempt);
     // The attempt itself belongs to that count: clearing it takes the attempt back too.
     await Promise.all([this.store.clear(own), this.store.trustFrom(own, new Date(this.now()))]);
   }
@@ -79,15 +95,15 @@ export class SignInThrottle {
   /** The counts the attempt belongs to, with their limits. */
   private async countsOf(attempt: SignInAttempt, now: number): Promise<Array<[string, number]>> {
     const counts: Array<[string, number]> = [
-      [emailFromAddress(attempt), LIMITS.emailFromAddress],
-      [countDigest(`\n${attempt.address}`), LIMITS.address],
+      [this.emailFromAddress(attempt), LIMITS.emailFromAddress],
+      [this.store.digest(`\n${attempt.address}`), LIMITS.address],
     ];
-    const trustedSince = await this.store.trustedSince(emailFromAddress(attempt));
-    if (trustedSince === null || now - trustedSince.getTime() >= TRUSTED_FOR_MS) counts.push([countDigest(`${attempt.who.toLowerCase()}\n`), LIMITS.email]);
+    const trustedSince = await this.store.trustedSince(this.emailFromAddress(attempt));
+    if (trustedSince === null || now - trustedSince.getTime() >= TRUSTED_FOR_MS) counts.push([this.store.digest(`${attempt.who.toLowerCase()}\n`), LIMITS.email]);
     return counts;
   }
-}
 
-function emailFromAddress(attempt: SignInAttempt): string {
-  return countDigest(`${attempt.who.toLowerCase()}\n${attempt.address}`);
+  private emailFromAddress(attempt: SignInAttempt): string {
+    return this.store.digest(`${attempt.who.toLowerCase()}\n${attempt.address}`);
+  }
 }

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { SignInThrottle, type AdmittedAttempt } from '../../api/console/sign-in-throttle.ts';
 import { SignInFailureStore } from '../../store/sign-in-failures.ts';
 import { testDatabase } from '../helpers/engines.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
 
 // The counts behind the console's 429s, on the real store and a clock of the test's own. Two
 // throttles over one store stand for two api processes.
@@ -11,6 +13,8 @@ const admitted = (decision: Awaited<ReturnType<SignInThrottle['admit']>>): Admit
   assert.ok('admitted' in decision, JSON.stringify(decision));
   return decision.admitted;
 };
+
+const digestKey = Buffer.from('a key every api process of the test shares');
 
 describe('console sign-in counts', () => {
   let database: Awaited<ReturnType<typeof testDatabase>>;
@@ -24,7 +28,7 @@ describe('console sign-in counts', () => {
   function throttlesAt(processes = 1) {
     start += 24 * 3600_000 * 40;
     let now = start;
-    const throttles = Array.from({ length: processes }, () => new SignInThrottle(new SignInFailureStore(database.db), () => now));
+    const throttles = Array.from({ length: processes }, () => new SignInThrottle(new SignInFailureStore(database.db, digestKey), () => now));
     return { throttles, throttle: throttles[0]!, advance: (ms: number) => (now += ms) };
   }
 
@@ -84,10 +88,36 @@ describe('console sign-in counts', () => {
     assert.ok('waitSeconds' in (await throttle.admit({ who: email, address: '198.51.100.20' })), 'an address unused for 30 days is trusted no more');
   });
 
-  it('keeps no email or address of a failed sign-in in the store', async () => {
+  it('keeps no email or address in the store, nor a plain hash of one that guesses could be tested against', async () => {
     const { throttle } = throttlesAt();
-    admitted(await throttle.admit({ who: 'private-person@example.com', address: '203.0.113.77' }));
-    const stored = JSON.stringify(await new SignInFailureStore(database.db).failures.find({}).toArray());
-    assert.doesNotMatch(stored, /private-person|203\.0\.113\.77/);
+    const who = 'private-person@example.com';
+    const address = '203.0.113.77';
+    admitted(await throttle.admit({ who, address }));
+    await throttle.succeeded(admitted(await throttle.admit({ who, address: '203.0.113.78' })));
+    const stored = JSON.stringify([
+      await database.db.collection('console_sign_in_failures').find({}).toArray(),
+      await database.db.collection('console_sign_in_trust').find({}).toArray(),
+    ]);
+    assert.doesNotMatch(stored, /private-person|203\.0\.113\.7/);
+    // Every IPv4 address, or the emails of the accounts collection, hashed plainly would give
+    // these back: the digests are keyed by a secret the store does not hold.
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    for (const name of [`\n${address}`, `${who}\n`, `${who}\n${address}`, `${who}\n203.0.113.78`]) assert.ok(!stored.includes(sha256(name)), JSON.stringify(name));
+    assert.ok(stored.includes(new SignInFailureStore(database.db, digestKey).digest(`${who}\n203.0.113.78`)), 'the trust is there, under its keyed digest');
+  });
+  it('deletes a taken-back attempt again when the store failed to at first, so a blip counts no failure', async () => {
+    class StoreFailingOneRemoval extends SignInFailureStore {
+      failuresLeft = 1;
+      override async remove(...args: Parameters<SignInFailureStore['remove']>): Promise<void> {
+        if (this.failuresLeft-- > 0) throw new Error('store unreachable');
+        return super.remove(...args);
+      }
+    }
+    const store = new StoreFailingOneRemoval(database.db, digestKey);
+    const throttle = new SignInThrottle(store, () => Date.now());
+    const attempt = admitted(await throttle.admit({ who: 'blip@example.com', address: '203.0.113.90' }));
+    await throttle.takeBack(attempt);
+    assert.equal(await store.failures.countDocuments({ _id: attempt.id }), 1, 'the first deletion failed');
+    await waitUntil(async () => (await store.failures.countDocuments({ _id: attempt.id })) === 0, 3_000);
   });
 });

@@ -69,7 +69,7 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
       account = credential && passwordMatches ? await accounts.find(credential.account_id) : null;
     } catch (error) {
       // Undecided (the store away, the hashing queue full): not a failure of the caller's.
-      await throttle.takeBack(attempt).catch(() => {});
+      await throttle.takeBack(attempt);
       if (!(error instanceof HashingBusy)) throw error;
       request.log.warn('console sign-in refused: too many passwords being checked');
       reply.header('retry-after', String(BUSY_RETRY_SECONDS));
