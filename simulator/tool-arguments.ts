@@ -41,22 +41,35 @@ function sampleString(schema: Schema): string {
   const minimumLength = numberOr(schema.minLength, 0);
   const maximumLength = numberOr(schema.maxLength, Number.POSITIVE_INFINITY);
   const sample = 'sample'.padEnd(minimumLength, 'x').slice(0, maximumLength);
-  return typeof schema.pattern === 'string' ? matching(schema.pattern, sample) : sample;
+  return typeof schema.pattern === 'string' ? matching(schema.pattern, sample, minimumLength, maximumLength) : sample;
 }
 
-/** `sample` if the pattern finds it (JSON schema patterns are not anchored), else the shortest
- * string randexp makes for it (each choice its first, each repetition its fewest). */
-function matching(pattern: string, sample: string): string {
-  let expression: RegExp;
-  try {
-    expression = new RegExp(pattern, 'u');
-  } catch {
-    return sample;
+/** Compiles a schema's pattern: as the unicode expression JSON schema means, or, when that
+ * refuses it (`\-` outside a class, which pydantic and zod patterns carry), as a plain one. */
+function compiledPattern(pattern: string): RegExp | undefined {
+  for (const flags of ['u', '']) {
+    try {
+      return new RegExp(pattern, flags);
+    } catch {
+      // Try the next reading.
+    }
   }
-  if (expression.test(sample)) return sample;
+  return undefined;
+}
+
+/** `sample` if the pattern finds it (JSON schema patterns are not anchored), else what randexp
+ * makes for it: each choice its first and each repetition its fewest, then a few more, until
+ * the string matches and fits the length bounds (the sample as a last resort). */
+function matching(pattern: string, sample: string, minimumLength: number, maximumLength: number): string {
+  const expression = compiledPattern(pattern);
+  if (!expression || expression.test(sample)) return sample;
   const generator = new RandExp(expression);
-  generator.randInt = (lowest: number) => lowest;
-  return generator.gen();
+  for (const extra of [0, 1, 2, 4, 8, 16, 32, 64]) {
+    generator.randInt = (lowest: number, highest: number) => Math.min(highest, lowest + extra);
+    const made = generator.gen();
+    if (made.length >= minimumLength && made.length <= maximumLength && expression.test(made)) return made;
+  }
+  return sample;
 }
 
 function sampleNumber(schema: Schema, integer: boolean): number {
@@ -67,9 +80,11 @@ function sampleNumber(schema: Schema, integer: boolean): number {
   if (integer) value = Math.ceil(value);
   const step = typeof schema.multipleOf === 'number' && schema.multipleOf > 0 ? schema.multipleOf : undefined;
   if (step !== undefined) {
-    // The first multiple at or above the value, as long as the maximum allows it.
-    const multiple = Math.ceil(value / step) * step;
-    if (multiple <= highest) value = multiple;
+    // The first multiple at or above the value, or else the last below it, within the bounds.
+    const above = Math.ceil(value / step) * step;
+    const below = Math.floor(value / step) * step;
+    if (above <= highest) value = above;
+    else if (below >= lowest) value = below;
   }
   return value;
 }

@@ -84,6 +84,9 @@ describe('simulator: tool arguments built from a JSON schema', () => {
       type: 'object',
       properties: {
         code: { type: 'string', pattern: '^[A-Z]{3}$' },
+        escaped: { type: 'string', pattern: '^\\d{3}\\-\\d{4}$' },
+        digits: { type: 'string', pattern: '^\\d+$', minLength: 3 },
+        tens: { type: 'integer', minimum: 0, maximum: 5, multipleOf: 10 },
         found: { type: 'string', pattern: 'amp' },
         broken: { type: 'string', pattern: '([' },
         step: { type: 'number', multipleOf: 5, minimum: 3 },
@@ -92,7 +95,7 @@ describe('simulator: tool arguments built from a JSON schema', () => {
         tree: { $ref: '#/$defs/Node' },
         list: { $ref: '#/$defs/Link' },
       },
-      required: ['code', 'found', 'broken', 'step', 'cents', 'many', 'tree', 'list'],
+      required: ['code', 'escaped', 'digits', 'tens', 'found', 'broken', 'step', 'cents', 'many', 'tree', 'list'],
       $defs: {
         Node: { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#/$defs/Node' } } }, required: ['name', 'children'] },
         Link: { type: 'object', properties: { next: { anyOf: [{ $ref: '#/$defs/Link' }, { type: 'null' }] } }, required: ['next'] },
@@ -102,6 +105,9 @@ describe('simulator: tool arguments built from a JSON schema', () => {
     assert.equal(args.found, 'sample', 'a pattern that finds the sample keeps it');
     assert.equal(args.broken, 'sample', 'a pattern that is no regular expression is ignored');
     assert.equal(args.step, 5);
+    assert.equal(args.escaped, '000-0000', 'an escape only a non-unicode expression takes (\\- outside a class)');
+    assert.equal(args.digits, '222', 'long enough for minLength');
+    assert.equal(args.tens, 0, 'the multiple below when the one above passes the maximum');
     assert.equal(args.cents, 125);
     assert.equal((args.many as unknown[]).length, 20);
     // Some levels, then an empty array / a null: every level is a valid node.
