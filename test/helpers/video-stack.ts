@@ -7,6 +7,7 @@ import type { VideoVendor } from '../../vendors/types.ts';
 import { createVideoWorker } from '../../worker/create-worker.ts';
 import { startTestApp, type TestApp } from './app.ts';
 import { testTemporalAddress, uniqueName } from './engines.ts';
+import { createVendorLookup } from '../../core/vendor-lookup.ts';
 
 export interface VideoStack extends TestApp {
   baseUrl: string;
@@ -66,20 +67,36 @@ export async function startVideoStack(
  * for tests that start it late or swap the vendors. */
 export async function startStackWorker(
   stack: Pick<VideoStack, 'database' | 'simulatorUrl' | 'baseUrl' | 'taskQueue'>,
-  options: { outboundAllowlist?: string; vendorFor?: (upstream: string) => VideoVendor; answerGraceMs?: number } = {},
+  options: {
+    outboundAllowlist?: string;
+    /** Methods that replace the simulator's vendors' own (a vendor that fails in a given way). */
+    vendorOverrides?: (real: VideoVendor) => Partial<VideoVendor>;
+    answerGraceMs?: number;
+  } = {},
 ): Promise<{ worker: Worker; stop: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: testTemporalAddress() });
+  const catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl });
+  const { vendorOverrides } = options;
+  const real = createVendorLookup(catalog);
+  const vendorFor =
+    vendorOverrides &&
+    ((upstream: string): VideoVendor => {
+      const vendor = real(upstream);
+      const own: VideoVendor = { start: (request, taskId) => vendor.start(request, taskId), status: (id) => vendor.status(id), cancel: (id) => vendor.cancel(id) };
+      if (vendor.openContent) own.openContent = (id) => vendor.openContent!(id);
+      return { ...own, ...vendorOverrides(vendor) };
+    });
   const worker = await createVideoWorker({
     connection,
     namespace: 'default',
     taskQueue: stack.taskQueue,
     database: stack.database,
-    catalog: loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl }),
+    catalog,
     publicBaseUrl: stack.baseUrl,
     outboundAllowlist: options.outboundAllowlist ?? 'loopback',
     webhookTimeoutMs: 2_000,
     ...(options.answerGraceMs === undefined ? {} : { answerGraceMs: options.answerGraceMs }),
-    ...(options.vendorFor ? { vendorFor: options.vendorFor } : {}),
+    ...(vendorFor ? { vendorFor } : {}),
   });
   const running = worker.run();
   return {

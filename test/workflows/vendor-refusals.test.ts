@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { loadCatalog } from '../../core/catalog.ts';
-import { createVendorLookup } from '../../core/vendor-lookup.ts';
-import { VendorRejectedError, type VideoVendor } from '../../vendors/types.ts';
+import { VendorRejectedError } from '../../vendors/types.ts';
 import { createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
@@ -19,21 +17,16 @@ describe('a vendor that refuses to report a task', () => {
 
   before(async () => {
     stack = await startVideoStack('vendor-refusals', { withWorker: false });
-    const real = createVendorLookup(loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl }));
     ({ stop: stopWorker } = await startStackWorker(stack, {
-      vendorFor: (upstream): VideoVendor => {
-        const vendor = real(upstream);
-        return {
-          start: (request) => vendor.start(request),
-          async status(vendorTaskId) {
-            statusReads.push(vendorTaskId);
-            throw new VendorRejectedError('seedance: GET task answered 404: the task does not exist', 404);
-          },
-          async cancel(vendorTaskId) {
-            cancelled.push(vendorTaskId);
-          },
-        };
-      },
+      vendorOverrides: () => ({
+        async status(vendorTaskId) {
+          statusReads.push(vendorTaskId);
+          throw new VendorRejectedError('seedance: GET task answered 404: the task does not exist', 404);
+        },
+        async cancel(vendorTaskId) {
+          cancelled.push(vendorTaskId);
+        },
+      }),
     }));
   });
   after(async () => {

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { nextTryDelayMs } from '../../activities/vendor.ts';
-import { loadCatalog } from '../../core/catalog.ts';
-import { createVendorLookup } from '../../core/vendor-lookup.ts';
-import { VendorTransientError, type VideoVendor } from '../../vendors/types.ts';
+import { VendorTransientError } from '../../vendors/types.ts';
 import { createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
@@ -21,20 +19,14 @@ describe('a vendor that is down and asks to be retried at once', () => {
 
   before(async () => {
     stack = await startVideoStack('vendor-retry-backoff', { withWorker: false });
-    const real = createVendorLookup(loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl }));
     ({ stop: stopWorker } = await startStackWorker(stack, {
-      vendorFor: (upstream): VideoVendor => {
-        const vendor = real(upstream);
-        return {
-          async start(request, taskId) {
-            startedAt.push(performance.now());
-            if (startedAt.length <= FAILED_TRIES) throw new VendorTransientError('seedance answered 503', 503, 100);
-            return vendor.start(request, taskId);
-          },
-          status: (vendorTaskId) => vendor.status(vendorTaskId),
-          cancel: (vendorTaskId) => vendor.cancel(vendorTaskId),
-        };
-      },
+      vendorOverrides: (vendor) => ({
+        async start(request, taskId) {
+          startedAt.push(performance.now());
+          if (startedAt.length <= FAILED_TRIES) throw new VendorTransientError('seedance answered 503', 503, 100);
+          return vendor.start(request, taskId);
+        },
+      }),
     }));
   });
   after(async () => {
