@@ -11,6 +11,11 @@ function characterCount(text: string): number {
   return count;
 }
 
+/** Words with their indefinite article, for messages: "an image", "a unique-local", "an IPv4-mapped". */
+export function withArticle(words: string): string {
+  return /^[aeio]|^u(?!ni)|^I/.test(words) ? `an ${words}` : `a ${words}`;
+}
+
 /** An id as error messages quote it: a caller's typo in full, a 100 KB string not. */
 export function quotedId(id: string): string {
   return id.length > 100 ? `'${id.slice(0, 100)}…'` : `'${id}'`;

@@ -1,5 +1,5 @@
 import type { Catalog, CatalogModel } from './catalog.ts';
-import { quotedId as quoted } from './characters.ts';
+import { quotedId as quoted, withArticle } from './characters.ts';
 import { GatewayError } from './errors.ts';
 
 export interface ModelAccess {
@@ -9,8 +9,6 @@ export interface ModelAccess {
 export function mayUseModel(access: ModelAccess, modelId: string): boolean {
   return access.models === null || access.models.includes(modelId);
 }
-
-const withArticle = (kind: string) => `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind}`;
 
 /** The model a request names, if the key may use it, in the spec's order: unknown id → 404,
  * not permitted → 403. */

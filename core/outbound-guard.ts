@@ -3,6 +3,7 @@ import net from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, errors as undiciErrors } from 'undici';
+import { withArticle } from './characters.ts';
 
 /** The longest caller URL the gateway calls (a webhook's); longer ones are refused at submission. */
 export const MAX_CALLER_URL_LENGTH = 2048;
@@ -55,10 +56,6 @@ function readableRange(range: string): string {
   const [outer, ...inner] = range.split(' of ');
   const words = RANGE_WORDS[outer!] ?? outer!;
   return inner.length === 0 ? words : `${words} (carrying ${readableRange(inner.join(' of '))})`;
-}
-
-function withArticle(words: string): string {
-  return /^[aeio]|^u(?!ni)|^I/.test(words) ? `an ${words}` : `a ${words}`;
 }
 
 /** Parses OUTBOUND_ALLOWLIST: comma-separated CIDRs, or the word `loopback`. Throws on a typo so
