@@ -15,6 +15,9 @@ export interface TokenCounts {
   outputTokens: number;
 }
 
+/** What a call used that failed, or was refused before it reached the upstream. */
+export const NO_TOKENS: TokenCounts = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
 export function estimateTokens(characters: number): number {
   return Math.ceil(characters / CHARACTERS_PER_TOKEN);
 }

@@ -99,7 +99,9 @@ describe('rate limits', () => {
     const client = stack.client(caller.key);
     const first = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'count my tokens please' }] }).withResponse();
     assert.equal(first.response.headers.get('x-ratelimit-limit-tokens'), '60');
-    assert.equal(first.response.headers.get('x-ratelimit-remaining-tokens'), '60');
+    // Less the call's own prompt estimate, counted when it was admitted.
+    const leftByFirst = Number(first.response.headers.get('x-ratelimit-remaining-tokens'));
+    assert.ok(leftByFirst > 30 && leftByFirst < 60, `remaining ${leftByFirst}`);
     assert.ok(first.response.headers.get('x-ratelimit-remaining-requests'));
     const used = first.data.usage!.total_tokens;
     assert.ok(used > 0 && used < 60, `a call used ${used} tokens`);
@@ -122,5 +124,39 @@ describe('rate limits', () => {
     assert.equal(refused.headers?.get('x-ratelimit-limit-tokens'), '60');
     assert.equal(refused.headers?.get('x-ratelimit-remaining-tokens'), '0');
     assert.match(refused.message, /60 tokens per minute/);
+  });
+
+  it('counts a chat call\'s prompt when it is admitted, so calls made together stay within the token limit', async () => {
+    const caller = await stack.newCaller('token-burst');
+    await awayFromMinuteEdge();
+    const chat = (content: string) =>
+      stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(caller.key), payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] } });
+    // Each call's prompt is estimated at about 23 tokens, so a minute of 60 admits 3 of them
+    // (the third overshooting by its own size). Counted only once the upstream reported usage,
+    // all 12 were admitted.
+    const answers = await Promise.all(Array.from({ length: 12 }, () => chat('count my tokens please')));
+    const statuses = answers.map((answer) => answer.statusCode);
+    const admitted = statuses.filter((status) => status === 200).length;
+    assert.equal(admitted + statuses.filter((status) => status === 429).length, 12, statuses.join());
+    assert.ok(admitted >= 2 && admitted <= 4, `admitted ${admitted} of 12: ${statuses.join()}`);
+  });
+
+  it('gives back the count of a chat call that failed upstream', async () => {
+    const caller = await stack.newCaller('token-failure');
+    await awayFromMinuteEdge();
+    const chat = (content: string) =>
+      stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(caller.key), payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] } });
+    // Three bodies of one length, so one prompt estimate: the first call's header shows it.
+    const first = await chat('fine [sim:delay_ms=0]');
+    assert.equal(first.statusCode, 200);
+    const estimate = 60 - Number(first.headers['x-ratelimit-remaining-tokens']);
+    const used = first.json().usage.total_tokens;
+    assert.ok(estimate > 0 && used > 0, `estimate ${estimate}, used ${used}`);
+    const failed = await chat('fail [sim:error=500]');
+    assert.equal(failed.statusCode, 502, failed.body);
+    const last = await chat('fine [sim:delay_ms=0]');
+    assert.equal(last.statusCode, 200, last.body);
+    // The first call counts what it used, the failed one nothing, the last its estimate.
+    assert.equal(Number(last.headers['x-ratelimit-remaining-tokens']), 60 - used - estimate);
   });
 });

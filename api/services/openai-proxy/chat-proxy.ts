@@ -1,13 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog, ChatModel } from '../../../core/catalog.ts';
-import { chatHoldTokens, chatPriceMicros, chatUsageCeiling, estimateTextTokens, estimateTokens, withinCeiling, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { chatHoldTokens, chatPriceMicros, chatUsageCeiling, estimateTextTokens, estimateTokens, NO_TOKENS, withinCeiling, type TokenCounts } from '../../../core/chat-pricing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { resolveModel } from '../../../core/model-access.ts';
 import type { ChatCompletionRequest } from '../../routes/chat/schemas.ts';
 import type { Principal } from '../../plugins/api-key-auth.ts';
 import type { AccountBudgets } from '../billing/account-budgets.ts';
 import type { Reservation } from '../billing/spend-lease.ts';
-import { limitHeaders, type RateLimiter } from '../rate-limits/rate-limiter.ts';
+import { limitHeaders, type RateLimiter, type TokenCount } from '../rate-limits/rate-limiter.ts';
 import { countChatCharge } from '../../../core/metrics.ts';
 import { restoreUnsafeIntegers } from '../../../core/verbatim-integers.ts';
 import { ChatStream } from './chat-stream.ts';
@@ -46,8 +46,9 @@ export interface CallContext {
 interface AdmittedChatCall {
   model: ChatModel;
   reservation: Reservation;
-  /** Counts the tokens the call used against its key's per-minute limit. */
-  spendTokens: (tokens: TokenCounts) => void;
+  /** Corrects the call's count against its key's tokens per minute to what it used; only the
+   * first call counts, so ending paths can call it with NO_TOKENS after a charge. */
+  countTokens: (tokens: TokenCounts) => void;
   /** The reservation's token counts; its input side is the prompt estimate. */
   holdTokens: TokenCounts;
   /** The most the call can have used (core/chat-pricing.ts chatUsageCeiling). */
@@ -136,13 +137,21 @@ function refuseOutputLimitAboveModel(model: ChatModel, body: ChatCompletionReque
   }
 }
 
+/** What a call is counted for against its key's tokens per minute when admitted: its prompt
+ * estimate, and its output limit when it set one (without one, its output is counted once the
+ * upstream reports it: counting the model's whole limit would let few calls through). */
+function expectedTokens(body: ChatCompletionRequest, holdTokens: TokenCounts): number {
+  const limited = typeof body.max_completion_tokens === 'number' || typeof body.max_tokens === 'number';
+  return holdTokens.inputTokens + (limited ? holdTokens.outputTokens : 0);
+}
+
 export class ChatProxy {
   constructor(private readonly options: ChatProxyOptions) {}
 
   /** A non-streamed completion: the upstream's JSON text, answering with the caller's model id. */
   async complete(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<string> {
     const { call, payload } = await this.admit(principal, body, context);
-    const { model, reservation, holdTokens, spendTokens } = call;
+    const { model, reservation, holdTokens, countTokens } = call;
     let completion: unknown;
     let text: string;
     try {
@@ -151,16 +160,18 @@ export class ChatProxy {
       if (completion.error !== undefined && completion.error !== null && !Array.isArray(completion.choices)) throw errorInSuccessfulAnswer('chat completion', completion.error);
     } catch (error) {
       reservation.release();
+      countTokens(NO_TOKENS);
       throw error;
     }
     try {
       const reported = readUsage(completion.usage);
       const tokens = reported ? reportedWithin(call, reported, context.log) : { inputTokens: holdTokens.inputTokens, outputTokens: estimateTokens(completionCharacters(completion)) };
       countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: reported !== undefined }));
-      spendTokens(tokens);
+      countTokens(tokens);
     } finally {
       // A reservation left unsettled would keep its lease from ever settling.
       reservation.release();
+      countTokens(NO_TOKENS);
     }
     if (completion.model === model.id) return text;
     return JSON.stringify({ ...completion, model: model.id });
@@ -170,13 +181,14 @@ export class ChatProxy {
    * answered as JSON); from then on the stream settles and ends itself. */
   async openStream(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<ChatStream> {
     const { call, payload } = await this.admit(principal, body, context);
-    const { model, reservation } = call;
+    const { model, reservation, countTokens } = call;
     let response: UpstreamResponse;
     try {
       response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', payload, { signal: context.signal, accept: 'text/event-stream' });
       if (response.statusCode < 200 || response.statusCode >= 300) throw await streamedRefusal(response, model.upstream);
     } catch (error) {
       reservation.release();
+      countTokens(NO_TOKENS);
       throw error;
     }
     return new ChatStream({ ...call, response }, {
@@ -198,15 +210,31 @@ export class ChatProxy {
     const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
     const holdTokens = chatHoldTokens(model, { promptTokens, max_tokens: body.max_tokens, max_completion_tokens: body.max_completion_tokens, n: body.n, predictionBytes });
     const { limiter } = this.options;
-    if (limiter) context.setHeaders?.(limitHeaders('tokens', await limiter.admitTokens(principal)));
-    const spendTokens = (tokens: TokenCounts) => limiter?.spendTokens(principal, tokens.inputTokens + tokens.outputTokens);
-    const reservation = await this.options.budgets.reserve(
-      principal.accountId,
-      chatPriceMicros(model, holdTokens),
-      { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
-      'or lower max_tokens',
-    );
+    let tokenCount: TokenCount | undefined;
+    if (limiter) {
+      tokenCount = await limiter.admitTokens(principal, expectedTokens(body, holdTokens));
+      context.setHeaders?.(limitHeaders('tokens', tokenCount.status));
+    }
+    let counted = false;
+    const countTokens = (tokens: TokenCounts) => {
+      if (counted || !tokenCount) return;
+      counted = true;
+      limiter!.settleTokens(principal, tokenCount, tokens.inputTokens + tokens.outputTokens);
+    };
+    let reservation: Reservation;
+    try {
+      reservation = await this.options.budgets.reserve(
+        principal.accountId,
+        chatPriceMicros(model, holdTokens),
+        { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
+        'or lower max_tokens',
+      );
+    } catch (error) {
+      // Refused (balance) or unable to reserve: the call uses no tokens.
+      countTokens(NO_TOKENS);
+      throw error;
+    }
     const ceiling = chatUsageCeiling(model, { bodyBytes, images, unboundedParts }, holdTokens.outputTokens);
-    return { call: { model, reservation, holdTokens, ceiling, spendTokens }, payload };
+    return { call: { model, reservation, holdTokens, ceiling, countTokens }, payload };
   }
 }

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { chatPriceMicros, estimateTokens, type TokenCounts } from '../../../core/chat-pricing.ts';
+import { chatPriceMicros, estimateTokens, NO_TOKENS, type TokenCounts } from '../../../core/chat-pricing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { countChatCharge, observeTimeToFirstToken } from '../../../core/metrics.ts';
 import { reportedWithin, type StartedChatCall } from './chat-proxy.ts';
@@ -99,8 +99,9 @@ export class ChatStream {
       this.options.log.error({ err: error }, 'charging a chat stream failed; it is not billed');
     } finally {
       // Charged or released by now; released if charging threw: a reservation left unsettled
-      // would keep its lease from ever settling.
+      // would keep its lease from ever settling. A call not charged used no tokens either.
       this.call.reservation.release();
+      this.call.countTokens(NO_TOKENS);
     }
   }
 
@@ -113,14 +114,14 @@ export class ChatStream {
       case 'completed': {
         const tokens = usage ?? estimated;
         countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: usage !== undefined }));
-        this.call.spendTokens(tokens);
+        this.call.countTokens(tokens);
         return;
       }
       case 'client_gone': {
         if (!usage && outcome.delivered.pieces === 0) return reservation.release();
         const tokens = usage ?? estimated;
         countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: false }));
-        this.call.spendTokens(tokens);
+        this.call.countTokens(tokens);
         return;
       }
       case 'upstream_failed':

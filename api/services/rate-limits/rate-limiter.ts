@@ -10,9 +10,12 @@ import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowanc
 // Limits come from the key, else its account, else the configuration. Windows are fixed UTC
 // minutes, shared by every API process through the store (window-allowance.ts).
 //
-// Tokens are counted when a call has used them (the upstream's usage), as OpenAI-compatible
-// gateways do: a call is admitted while the minute has tokens left, and its usage is spent
-// afterwards, so the last call of a minute may overshoot by its own size.
+// Tokens: a chat call is admitted while its minute has tokens left, and is counted at once for
+// the tokens it is sure to use (its prompt estimate, plus the output limit it set), as OpenAI
+// counts a request's estimate when it admits it. So calls made together see each other: 50 at
+// once against a limit of 10,000 admit about as many as the limit covers, where counting only
+// the usage reported afterwards admitted all 50. When the call ends, its count is corrected to
+// the upstream's usage: so the last call admitted in a minute may overshoot by its own size.
 //
 // If the store cannot be reached the limiter lets requests through and logs it: a store
 // outage should not take down chat calls that otherwise need no store at all.
@@ -48,6 +51,16 @@ export interface LimitStatus {
 }
 
 export type LimitKind = 'requests' | 'tokens';
+
+/** The tokens a chat call was counted for when admitted, in the allowance that counted them. */
+export class TokenCount {
+  constructor(
+    readonly allowance: WindowAllowance,
+    readonly tokens: number,
+    /** The minute's tokens as the admission left them (the headers). */
+    readonly status: LimitStatus,
+  ) {}
+}
 
 const limitField = { requests: 'requests_per_minute', tokens: 'tokens_per_minute' } as const;
 const ACCOUNT_LIMITS_REFRESH_MS = 5_000;
@@ -136,34 +149,53 @@ export class RateLimiter {
   admitRequest(caller: LimitedCaller, now = Date.now()): LimitStatus | Promise<LimitStatus> {
     const allowance = this.allowanceInMemory(caller, 'requests', now);
     if (allowance?.takeAtHand(1)) return this.status(allowance, now);
-    return this.admit(allowance ?? this.allowance(caller, 'requests', now), 'requests', now, (claimed) => claimed.take(1));
+    return this.admit(allowance ?? this.allowance(caller, 'requests', now), 'requests', now, (claimed) => claimed.take(1)).then(({ allowance: claimed }) => this.status(claimed, now));
   }
 
-  /** Admits a chat call while its key's minute has tokens left. */
-  admitTokens(caller: LimitedCaller, now = Date.now()): LimitStatus | Promise<LimitStatus> {
+  /** Admits a chat call while its key's minute has tokens left, and counts `expectedTokens`
+   * against the minute at once; settleTokens() corrects that to the call's usage. The status is
+   * read after the count, so the headers show what is left for the next call. */
+  admitTokens(caller: LimitedCaller, expectedTokens: number, now = Date.now()): TokenCount | Promise<TokenCount> {
     const allowance = this.allowanceInMemory(caller, 'tokens', now);
-    if (allowance?.hasAtHand(1)) return this.status(allowance, now);
-    return this.admit(allowance ?? this.allowance(caller, 'tokens', now), 'tokens', now, (claimed) => claimed.ensure(1));
+    if (allowance?.hasAtHand(1)) {
+      allowance.spend(expectedTokens, this.tokensNotCounted);
+      return new TokenCount(allowance, expectedTokens, this.status(allowance, now));
+    }
+    return this.admit(allowance ?? this.allowance(caller, 'tokens', now), 'tokens', now, (claimed) => claimed.spendOnceAvailable(expectedTokens, this.tokensNotCounted)).then(
+      ({ allowance: claimed, counted }) => new TokenCount(claimed, counted ? expectedTokens : 0, this.status(claimed, now)),
+    );
   }
 
-  /** The slow path: the allowance found in memory (no units at hand) or being read. */
-  private async admit(found: WindowAllowance | Promise<WindowAllowance>, kind: LimitKind, now: number, claim: (allowance: WindowAllowance) => Promise<boolean>): Promise<LimitStatus> {
+  /** The slow path: the allowance found in memory (no units at hand) or being read, and `claim`
+   * run on it; refused when the minute's blocks are gone. `counted` is false when the store
+   * could not be reached: the call is let through uncounted. */
+  private async admit(found: WindowAllowance | Promise<WindowAllowance>, kind: LimitKind, now: number, claim: (allowance: WindowAllowance) => Promise<boolean>): Promise<{ allowance: WindowAllowance; counted: boolean }> {
     const allowance = await found;
-    let admitted = true;
     try {
-      admitted = await claim(allowance);
+      if (await claim(allowance)) return { allowance, counted: true };
     } catch (error) {
       this.options.log.warn({ err: error, kind }, 'rate limit store unreachable; let through');
+      return { allowance, counted: false };
     }
-    const status = this.status(allowance, now);
-    if (!admitted) throw this.refusal(kind, status);
-    return status;
+    throw this.refusal(kind, this.status(allowance, now));
   }
 
-  /** Spends the tokens a call used, in the minute they are reported in: a stream admitted at
-   * :59 that ends in the next minute counts there. Counted in the minute it was admitted in,
-   * whose allowance is usually gone by then, such a call's tokens were never counted. */
-  spendTokens(caller: LimitedCaller, tokens: number, now = Date.now()): void {
+  /** Corrects a call's count from admission to the tokens it used. Within the minute that
+   * admitted it (and its limit unchanged), the difference is taken, or given back. Otherwise
+   * what it used beyond its count is spent in the minute it is reported in: a stream admitted at
+   * :59 that ends in the next minute counts the rest there (in the minute that admitted it,
+   * whose allowance is usually gone by then, it would never be counted). */
+  settleTokens(caller: LimitedCaller, admitted: TokenCount, usedTokens: number, now = Date.now()): void {
+    const { allowance, tokens } = admitted;
+    if (allowance.window === Math.floor(now / WINDOW_MS) && this.latestAllowances.get(allowance.minuteId) === allowance) {
+      if (usedTokens !== tokens) allowance.spend(usedTokens - tokens, this.tokensNotCounted);
+      return;
+    }
+    this.spendTokens(caller, usedTokens - tokens, now);
+  }
+
+  /** Spends tokens in the minute of `now`. */
+  private spendTokens(caller: LimitedCaller, tokens: number, now: number): void {
     if (tokens <= 0) return;
     const allowance = this.allowanceInMemory(caller, 'tokens', now);
     if (allowance) return allowance.spend(tokens, this.tokensNotCounted);

@@ -93,11 +93,15 @@ export class WindowAllowance {
     return this.takeAtHand(amount);
   }
 
-  /** Waits until at least `amount` units are at hand, without spending them. */
-  async ensure(amount: number): Promise<boolean> {
-    while (this.available < amount) {
+  /** Waits until a unit is at hand (claiming blocks), then spends `amount`, beyond what is at
+   * hand if need be (see spend()); false when the minute's blocks are all gone. */
+  async spendOnceAvailable(amount: number, onError: (error: unknown) => void): Promise<boolean> {
+    // As in take(): checked and spent in one synchronous step, so calls waiting on the same
+    // claim see what the ones before them spent.
+    while (this.available < 1) {
       if (!(await this.claimNext())) return false;
     }
+    this.spend(amount, onError);
     return true;
   }
 
@@ -108,7 +112,8 @@ export class WindowAllowance {
   }
 
   /** Spends units after the fact (the tokens a call used); the debt is paid from blocks
-   * claimed in the background, and when none are left the minute is used up. */
+   * claimed in the background, and when none are left the minute is used up. A negative amount
+   * gives back units spent before (a call counted for more tokens than it used). */
   spend(amount: number, onError: (error: unknown) => void): void {
     this.available -= amount;
     if (this.available < 0) {

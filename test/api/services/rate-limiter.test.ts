@@ -83,11 +83,45 @@ describe('rate limiter: rounds on its own timer', () => {
     const caller = { accountId: 'acct_late', keyId: 'key_late', rateLimits: { tokens_per_minute: 1_000 } };
     const minute = Math.floor(Date.now() / 60_000) + 20;
     const at = (offsetMs: number) => minute * 60_000 + offsetMs;
-    // A stream admitted in the last tenth of a second of its minute, ending in the next.
-    assert.equal((await limits.admitTokens(caller, at(59_900))).remaining, 1_000);
-    limits.spendTokens(caller, 600, at(60_400));
+    // A stream admitted in the last tenth of a second of its minute, ending in the next: counted
+    // 100 tokens there, it used 600, so the next minute counts 500.
+    const admitted = await limits.admitTokens(caller, 100, at(59_900));
+    assert.equal(admitted.status.remaining, 900);
+    limits.settleTokens(caller, admitted, 600, at(60_400));
     await pause(100);
-    assert.equal((await limits.admitTokens(caller, at(60_500))).remaining, 400);
+    assert.equal((await limits.admitTokens(caller, 0, at(60_500))).status.remaining, 500);
+  });
+
+  it('counts what an admitted call expects, so calls made together are held to the limit, and corrects it to their use', async () => {
+    const limits = limiter();
+    const caller = { accountId: 'acct_burst', keyId: 'key_burst', rateLimits: { tokens_per_minute: 1_000 } };
+    const minute = Math.floor(Date.now() / 60_000) + 25;
+    const at = (offsetMs: number) => minute * 60_000 + offsetMs;
+    // 30 calls at once, each expecting 150 tokens, on a minute nobody used yet (so all wait for
+    // the first block): 7 fit (the seventh overshooting), the rest are refused.
+    const outcomes = await Promise.allSettled(Array.from({ length: 30 }, () => limits.admitTokens(caller, 150, at(1_000))));
+    const admitted = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+    assert.equal(admitted.length, 7);
+    for (const outcome of outcomes) if (outcome.status === 'rejected') assert.match(String(outcome.reason), /1000 tokens per minute/);
+    // They used 20 tokens each: the rest comes back for later calls.
+    for (const call of admitted) limits.settleTokens(caller, call, 20, at(2_000));
+    const next = await limits.admitTokens(caller, 0, at(3_000));
+    assert.equal(next.status.remaining, 1_000 - 7 * 20);
+  });
+
+  it('lets a chat call through uncounted while the store cannot be reached, so its settlement gives nothing back', async () => {
+    const warnings: string[] = [];
+    const broken = new RateLimiter({
+      store: { claim: () => Promise.reject(new Error('store unreachable')) } as unknown as RateLimitBlockStore,
+      accountOverrides: accountOverrides(database.db),
+      defaults: { requestsPerMinute: 1_000, tokensPerMinute: 100_000 },
+      log: { warn: (...args: unknown[]) => void warnings.push(String(args[1])) },
+    });
+    limiters.push(broken);
+    const caller = { accountId: 'acct_blind', keyId: 'key_blind', rateLimits: { tokens_per_minute: 1_000 } };
+    const admitted = await broken.admitTokens(caller, 150);
+    assert.equal(admitted.tokens, 0);
+    assert.deepEqual(warnings, ['rate limit store unreachable; let through']);
   });
 
   it('keeps counting a minute whose limit changed: a lowered limit is not a fresh allowance, a raised one adds only the difference', async () => {
