@@ -20,9 +20,11 @@ const requestLimits = {
   'x-ratelimit-reset-requests': text('When the minute ends, e.g. `12s`.'),
 };
 
-/** On chat answers (api/services/openai-proxy/chat-proxy.ts). */
+/** On chat answers once the body and the model passed their checks
+ * (api/services/openai-proxy/chat-proxy.ts): a success, a token-limit 429, a balance 403, an
+ * upstream's refusal or failure. */
 const tokenLimits = {
-  'x-ratelimit-limit-tokens': text('Tokens this key may use per minute.'),
+  'x-ratelimit-limit-tokens': text('Tokens this key may use per minute (on chat answers to calls whose body and model passed their checks).'),
   'x-ratelimit-remaining-tokens': text('Tokens left in the current minute.'),
   'x-ratelimit-reset-tokens': text('When the minute ends, e.g. `12s`.'),
 };
@@ -57,7 +59,7 @@ export function withResponseHeaders<Document extends object>(document: Document)
           ...response.headers,
           ...requestId,
           ...(path.startsWith('/v1/') && code !== 401 ? requestLimits : {}),
-          ...(operation.operationId === 'createChatCompletion' && code === 200 ? tokenLimits : {}),
+          ...(operation.operationId === 'createChatCompletion' && code !== 401 && code !== 404 ? tokenLimits : {}),
           ...(IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200 ? replayed : {}),
           ...(code === 429 || code === 502 || code === 503 ? retryAfter : {}),
           ...(code === 502 ? shouldRetry : {}),

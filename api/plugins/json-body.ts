@@ -14,7 +14,7 @@ declare module 'fastify' {
 
 // JSON bodies are decoded strictly: invalid UTF-8 is a 400, not text silently patched with
 // U+FFFD and passed on to a vendor. Parsing then refuses __proto__ and constructor.prototype
-// keys, as Fastify's own parser does. A route that proxies its body keeps integers too large
+// keys, as Fastify's own parser does, and numbers past a double's range. A route that proxies its body keeps integers too large
 // for a number as the caller wrote them (`config.verbatimIntegers`).
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
@@ -27,6 +27,29 @@ const MAX_NESTING = 128;
 /** Each level takes at least two characters (`[` and `]`), so a shorter body is shallow enough
  * without a look at it. */
 const SHORTEST_TOO_DEEP = 2 * (MAX_NESTING + 1);
+
+/** Only a number literal with an exponent of three digits or more, or 309 digits in a row, can
+ * be past a double's range (about 1.8e308): a test on the text, so other bodies skip the walk. */
+const MAY_OVERFLOW = /[eE]\+?0*[1-9]\d{2}|\d{309}/;
+
+/** Where in `value` a number is not finite (a literal like 1e400 parses as Infinity), as a
+ * field path (`metadata.x`, `messages.0.n`); undefined when there is none. */
+function pathOfInfinity(value: unknown, path: string): string | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : path;
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const found = pathOfInfinity(value[index], path ? `${path}.${index}` : String(index));
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  for (const key in value) {
+    const found = pathOfInfinity((value as Record<string, unknown>)[key], path ? `${path}.${key}` : key);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
 
 function nestedDeeperThan(value: unknown, levelsLeft: number): boolean {
   if (typeof value !== 'object' || value === null) return false;
@@ -78,6 +101,16 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
     if (mayHoldUnsafeIntegers(text) && request.routeOptions.config.verbatimIntegers) {
       // Parsed again only when the body has such an integer: the first parse vouched for it.
       parsed = parseKeepingUnsafeIntegers(text) ?? parsed;
+    }
+    // After the integers kept as written: an integer of 309 digits is one of those there.
+    if (MAY_OVERFLOW.test(text)) {
+      // JSON cannot write Infinity: a proxied parameter would reach the upstream as null, and a
+      // checked one would be refused for a reason the caller cannot see in what they sent.
+      const field = pathOfInfinity(parsed, '');
+      if (field !== undefined) {
+        const named = field.slice(0, 100);
+        return done(new GatewayError('invalid_request', `Invalid field '${named}': the number is too large for a double (about 1.8e308 at most).`, named || undefined));
+      }
     }
     done(null, parsed);
   });

@@ -72,4 +72,37 @@ describe('integers beyond a number, passed through', () => {
       assert.equal(upstream.received.length, before, 'nothing reached the upstream');
     });
   }
+
+  // JSON.parse reads 1e400 as Infinity, which JSON.stringify writes as null: passed on, the
+  // parameter reached the upstream as null.
+  const overflows: [string, string, string][] = [
+    ['/chat/completions', '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"x":1e400}', 'x'],
+    ['/chat/completions', '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"logit_bias":{"50256":-1E+999}}', 'logit_bias.50256'],
+    ['/chat/completions', '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"temperature":1e309}', 'temperature'],
+    ['/images/generations', `{"model":"gpt-image-1","prompt":"a fox","extra":[1,${'9'.repeat(400)}.5]}`, 'extra.1'],
+    ['/video/generations', '{"model":"seedance-1.0-pro","prompt":"a fox","metadata":{"x":1e999}}', 'metadata.x'],
+  ];
+  for (const [path, body, param] of overflows) {
+    it(`refuse a number past a double's range in ${param} on ${path}, naming it`, async () => {
+      const before = upstream.received.length;
+      const answer = await post(path, body);
+      assert.equal(answer.statusCode, 400);
+      const { error } = (await answer.body.json()) as { error: { param: string; message: string; code: string } };
+      assert.equal(error.param, param);
+      assert.equal(error.code, 'invalid_request');
+      assert.match(error.message, /too large for a double/);
+      assert.equal(upstream.received.length, before, 'nothing reached the upstream');
+    });
+  }
+
+  it('pass on numbers within a double\'s range, however written, and an integer of 400 digits as written', async () => {
+    const huge = '1'.repeat(400);
+    const answer = await post('/chat/completions', `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"E123 e999"}],"a":1e308,"b":1e-400,"c":${huge}}`);
+    assert.equal(answer.statusCode, 200);
+    await answer.body.text();
+    const sent = upstream.received.at(-1)!;
+    assert.equal(sent.body.a, 1e308);
+    assert.equal(sent.body.b, 0);
+    assert.ok(sent.text.includes(`"c":${huge}`), sent.text.slice(0, 300));
+  });
 });

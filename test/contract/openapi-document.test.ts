@@ -161,6 +161,10 @@ describe('the OpenAPI document', () => {
     const limits = ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'];
     const tokens = ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'];
     assert.deepEqual(headersOf('/v1/chat/completions', 'post', '200'), [...limits, ...tokens, 'x-request-id'].sort());
+    // A token-limit refusal and a shed call carry the tokens trio too; an unknown model does not.
+    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '429'), ['retry-after', ...limits, ...tokens, 'x-request-id'].sort());
+    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '503'), ['retry-after', ...limits, ...tokens, 'x-request-id'].sort());
+    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '404'), [...limits, 'x-request-id'].sort());
     assert.deepEqual(headersOf('/v1/video/generations', 'post', '200'), ['idempotent-replayed', ...limits, 'x-request-id'].sort());
     assert.deepEqual(headersOf('/v1/video/generations', 'post', '429'), ['retry-after', ...limits, 'x-request-id'].sort());
     assert.deepEqual(headersOf('/v1/models', 'get', '401'), ['x-request-id']);
