@@ -5,22 +5,30 @@ import { z } from 'zod';
 // tools and the OpenAPI document's readers the RFC 3986 way, and the two differ at the edges:
 // WHATWG accepts `http://a/b c` and `%zz`, refuses `http://1.2.3.999` and `http://xn--a`; RFC
 // 3986 the other way round. Inside this grammar both accept everything and the server checks
-// the same pattern the document shows, so no address is valid to one reader and not the other.
+// the same pattern the document shows, so no address is valid to one reader and not the other
+// (but for a label starting `xn--` that is not valid punycode, below).
 //
 // A host is a DNS name whose last label starts with a letter (so it is never read as an IPv4
-// number) and whose labels have no double hyphen (so no invalid punycode), or a dotted IPv4
-// address. IPv6 literals and non-ASCII names are not accepted; send the punycode name instead.
+// number), its labels starting and ending with a letter or digit with hyphens between, runs of
+// them included (`deploy-preview-42--site.netlify.app`, `green---svc.a.run.app`, the punycode
+// `xn--80ak6aa92e.com`); or a dotted IPv4 address. A label starting `xn--` must also be valid
+// punycode, which only the WHATWG parse (z.url) checks: the pattern cannot. IPv6 literals and
+// non-ASCII names are not accepted; send the punycode name instead. Port 0 is no port to call.
 
 const octet = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
-const label = '[A-Za-z0-9](?:-?[A-Za-z0-9])*';
-const lastLabel = '[A-Za-z](?:-?[A-Za-z0-9])*';
+const label = '[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?';
+const lastLabel = '[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?';
 const host = `(?:(?:${label}\\.)*${lastLabel}|(?:${octet}\\.){3}${octet})`;
-const port = '(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
+const port = '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
 const pchar = "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})";
 const tail = `(?:/(?:${pchar}|/)*)?(?:\\?(?:${pchar}|[/?])*)?(?:#(?:${pchar}|[/?])*)?`;
 
 export const HTTP_URL_PATTERN = new RegExp(`^[Hh][Tt][Tt][Pp][Ss]?://${host}(?::${port})?${tail}$`);
 
+/** `user:password@` before the host: named for what it is, not as a malformed host. */
+const CREDENTIALS = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*@/;
+
 export const httpUrl = z
   .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
-  .regex(HTTP_URL_PATTERN, 'must be an absolute http(s) URL with a DNS name or IPv4 address, and percent-encoded special characters');
+  .refine((value) => !CREDENTIALS.test(value), 'must not contain credentials (user:password@); put a secret in the path or query instead')
+  .regex(HTTP_URL_PATTERN, 'must be an absolute http(s) URL with a DNS name or IPv4 address (no IPv6, no port 0), and percent-encoded special characters');

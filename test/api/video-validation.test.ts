@@ -26,6 +26,11 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['callback_url at the top level', { model: 'seedance-2.0', prompt: 'x', callback_url: 'https://hooks.example/x' }, 400, 'callback_url', /belongs inside metadata/],
   ['a relative callback_url', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: '/hook' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
   ['an ftp callback_url', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'ftp://hooks.example/x' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
+  ['a callback_url on port 0', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://hooks.example:0/x' } }, 400, 'metadata.callback_url', /no port 0/],
+  ['a callback_url with credentials', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'https://user:secret@hooks.example/x' } }, 400, 'metadata.callback_url', /must not contain credentials/],
+  ['a callback_url on an IPv6 address', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://[2001:db8::1]/hook' } }, 400, 'metadata.callback_url', /no IPv6/],
+  ['a callback_url whose xn-- label is not punycode', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'https://xn--a.example/hook' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
+  ['a callback_url label ending in a hyphen', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'https://hooks-.example/hook' } }, 400, 'metadata.callback_url', /DNS name/],
   ['a callback_url longer than the worker calls', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: `https://hooks.example/${'a'.repeat(2100)}` } }, 400, 'metadata.callback_url', /at most 2048 characters/],
   ['an unknown content type', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'text_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.type', /image_url, video_url or audio_url/],
   ['an entry without its url object', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'image_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.image_url', /is required/],
@@ -117,6 +122,23 @@ describe('POST /v1/video/generations refuses bad requests', () => {
     const noMetadata = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'sora-2', prompt: 'x', metadata: null } });
     assert.equal(noMetadata.statusCode, 200, noMetadata.body);
     for (const id of [taskId, noMetadata.json().task_id]) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
+  });
+
+  it('takes host names with hyphen runs and punycode names, for callbacks and reference media', async () => {
+    const hosts = ['deploy-preview-42--mysite.netlify.app', 'green---myservice-abc123-uc.a.run.app', 'xn--80ak6aa92e.com', 'hooks.xn--p1ai'];
+    const taskIds: string[] = [];
+    for (const host of hosts) {
+      const response = await harness.app.inject({
+        method: 'POST',
+        url: '/v1/video/generations',
+        headers: bearer(key),
+        payload: { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: `https://${host}/hook`, content: [{ type: 'image_url', image_url: { url: `https://${host}/a.png` }, role: 'reference_image' }] } },
+      });
+      assert.equal(response.statusCode, 200, `${host}: ${response.body}`);
+      taskIds.push(response.json().task_id);
+    }
+    // No worker runs on this queue: stop the workflows to keep the server tidy.
+    for (const id of taskIds) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
   });
 
   it('an unknown task → 404; another account\'s task → 404 too', async () => {
