@@ -64,6 +64,10 @@ const RUNNING_WHEN_VENDOR_RUNS_PATCH = 'running-when-the-vendor-runs';
 /** Marks histories in which a submission the vendor refused keeps the vendor's code, and its
  * moderation's refusal reads content_policy_violation, as the same refusal does at generation. */
 const SUBMISSION_REFUSAL_CODES_PATCH = 'submission-refusal-codes';
+/** Marks histories in which the deadline is checked before submission (no vendor task is
+ * started for a task already past it) and the vendor is read once more at the deadline before
+ * the task is given up (a clip finished while the worker was away is not thrown away). */
+const DEADLINE_FINAL_READ_PATCH = 'deadline-final-read';
 const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 10_000;
 const WEBHOOK_MAX_DELAY_MS = 24 * 3600 * 1000;
@@ -148,6 +152,12 @@ function submissionRefused(failure: { message: string; details?: unknown }): Out
 
 async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadline: number): Promise<Outcome> {
   let vendorTaskId: string;
+  const finalRead = patched(DEADLINE_FINAL_READ_PATCH);
+  // The hold can come late (the worker was down, the store slow): a vendor task started now
+  // would be cancelled at once, at the operator's expense.
+  if (finalRead && Date.now() >= deadline) {
+    return failed('deadline_exceeded', `The task could not be started within its deadline of ${input.deadlineSeconds} seconds.`);
+  }
   const withinDeadline = patched(SUBMISSION_DEADLINE_PATCH);
   // Temporal ends the retries as soon as the next one would not fit, a little before the
   // deadline itself: a transient failure then is the deadline's.
@@ -184,6 +194,11 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
   for (;;) {
     const remaining = deadline - Date.now();
     if (remaining <= 0) {
+      // The deadline can pass with no read since (bookkeeping retried while the worker was
+      // away): the vendor may have finished meanwhile, and its clip is the caller's.
+      const last = finalRead ? await readOnce(input, vendorTaskId) : undefined;
+      if (last?.state === 'succeeded') return last.videoUrl ? { status: 'succeeded', url: last.videoUrl } : { status: 'succeeded' };
+      if (last?.state === 'failed') return failed(last.code ?? 'generation_failed', `The vendor reported a failure: ${last.reason}`, last.vendorCode);
       await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
       return failed('deadline_exceeded', `The task did not finish within ${input.deadlineSeconds} seconds.`);
     }
@@ -214,6 +229,16 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
       state.progress = status.progress;
       await bookkeeping.updateTaskProgress({ taskId: input.taskId, progress: status.progress });
     }
+  }
+}
+
+/** One status read whose failure is no answer (undefined); cancellation still ends the task. */
+async function readOnce(input: VideoTaskWorkflowInput, vendorTaskId: string): Promise<Awaited<ReturnType<typeof polling.readVendorStatus>> | undefined> {
+  try {
+    return await polling.readVendorStatus({ upstream: input.upstream, vendorTaskId });
+  } catch (error) {
+    if (isCancellation(error)) throw error;
+    return undefined;
   }
 }
 

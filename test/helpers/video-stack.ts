@@ -102,7 +102,8 @@ export async function startStackWorker(
   return {
     worker,
     async stop() {
-      worker.shutdown();
+      // A test may have begun the shutdown itself (to let an activity finish on a stopping worker).
+      if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       await connection.close();
     },
