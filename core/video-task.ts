@@ -33,6 +33,10 @@ export interface VideoTaskWorkflowInput {
   /** How long the task may take before it fails (and its vendor task is cancelled). */
   deadlineSeconds: number;
   requestId: string;
+  /** Set on a run the sweeper starts for a task whose earlier run was terminated (an operator's
+   * Terminate, which runs no code of the workflow): this run only closes the task, knowing the
+   * vendor task the earlier one started. */
+  closeTerminatedRun?: { vendorTaskId?: string };
 }
 
 export interface VideoTaskWorkflowResult {

@@ -103,7 +103,7 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
     );
     held = hold === 'held';
     abandoned = hold === 'abandoned';
-    if (held) outcome = await generate(input, state, deadline);
+    if (held) outcome = input.closeTerminatedRun ? await closeTerminatedRun(input, input.closeTerminatedRun.vendorTaskId) : await generate(input, state, deadline);
     else if (abandoned) outcome = failed('gateway_unavailable', 'The submission failed before the task started; nothing was charged.');
     else outcome = failed('insufficient_balance', 'The account balance did not cover this task.');
   } catch (error) {
@@ -196,9 +196,8 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
     if (remaining <= 0) {
       // The deadline can pass with no read since (bookkeeping retried while the worker was
       // away): the vendor may have finished meanwhile, and its clip is the caller's.
-      const last = finalRead ? await readOnce(input, vendorTaskId) : undefined;
-      if (last?.state === 'succeeded') return last.videoUrl ? { status: 'succeeded', url: last.videoUrl } : { status: 'succeeded' };
-      if (last?.state === 'failed') return failed(last.code ?? 'generation_failed', `The vendor reported a failure: ${last.reason}`, last.vendorCode);
+      const last = finalRead ? finishedOutcome(await readOnce(input, vendorTaskId)) : undefined;
+      if (last) return last;
       await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
       return failed('deadline_exceeded', `The task did not finish within ${input.deadlineSeconds} seconds.`);
     }
@@ -222,9 +221,8 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
     }
     refusals = 0;
     if (state.status === 'submitted' && (status.state === 'running' || status.state === 'succeeded')) await markRunning(status.state === 'running' ? status.progress : undefined);
-    if (status.state === 'succeeded') return status.videoUrl ? { status: 'succeeded', url: status.videoUrl } : { status: 'succeeded' };
-    // A history from before vendors' codes were translated holds the vendor's own as `code`.
-    if (status.state === 'failed') return failed(status.code ?? 'generation_failed', `The vendor reported a failure: ${status.reason}`, status.vendorCode);
+    const finished = finishedOutcome(status);
+    if (finished) return finished;
     if (status.state === 'running' && status.progress !== undefined && status.progress > state.progress) {
       state.progress = status.progress;
       await bookkeeping.updateTaskProgress({ taskId: input.taskId, progress: status.progress });
@@ -232,8 +230,30 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
   }
 }
 
+type VendorStatus = Awaited<ReturnType<typeof polling.readVendorStatus>>;
+
+/** The task's outcome when the vendor is done with it; undefined while it is not (or unread). */
+function finishedOutcome(status: VendorStatus | undefined): Outcome | undefined {
+  if (status?.state === 'succeeded') return status.videoUrl ? { status: 'succeeded', url: status.videoUrl } : { status: 'succeeded' };
+  // A history from before vendors' codes were translated holds the vendor's own as `code`.
+  if (status?.state === 'failed') return failed(status.code ?? 'generation_failed', `The vendor reported a failure: ${status.reason}`, status.vendorCode);
+  return undefined;
+}
+
+/** The run that closes a task whose earlier run an operator terminated (worker/sweeper.ts): a
+ * clip the vendor already finished is kept (and billed), as at the deadline; anything else is
+ * cancelled at the vendor, and the task fails as an operator's cancel would. */
+async function closeTerminatedRun(input: VideoTaskWorkflowInput, vendorTaskId: string | undefined): Promise<Outcome> {
+  if (vendorTaskId) {
+    const finished = finishedOutcome(await readOnce(input, vendorTaskId));
+    if (finished) return finished;
+    await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
+  }
+  return failed('cancelled', 'The task was stopped by an operator (its workflow was terminated); nothing was charged.');
+}
+
 /** One status read whose failure is no answer (undefined); cancellation still ends the task. */
-async function readOnce(input: VideoTaskWorkflowInput, vendorTaskId: string): Promise<Awaited<ReturnType<typeof polling.readVendorStatus>> | undefined> {
+async function readOnce(input: VideoTaskWorkflowInput, vendorTaskId: string): Promise<VendorStatus | undefined> {
   try {
     return await polling.readVendorStatus({ upstream: input.upstream, vendorTaskId });
   } catch (error) {
