@@ -89,6 +89,13 @@ export class TaskStore {
     await this.collection.insertOne(task);
   }
 
+  /** Stores the task unless one with its id is stored already (a retry under an
+   * Idempotency-Key resuming the submission of a first attempt that died): that one stays. */
+  async insertIfAbsent(task: TaskDocument): Promise<void> {
+    const { _id, ...fields } = task;
+    await this.collection.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true });
+  }
+
   find(taskId: string): Promise<TaskDocument | null> {
     return this.collection.findOne({ _id: taskId });
   }

@@ -124,7 +124,9 @@ export class VideoTaskService {
     waiting.add(entry);
     this.waiting.set(accountId, waiting);
     const storing = (async () => {
-      await tasks.insert(task);
+      // Under an Idempotency-Key the task may be stored already, by a first attempt whose
+      // process died before it held the price and started the workflow (api/routes/idempotent-routes.ts).
+      await (idempotentTaskId === undefined ? tasks.insert(task) : tasks.insertIfAbsent(task));
       await this.hold(principal, taskId, priceMicros);
     })();
     const settled = () => {

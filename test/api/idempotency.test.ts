@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { IDEMPOTENCY_TTL_MS, IdempotencyStore } from '../../store/idempotency.ts';
+import { TaskStore } from '../../store/tasks.ts';
 import { adminHeaders, bearer, createKey } from '../helpers/app.ts';
 import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
@@ -26,6 +27,15 @@ describe('Idempotency-Key', () => {
   function submit(key: string, idempotencyKey: string | undefined, body: object = video) {
     const headers = { ...bearer(key), ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }) };
     return stack.app.inject({ method: 'POST', url: '/v1/video/generations', headers, payload: body });
+  }
+
+  /** The price of `video` in USD, as the model's catalog entry sets it. */
+  async function submitPrice(): Promise<number> {
+    const probe = await stack.newCaller('price probe', 0.000001);
+    const refused = await submit(probe.key, undefined);
+    const price = /costs \$(\d+\.\d+)/.exec(refused.json().error.message)?.[1];
+    assert.ok(price, refused.body);
+    return Number(price);
   }
 
   async function taskCount(accountId: string): Promise<number> {
@@ -124,6 +134,51 @@ describe('Idempotency-Key', () => {
     assert.equal(rerun.statusCode, 200, rerun.body);
     assert.equal(rerun.headers['idempotent-replayed'], undefined);
     assert.equal(rerun.json().task_id, young.json().task_id);
+  });
+
+  /** A first attempt under `idempotencyKey` that died after storing its task, before holding
+   * its price or starting its workflow: the record names a stored task nothing else has. */
+  async function diedAfterStoring(caller: { key: string }, idempotencyKey: string): Promise<string> {
+    const first = await submit(caller.key, idempotencyKey);
+    assert.equal(first.statusCode, 200, first.body);
+    const tasks = stack.database.db.collection<{ _id: string }>('tasks');
+    const stored = (await tasks.findOne({ _id: first.json().task_id }))!;
+    const strandedId = `${first.json().task_id}x`;
+    const { workflow_input: input, ...rest } = stored as unknown as { workflow_input: Record<string, unknown> } & Record<string, unknown>;
+    await tasks.insertOne({ ...rest, _id: strandedId, status: 'submitted', workflow_started: false, workflow_input: { ...input, taskId: strandedId } } as never);
+    const longAgo = new Date(Date.now() - 60_000);
+    await records.collection.updateOne({ task_id: first.json().task_id }, { $set: { task_id: strandedId, state: 'in_flight', created_at: longAgo, refreshed_at: longAgo }, $unset: { body: '', status_code: '' } });
+    return strandedId;
+  }
+
+  it('goes on with a first attempt that died after storing its task: the retry holds the price and starts the workflow at once', async () => {
+    const caller = await stack.newCaller('stored-only');
+    const strandedId = await diedAfterStoring(caller, 'stored-only');
+    const retry = await submit(caller.key, 'stored-only');
+    assert.equal(retry.statusCode, 200, retry.body);
+    assert.equal(retry.json().task_id, strandedId);
+    assert.equal(retry.headers['idempotent-replayed'], undefined, 'run on, not replayed');
+    const described = await stack.temporal.client.workflow.getHandle(strandedId).describe();
+    assert.equal(described.workflowId, strandedId);
+    assert.equal(await new TaskStore(stack.database.db).workflowStarted(strandedId), true);
+    // Both tasks are held: the first attempt's original one and the resumed one.
+    const account = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${caller.accountId}`, headers: adminHeaders })).json();
+    assert.ok(account.held_usd > 0 && Math.abs(account.held_usd - 2 * (await submitPrice())) < 1e-9, JSON.stringify(account));
+    const again = await submit(caller.key, 'stored-only');
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json().task_id, strandedId);
+  });
+
+  it('refuses with 403 the retry of a task stored but never held, once the balance no longer covers it', async () => {
+    // Enough for one task: the original submission's hold takes it all.
+    const price = await submitPrice();
+    const caller = await stack.newCaller('stored-poor', price);
+    const strandedId = await diedAfterStoring(caller, 'stored-poor');
+    const retry = await submit(caller.key, 'stored-poor');
+    assert.equal(retry.statusCode, 403, retry.body);
+    assert.equal(retry.json().error.code, 'insufficient_balance');
+    await assert.rejects(stack.temporal.client.workflow.getHandle(strandedId).describe(), /not found/i);
+    assert.equal(await stack.database.db.collection<{ _id: string }>('tasks').countDocuments({ _id: strandedId }), 0, 'the refused task is gone');
   });
 
   it("submits anew under a new task id when the first attempt's task was closed unbilled", async () => {
