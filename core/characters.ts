@@ -44,10 +44,15 @@ export function atLeastCharacters<Schema extends z.ZodString>(schema: Schema, mi
 export const WHITESPACE_CLASS = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
 const NOT_ONLY_WHITESPACE = new RegExp(`[^${WHITESPACE_CLASS}]`);
 
-/** Required text with something besides whitespace, at most `max` characters, trimmed. */
+/** Something besides whitespace and control characters (C0, DEL, C1): a prompt of only NULs
+ * would be sent to the vendor and billed for a clip of nothing. */
+const SOMETHING_VISIBLE = new RegExp(`[^${WHITESPACE_CLASS}\\u0000-\\u001f\\u007f-\\u009f]`);
+
+/** Required text with something besides whitespace and control characters, at most `max`
+ * characters, trimmed. */
 export function visibleText(max: number) {
   return atMostCharacters(z.string({ error: requiredAs('a string') }), max, `is longer than ${max} characters`)
-    .regex(NOT_ONLY_WHITESPACE, 'must not be empty')
+    .regex(SOMETHING_VISIBLE, 'must not be empty (only whitespace or control characters)')
     .trim();
 }
 

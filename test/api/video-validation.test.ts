@@ -11,6 +11,7 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['no model', { prompt: 'a cat' }, 400, 'model', /'model'.*required/],
   ['no prompt', { model: 'seedance-2.0' }, 400, 'prompt', /'prompt'.*required/],
   ['an empty prompt', { model: 'seedance-2.0', prompt: '   ' }, 400, 'prompt', /must not be empty/],
+  ['a prompt of control characters only', { model: 'seedance-2.0', prompt: '\u0000\u0001\u007f\u0085 ' }, 400, 'prompt', /must not be empty \(only whitespace or control characters\)/],
   ['a prompt that is a number', { model: 'seedance-2.0', prompt: 5 }, 400, 'prompt', /'prompt': must be a string$/],
   ['a model that is a list', { model: ['seedance-2.0'], prompt: 'x' }, 400, 'model', /'model': must be a video model id from GET \/v1\/models$/],
   ['an unknown model', { model: 'seedance-9', prompt: 'x' }, 404, 'model', /does not exist/],
