@@ -15,8 +15,10 @@ export interface ClipSources {
 export type Clip = { redirectTo: string } | { contentType: string; body: AsyncIterable<Uint8Array> };
 
 export async function openClip(task: TaskDocument, sources: ClipSources): Promise<Clip> {
+  // 409: the request is fine, the task is not there (400 would blame the request). A failed
+  // task never will be, so its answer does not say to wait.
+  if (task.status === 'failed') throw new GatewayError('conflict', 'The task failed, so it has no clip; see its error in GET /v1/video/generations/{task_id}.', 'task_id');
   if (task.status !== 'succeeded') {
-    // 409: the request is fine, the task is not there yet (400 would blame the request).
     throw new GatewayError('conflict', `The task is ${task.status}; its clip is downloadable once it has succeeded.`, 'task_id');
   }
   if (task.url) return { redirectTo: task.url };

@@ -41,4 +41,19 @@ describe('clips the gateway streams from the vendor', () => {
       });
     }
   });
+
+  it('answers 409 for a task without a clip: to wait while it runs, not to wait once it failed', async () => {
+    const never = failingWith(new Error('the vendor is not asked'));
+    for (const [status, message] of [
+      ['running', /is running; its clip is downloadable once it has succeeded/],
+      ['failed', /failed, so it has no clip; see its error/],
+    ] as const) {
+      await assert.rejects(openClip({ ...task, status } as TaskDocument, never), (thrown: unknown) => {
+        assert.ok(thrown instanceof GatewayError);
+        assert.equal(thrown.status, 409);
+        assert.match(thrown.message, message);
+        return true;
+      });
+    }
+  });
 });
