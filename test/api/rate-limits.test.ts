@@ -141,6 +141,16 @@ describe('rate limits', () => {
     assert.ok(admitted >= 2 && admitted <= 4, `admitted ${admitted} of 12: ${statuses.join()}`);
   });
 
+  it('counts the prompt, not the output limit, when it admits a chat call', async () => {
+    const caller = await stack.newCaller('token-output-limit');
+    await awayFromMinuteEdge();
+    const answer = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(caller.key), payload: { model: 'gpt-4o-mini', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(answer.statusCode, 200, answer.body);
+    // About 20 tokens of prompt estimate; with the 50 of its output limit, nothing would be left.
+    const remaining = Number(answer.headers['x-ratelimit-remaining-tokens']);
+    assert.ok(remaining > 30 && remaining < 60, `remaining ${remaining}`);
+  });
+
   it('gives back the count of a chat call that failed upstream', async () => {
     const caller = await stack.newCaller('token-failure');
     await awayFromMinuteEdge();

@@ -137,14 +137,6 @@ function refuseOutputLimitAboveModel(model: ChatModel, body: ChatCompletionReque
   }
 }
 
-/** What a call is counted for against its key's tokens per minute when admitted: its prompt
- * estimate, and its output limit when it set one (without one, its output is counted once the
- * upstream reports it: counting the model's whole limit would let few calls through). */
-function expectedTokens(body: ChatCompletionRequest, holdTokens: TokenCounts): number {
-  const limited = typeof body.max_completion_tokens === 'number' || typeof body.max_tokens === 'number';
-  return holdTokens.inputTokens + (limited ? holdTokens.outputTokens : 0);
-}
-
 export class ChatProxy {
   constructor(private readonly options: ChatProxyOptions) {}
 
@@ -212,7 +204,10 @@ export class ChatProxy {
     const { limiter } = this.options;
     let tokenCount: TokenCount | undefined;
     if (limiter) {
-      tokenCount = await limiter.admitTokens(principal, expectedTokens(body, holdTokens));
+      // Counted for its prompt estimate, not its output limit: what a call gives back when it ends
+      // stays with this process (other api processes cannot use it), so counting a max_tokens of
+      // thousands at admission left most of a minute to one process.
+      tokenCount = await limiter.admitTokens(principal, holdTokens.inputTokens);
       context.setHeaders?.(limitHeaders('tokens', tokenCount.status));
     }
     let counted = false;

@@ -11,11 +11,12 @@ import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowanc
 // minutes, shared by every API process through the store (window-allowance.ts).
 //
 // Tokens: a chat call is admitted while its minute has tokens left, and is counted at once for
-// the tokens it is sure to use (its prompt estimate, plus the output limit it set), as OpenAI
-// counts a request's estimate when it admits it. So calls made together see each other: 50 at
-// once against a limit of 10,000 admit about as many as the limit covers, where counting only
-// the usage reported afterwards admitted all 50. When the call ends, its count is corrected to
-// the upstream's usage: so the last call admitted in a minute may overshoot by its own size.
+// the tokens it is sure to use (its prompt estimate), as OpenAI counts a request's estimate when
+// it admits it. So calls made together see each other: 50 at once against a limit of 10,000
+// admit about as many as their prompts fit, where counting only the usage reported afterwards
+// admitted all 50. When the call ends, its count is corrected to the upstream's usage (the
+// output added, an estimate above the real prompt given back to this process's allowance): so
+// the last call admitted in a minute may overshoot by its own size.
 //
 // If the store cannot be reached the limiter lets requests through and logs it: a store
 // outage should not take down chat calls that otherwise need no store at all.
