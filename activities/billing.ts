@@ -59,6 +59,14 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
       return 'abandoned';
     },
 
+    /** Where a task's money stands on the ledger: captured or released (settled), held, or
+     * never held (its run ended before the hold). */
+    async findSettlement(input: { taskId: string }): Promise<'captured' | 'released' | 'held' | 'none'> {
+      if (await deps.ledger.find(input.taskId, 'capture')) return 'captured';
+      if (await deps.ledger.find(input.taskId, 'release')) return 'released';
+      return (await deps.ledger.find(input.taskId, 'hold')) ? 'held' : 'none';
+    },
+
     async settleHold(input: {
       taskId: string;
       accountId: string;

@@ -33,10 +33,13 @@ export interface VideoTaskWorkflowInput {
   /** How long the task may take before it fails (and its vendor task is cancelled). */
   deadlineSeconds: number;
   requestId: string;
-  /** Set on a run the sweeper starts for a task whose earlier run was terminated (an operator's
-   * Terminate, which runs no code of the workflow): this run only closes the task, knowing the
-   * vendor task the earlier one started. */
-  closeTerminatedRun?: { vendorTaskId?: string };
+}
+
+/** What closeTerminatedTaskWorkflow needs: the task's own input, as stored, and the vendor task
+ * its terminated run started (from the task, or that run's history), if any. */
+export interface CloseTerminatedTaskInput {
+  task: VideoTaskWorkflowInput;
+  vendorTaskId?: string;
 }
 
 export interface VideoTaskWorkflowResult {

@@ -9,6 +9,8 @@ import type { Ledger } from '../store/ledger.ts';
 import type { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import type { TaskDocument, TaskStore } from '../store/tasks.ts';
 import { sweepExpiredLeases } from './lease-sweeper.ts';
+import { sweepTerminatedRuns } from './terminated-runs.ts';
+import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 
 // An api process that dies between storing a task and starting its workflow leaves a task in
 // `submitted` that nothing will move. The sweeper finds such tasks once they are older than a
@@ -23,9 +25,8 @@ import { sweepExpiredLeases } from './lease-sweeper.ts';
 // is recorded; it runs only once the api claimed its task for the caller, and closes the task
 // itself when no claim comes within the same grace (activities/billing.ts holdFunds).
 // A task whose workflow an operator terminated (Terminate in the Web UI: no workflow code runs,
-// unlike Cancel) would stay `running` with its money held: the sweeper starts a closing run
-// for it under the same workflow id (workflows/video-task.ts closeTerminatedRun), which settles
-// it and sends its webhook.
+// unlike Cancel) would stay `running` with its money held: the sweeper starts a workflow that
+// closes it (terminated-runs.ts).
 // The same timer releases the spend leases of dead api processes (lease-sweeper.ts) and deletes
 // the rate-limit blocks of past minutes and Idempotency-Key records past their 24 hours
 // (FerretDB has no TTL indexes).
@@ -79,35 +80,7 @@ async function workflowExists(client: Client, workflowId: string): Promise<boole
   }
 }
 
-/** How far back the first round looks for terminated runs; later rounds start a little before
- * the previous one did, since Temporal's visibility lists a closed run with some delay. */
-const TERMINATED_LOOKBACK_MS = 7 * 24 * 3600_000;
-const VISIBILITY_LAG_MS = 5 * 60_000;
-
-/** Where the rounds of sweepTerminatedRuns have got to. */
-export interface TerminatedRunCursor {
-  since: Date;
-}
-
-/** Starts a closing run for every task of this queue whose run was terminated since
- * `cursor.since` and that is still open; moves the cursor on when the round got through. */
-export async function sweepTerminatedRuns(options: SweeperOptions, cursor: TerminatedRunCursor): Promise<number> {
-  const roundStarted = Date.now();
-  const query = `WorkflowType = 'videoTaskWorkflow' AND TaskQueue = '${options.taskQueue}' AND ExecutionStatus = 'Terminated' AND CloseTime > '${cursor.since.toISOString()}'`;
-  let closing = 0;
-  for await (const execution of options.client.workflow.list({ query })) {
-    const task = await options.tasks.find(execution.workflowId);
-    if (!task || (task.status !== 'submitted' && task.status !== 'running')) continue;
-    // Already started (a closing run is open): the start is a no-op.
-    await startTaskWorkflow(options.client, options.taskQueue, { ...task.workflow_input, closeTerminatedRun: task.vendor_task_id ? { vendorTaskId: task.vendor_task_id } : {} });
-    options.log?.(`sweeper started a closing run for task ${task._id}, whose workflow was terminated`);
-    closing++;
-  }
-  cursor.since = new Date(roundStarted - VISIBILITY_LAG_MS);
-  return closing;
-}
-
-export type SweepOptions = SweeperOptions & { leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore; idempotency: IdempotencyStore; terminatedRuns?: TerminatedRunCursor };
+export type SweepOptions = SweeperOptions & { leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore; idempotency: IdempotencyStore; cursors: SweeperCursorStore };
 
 /** One round of every sweep, each on its own: one that fails (Temporal unreachable for the
  * unstarted tasks, say) neither skips the others nor stops them at the next round. Resolves
@@ -119,7 +92,7 @@ export async function sweepOnce(options: SweepOptions, now = new Date()): Promis
     ['rate-limit blocks of past minutes', () => options.rateLimitBlocks.deleteExpired(now)],
     ['expired Idempotency-Key records', () => options.idempotency.deleteExpired(now)],
     ['unstarted tasks', () => sweepUnstartedTasks(options)],
-    ['terminated runs', () => sweepTerminatedRuns(options, options.terminatedRuns ?? { since: new Date(now.getTime() - TERMINATED_LOOKBACK_MS) })],
+    ['terminated runs', () => sweepTerminatedRuns(options, now)],
   ];
   const failed: string[] = [];
   for (const [name, step] of steps) {
@@ -135,11 +108,10 @@ export async function sweepOnce(options: SweepOptions, now = new Date()): Promis
 
 export function startSweeper(options: SweepOptions): () => void {
   let running = false;
-  const rounds: SweepOptions = { terminatedRuns: { since: new Date(Date.now() - TERMINATED_LOOKBACK_MS) }, ...options };
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    void sweepOnce(rounds).finally(() => (running = false));
+    void sweepOnce(options).finally(() => (running = false));
   }, options.intervalMs ?? 30_000);
   timer.unref();
   return () => clearInterval(timer);

@@ -11,12 +11,12 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
-  WEBHOOK_RETRY_SCHEDULE_SECONDS,
   type TaskError,
   type VideoTaskWorkflowInput,
   type VideoTaskWorkflowResult,
 } from '../core/video-task.ts';
 import { getTaskStateQuery, type TaskState } from './definitions.ts';
+import { deliverWebhook } from './webhook-schedule.ts';
 
 // One workflow per video task: hold → submit → poll → settle → final snapshot → webhook.
 // Money and snapshots are settled before the webhook, so a caller who hears of a final state
@@ -49,9 +49,6 @@ const bookkeeping = proxyActivities<Activities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: ['SettlementConflict'] },
 });
 
-/** One webhook attempt; the retry schedule below, with durable timers, replaces activity retries. */
-const webhookDelivery = proxyActivities<Activities>({ startToCloseTimeout: '45s', retry: { maximumAttempts: 1 } });
-
 /** Status reads the vendor refused in a row (a 404: the task is gone; a 401) that end a task. */
 const MAX_STATUS_REFUSALS = 3;
 /** Marks histories recorded since refusals end a task (older ones replay as they ran). */
@@ -70,7 +67,6 @@ const SUBMISSION_REFUSAL_CODES_PATCH = 'submission-refusal-codes';
 const DEADLINE_FINAL_READ_PATCH = 'deadline-final-read';
 const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 10_000;
-const WEBHOOK_MAX_DELAY_MS = 24 * 3600 * 1000;
 
 type Outcome = { status: 'succeeded'; url?: string } | { status: 'failed'; error: TaskError };
 
@@ -103,7 +99,7 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
     );
     held = hold === 'held';
     abandoned = hold === 'abandoned';
-    if (held) outcome = input.closeTerminatedRun ? await closeTerminatedRun(input, input.closeTerminatedRun.vendorTaskId) : await generate(input, state, deadline);
+    if (held) outcome = await generate(input, state, deadline);
     else if (abandoned) outcome = failed('gateway_unavailable', 'The submission failed before the task started; nothing was charged.');
     else outcome = failed('insufficient_balance', 'The account balance did not cover this task.');
   } catch (error) {
@@ -240,18 +236,6 @@ function finishedOutcome(status: VendorStatus | undefined): Outcome | undefined 
   return undefined;
 }
 
-/** The run that closes a task whose earlier run an operator terminated (worker/sweeper.ts): a
- * clip the vendor already finished is kept (and billed), as at the deadline; anything else is
- * cancelled at the vendor, and the task fails as an operator's cancel would. */
-async function closeTerminatedRun(input: VideoTaskWorkflowInput, vendorTaskId: string | undefined): Promise<Outcome> {
-  if (vendorTaskId) {
-    const finished = finishedOutcome(await readOnce(input, vendorTaskId));
-    if (finished) return finished;
-    await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
-  }
-  return failed('cancelled', 'The task was stopped by an operator (its workflow was terminated); nothing was charged.');
-}
-
 /** One status read whose failure is no answer (undefined); cancellation still ends the task. */
 async function readOnce(input: VideoTaskWorkflowInput, vendorTaskId: string): Promise<VendorStatus | undefined> {
   try {
@@ -260,21 +244,4 @@ async function readOnce(input: VideoTaskWorkflowInput, vendorTaskId: string): Pr
     if (isCancellation(error)) throw error;
     return undefined;
   }
-}
-
-async function deliverWebhook(taskId: string): Promise<NonNullable<VideoTaskWorkflowResult['webhook']>> {
-  let retryAfterMs = 0;
-  for (let index = 0; index < WEBHOOK_RETRY_SCHEDULE_SECONDS.length; index++) {
-    const delay = Math.min(Math.max(WEBHOOK_RETRY_SCHEDULE_SECONDS[index]! * 1000, retryAfterMs), WEBHOOK_MAX_DELAY_MS);
-    if (delay > 0) await sleep(delay);
-    const lastAttempt = index === WEBHOOK_RETRY_SCHEDULE_SECONDS.length - 1;
-    try {
-      const answer = await webhookDelivery.deliverTaskWebhook({ taskId, attempt: index + 1, lastAttempt });
-      if (answer.outcome !== 'retry') return answer.outcome;
-      retryAfterMs = answer.retryAfterMs ?? 0;
-    } catch {
-      retryAfterMs = 0; // the attempt itself failed (worker lost, store down): next slot of the schedule
-    }
-  }
-  return 'exhausted';
 }

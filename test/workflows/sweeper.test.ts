@@ -9,6 +9,7 @@ import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor }
 import { BudgetLeaseStore } from '../../store/budget-leases.ts';
 import { IdempotencyStore } from '../../store/idempotency.ts';
 import { RateLimitBlockStore } from '../../store/rate-limit-blocks.ts';
+import { SweeperCursorStore } from '../../store/sweeper-cursors.ts';
 import { sweepOnce, sweepUnstartedTasks } from '../../worker/sweeper.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
@@ -119,7 +120,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     const lines: string[] = [];
     const failed = await sweepOnce({
       tasks: tasks(), ledger: ledger(), client: unreachable, taskQueue: stack.taskQueue, graceMs: 60_000, log: (line) => lines.push(line),
-      leases: new BudgetLeaseStore(db), rateLimitBlocks: blocks, idempotency,
+      leases: new BudgetLeaseStore(db), rateLimitBlocks: blocks, idempotency, cursors: new SweeperCursorStore(db),
     });
     await unreachable.connection.close();
     // A task it could not start fails only that task; listing terminated runs needs Temporal.

@@ -3,8 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as pause } from 'node:timers/promises';
 import { request } from 'undici';
 import { Ledger } from '../../store/ledger.ts';
+import { SweeperCursorStore } from '../../store/sweeper-cursors.ts';
 import { TaskStore } from '../../store/tasks.ts';
-import { sweepTerminatedRuns, type TerminatedRunCursor } from '../../worker/sweeper.ts';
+import { sweepTerminatedRuns } from '../../worker/terminated-runs.ts';
 import { adminHeaders, createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
@@ -12,53 +13,82 @@ import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 // An operator who terminates a task's workflow (the Web UI's Terminate, `temporal workflow
 // terminate`) runs none of its code: unlike a cancel, nothing settled the task, which stayed
-// `running` with its price held for good, and its webhook never went out. The sweeper starts a
-// closing run for such a task.
+// `running` with its price held for good, and its webhook never went out. The sweeper starts
+// closeTerminatedTaskWorkflow for such a task.
 
 describe('a task whose workflow an operator terminated', () => {
   let stack: VideoStack;
+  let tasks: TaskStore;
+  let sweep: () => Promise<number>;
   before(async () => {
     stack = await startVideoStack('terminated-run');
+    tasks = new TaskStore(stack.database.db);
+    const options = { tasks, cursors: new SweeperCursorStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue };
+    sweep = () => sweepTerminatedRuns(options);
   });
   after(() => stack.close());
 
-  it('is closed by the sweeper: vendor task cancelled, hold released, task failed as cancelled, webhook sent', async () => {
-    const account = await createAccount(stack.app, { name: 'terminated', balance_usd: 5 });
+  /** A task the vendor is working on (for a minute), its workflow then terminated. */
+  async function terminatedTask(name: string, callbackUrl?: string) {
+    const account = await createAccount(stack.app, { name, balance_usd: 5 });
     const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+    const metadata = { resolution: '480p', ...(callbackUrl ? { callback_url: callbackUrl } : {}) };
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: `stopped by hand ${name} [sim:delay=60]`, seconds: '4', metadata });
+    assert.equal(submitted.status, 200);
+    const taskId = submitted.json.task_id as string;
+    for (const started = Date.now(); !(await tasks.find(taskId))?.vendor_task_id; await pause(50)) assert.ok(Date.now() - started < 10_000, 'the vendor never got the task');
+    await stack.temporal.client.workflow.getHandle(taskId).terminate('an operator stops it');
+    return { account, client, taskId, vendorTaskId: (await tasks.find(taskId))!.vendor_task_id! };
+  }
+
+  /** Sweeps until a closing run starts (Temporal lists a closed run after a short delay). */
+  async function sweepUntilClosing(): Promise<void> {
+    for (const started = Date.now(); (await sweep()) === 0; await pause(200)) assert.ok(Date.now() - started < 15_000, 'the sweeper never found the terminated run');
+  }
+
+  const vendorStatus = async (vendorTaskId: string) =>
+    ((await (await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${vendorTaskId}`, { headers: { authorization: 'Bearer sim' } })).body.json()) as { status: string }).status;
+  const money = async (accountId: string) => {
+    const account = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${accountId}`, headers: adminHeaders })).json();
+    return [account.held_usd, account.spent_usd, account.balance_usd];
+  };
+
+  it('is closed as a cancel would: vendor task cancelled, hold released, task failed as cancelled, webhook sent', async () => {
     const receiver = await startWebhookReceiver([200]);
     try {
-      const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'stopped by hand [sim:delay=60]', seconds: '4', metadata: { resolution: '480p', callback_url: receiver.url } });
-      assert.equal(submitted.status, 200);
-      const taskId = submitted.json.task_id as string;
-      const tasks = new TaskStore(stack.database.db);
-      for (const started = Date.now(); !(await tasks.find(taskId))?.vendor_task_id; await pause(50)) assert.ok(Date.now() - started < 10_000, 'the vendor never got the task');
-      await stack.temporal.client.workflow.getHandle(taskId).terminate('an operator stops it');
-
-      const options = { tasks, ledger: new Ledger(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue };
-      const cursor: TerminatedRunCursor = { since: new Date(Date.now() - 60_000) };
-      // Temporal lists a closed run after a short delay.
-      let closing = 0;
-      for (const started = Date.now(); closing === 0; await pause(200)) {
-        assert.ok(Date.now() - started < 15_000, 'the sweeper never found the terminated run');
-        closing = await sweepTerminatedRuns(options, { ...cursor });
-      }
-      assert.equal(closing, 1);
-
+      const { account, client, taskId, vendorTaskId } = await terminatedTask('plain', receiver.url);
+      await sweepUntilClosing();
       const task = await client.waitForFinal(taskId, 20_000);
-      assert.equal(task.status, 'failed');
-      assert.equal(task.error?.code, 'cancelled');
+      assert.deepEqual([task.status, task.error?.code], ['failed', 'cancelled']);
       assert.match(task.error!.message, /terminated/);
-      const billed = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
-      assert.deepEqual([billed.held_usd, billed.spent_usd, billed.balance_usd], [0, 0, 5]);
-      const vendorTaskId = (await tasks.find(taskId))!.vendor_task_id;
-      const vendorTask = await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${vendorTaskId}`, { headers: { authorization: 'Bearer sim' } });
-      assert.equal(((await vendorTask.body.json()) as { status: string }).status, 'cancelled');
-      for (const started = Date.now(); receiver.received.length === 0; await pause(50)) assert.ok(Date.now() - started < 10_000, 'no webhook');
-      assert.equal(JSON.parse(receiver.received[0]!.body).error.code, 'cancelled');
-      // Closed: later rounds leave it alone.
-      assert.equal(await sweepTerminatedRuns(options, { ...cursor }), 0);
+      assert.deepEqual(await money(account.id), [0, 0, 5]);
+      assert.equal(await vendorStatus(vendorTaskId), 'cancelled');
+      const [webhook] = await receiver.waitFor(1);
+      assert.equal(JSON.parse(webhook!.body).error.code, 'cancelled');
+      // Closed: later rounds start nothing for it.
+      assert.equal(await sweep(), 0);
     } finally {
       await receiver.close();
     }
+  });
+
+  it('cancels the vendor task the terminated run started before the task recorded it (read from the run\'s history)', async () => {
+    const { client, taskId, vendorTaskId } = await terminatedTask('unrecorded');
+    await tasks.collection.updateOne({ _id: taskId }, { $unset: { vendor_task_id: '' } });
+    await sweepUntilClosing();
+    assert.equal((await client.waitForFinal(taskId, 20_000)).error?.code, 'cancelled');
+    assert.equal(await vendorStatus(vendorTaskId), 'cancelled');
+  });
+
+  it('records as succeeded a task whose terminated run had already captured its price', async () => {
+    const { account, client, taskId } = await terminatedTask('captured');
+    // As if the run was stopped between settling the money and recording the task.
+    const { workflow_input: input } = (await tasks.find(taskId))!;
+    assert.equal(await new Ledger(stack.database.db).apply({ accountId: input.accountId, keyId: input.keyId, reference: taskId, operation: 'capture', amountMicros: input.holdMicros }), 'applied');
+    await sweepUntilClosing();
+    const task = await client.waitForFinal(taskId, 20_000);
+    assert.equal(task.status, 'succeeded');
+    const [held, spent] = await money(account.id);
+    assert.deepEqual([held, spent], [0, input.holdMicros / 1_000_000]);
   });
 });

@@ -1,0 +1,50 @@
+import { CancellationScope, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+import type { CloseTerminatedTaskInput, TaskError, VideoTaskWorkflowResult } from '../core/video-task.ts';
+import { deliverWebhook } from './webhook-schedule.ts';
+
+// Closes a task whose videoTaskWorkflow run an operator terminated (Terminate in the Web UI,
+// `temporal workflow terminate`): that runs none of the workflow's code, so the task stayed
+// open with its price held and its webhook unsent. The worker's sweeper starts this workflow
+// under the task's id (worker/sweeper.ts). It ends the task as a Cancel would have: the vendor
+// task cancelled, the hold released, the task failed `cancelled`, the webhook sent; unless the
+// terminated run had already captured the price (it was stopped between settling and
+// recording the task), in which case the task is recorded succeeded, as it was paid for.
+//
+// A workflow type of its own, not a flag on videoTaskWorkflow: during a rolling deploy a worker
+// without this code fails the workflow task (unknown type) and leaves it to one with it, where
+// a flag it did not know would have made it generate, and bill, the clip.
+
+const activities = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: ['SettlementConflict', 'VendorRejected'] },
+});
+
+const vendorCalls = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '500ms', maximumInterval: '5s', maximumAttempts: 3, nonRetryableErrorTypes: ['VendorRejected'] },
+});
+
+const STOPPED: TaskError = { code: 'cancelled', message: 'The task was stopped by an operator (its workflow was terminated); nothing was charged.' };
+
+export async function closeTerminatedTaskWorkflow(input: CloseTerminatedTaskInput): Promise<VideoTaskWorkflowResult> {
+  const { task, vendorTaskId } = input;
+  const result = await CancellationScope.nonCancellable(async (): Promise<VideoTaskWorkflowResult> => {
+    const settlement = await activities.findSettlement({ taskId: task.taskId });
+    if (settlement === 'captured') {
+      // Paid for: the clip is the caller's. Its address, when the vendor still gives it.
+      const status = vendorTaskId ? await vendorCalls.readVendorStatus({ upstream: task.upstream, vendorTaskId }).catch(() => undefined) : undefined;
+      const url = status?.state === 'succeeded' ? status.videoUrl : undefined;
+      await activities.finishTask({ taskId: task.taskId, outcome: url ? { status: 'succeeded', url } : { status: 'succeeded' } });
+      return url ? { status: 'succeeded', url } : { status: 'succeeded' };
+    }
+    if (vendorTaskId) await vendorCalls.cancelVendorTask({ upstream: task.upstream, vendorTaskId }).catch(() => undefined);
+    if (settlement === 'held') {
+      await activities.settleHold({ taskId: task.taskId, accountId: task.accountId, keyId: task.keyId, modelId: task.modelId, amountMicros: task.holdMicros, outcome: 'release', videoSeconds: 0 });
+    }
+    await activities.finishTask({ taskId: task.taskId, outcome: { status: 'failed', error: STOPPED } });
+    return { status: 'failed', error: STOPPED };
+  });
+  if (task.callbackUrl) result.webhook = await CancellationScope.nonCancellable(() => deliverWebhook(task.taskId));
+  return result;
+}
