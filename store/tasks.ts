@@ -90,10 +90,11 @@ export class TaskStore {
   }
 
   /** Stores the task unless one with its id is stored already (a retry under an
-   * Idempotency-Key resuming the submission of a first attempt that died): that one stays. */
-  async insertIfAbsent(task: TaskDocument): Promise<void> {
+   * Idempotency-Key resuming the submission of a first attempt that died): that one stays, and
+   * the answer is false. */
+  async insertIfAbsent(task: TaskDocument): Promise<boolean> {
     const { _id, ...fields } = task;
-    await this.collection.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true });
+    return (await this.collection.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true })).upsertedCount === 1;
   }
 
   find(taskId: string): Promise<TaskDocument | null> {

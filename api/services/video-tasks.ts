@@ -72,9 +72,9 @@ export class VideoTaskService {
     const { catalog, tasks, ledger } = this.options;
     const model = resolveModel(catalog, principal, body.model, 'video');
     const validated = validateVideoSubmission(model, body);
-    const priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
+    let priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
     const callbackUrl = body.metadata?.callback_url;
-    const input: VideoTaskWorkflowInput = {
+    let input: VideoTaskWorkflowInput = {
       taskId,
       accountId: principal.accountId,
       keyId: principal.keyId,
@@ -126,7 +126,13 @@ export class VideoTaskService {
     const storing = (async () => {
       // Under an Idempotency-Key the task may be stored already, by a first attempt whose
       // process died before it held the price and started the workflow (api/routes/idempotent-routes.ts).
-      await (idempotentTaskId === undefined ? tasks.insert(task) : tasks.insertIfAbsent(task));
+      if (idempotentTaskId === undefined) await tasks.insert(task);
+      else if (!(await tasks.insertIfAbsent(task))) {
+        // It goes on as it was stored: its price and input, not this retry's (the catalog's
+        // price may have changed since, and its hold, if placed, is of the stored price).
+        const stored = await tasks.find(taskId);
+        if (stored) ({ workflow_input: input, price_micros: priceMicros } = stored);
+      }
       await this.hold(principal, taskId, priceMicros);
     })();
     const settled = () => {

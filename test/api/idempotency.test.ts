@@ -138,14 +138,16 @@ describe('Idempotency-Key', () => {
 
   /** A first attempt under `idempotencyKey` that died after storing its task, before holding
    * its price or starting its workflow: the record names a stored task nothing else has. */
-  async function diedAfterStoring(caller: { key: string }, idempotencyKey: string): Promise<string> {
+  async function diedAfterStoring(caller: { key: string }, idempotencyKey: string, storedPriceMicros?: number): Promise<string> {
     const first = await submit(caller.key, idempotencyKey);
     assert.equal(first.statusCode, 200, first.body);
     const tasks = stack.database.db.collection<{ _id: string }>('tasks');
     const stored = (await tasks.findOne({ _id: first.json().task_id }))!;
     const strandedId = `${first.json().task_id}x`;
     const { workflow_input: input, ...rest } = stored as unknown as { workflow_input: Record<string, unknown> } & Record<string, unknown>;
-    await tasks.insertOne({ ...rest, _id: strandedId, status: 'submitted', workflow_started: false, workflow_input: { ...input, taskId: strandedId } } as never);
+    const price = storedPriceMicros === undefined ? {} : { price_micros: storedPriceMicros };
+    const held = storedPriceMicros === undefined ? {} : { holdMicros: storedPriceMicros };
+    await tasks.insertOne({ ...rest, ...price, _id: strandedId, status: 'submitted', workflow_started: false, workflow_input: { ...input, ...held, taskId: strandedId } } as never);
     const longAgo = new Date(Date.now() - 60_000);
     await records.collection.updateOne({ task_id: first.json().task_id }, { $set: { task_id: strandedId, state: 'in_flight', created_at: longAgo, refreshed_at: longAgo }, $unset: { body: '', status_code: '' } });
     return strandedId;
@@ -153,7 +155,8 @@ describe('Idempotency-Key', () => {
 
   it('goes on with a first attempt that died after storing its task: the retry holds the price and starts the workflow at once', async () => {
     const caller = await stack.newCaller('stored-only');
-    const strandedId = await diedAfterStoring(caller, 'stored-only');
+    // Stored at a price the catalog no longer has: the submission goes on at that one.
+    const strandedId = await diedAfterStoring(caller, 'stored-only', 123_456);
     const retry = await submit(caller.key, 'stored-only');
     assert.equal(retry.statusCode, 200, retry.body);
     assert.equal(retry.json().task_id, strandedId);
@@ -161,9 +164,11 @@ describe('Idempotency-Key', () => {
     const described = await stack.temporal.client.workflow.getHandle(strandedId).describe();
     assert.equal(described.workflowId, strandedId);
     assert.equal(await new TaskStore(stack.database.db).workflowStarted(strandedId), true);
-    // Both tasks are held: the first attempt's original one and the resumed one.
+    // Both tasks are held: the first attempt's original one, and the resumed one at its stored price.
+    const hold = await stack.database.db.collection<{ reference: string; operation: string; amount_micros: number }>('ledger').findOne({ reference: strandedId, operation: 'hold' });
+    assert.equal(hold?.amount_micros, 123_456);
     const account = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${caller.accountId}`, headers: adminHeaders })).json();
-    assert.ok(account.held_usd > 0 && Math.abs(account.held_usd - 2 * (await submitPrice())) < 1e-9, JSON.stringify(account));
+    assert.ok(Math.abs(account.held_usd - ((await submitPrice()) + 0.123456)) < 1e-9, JSON.stringify(account));
     const again = await submit(caller.key, 'stored-only');
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal(again.json().task_id, strandedId);
