@@ -44,15 +44,18 @@ export function atLeastCharacters<Schema extends z.ZodString>(schema: Schema, mi
 export const WHITESPACE_CLASS = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
 const NOT_ONLY_WHITESPACE = new RegExp(`[^${WHITESPACE_CLASS}]`);
 
-/** Something besides whitespace and control characters (C0, DEL, C1): a prompt of only NULs
- * would be sent to the vendor and billed for a clip of nothing. */
-const SOMETHING_VISIBLE = new RegExp(`[^${WHITESPACE_CLASS}\\u0000-\\u001f\\u007f-\\u009f]`);
+/** Something besides whitespace, control characters (C0, DEL, C1) and the invisible format
+ * characters (soft hyphen, zero-width spaces and joiners, direction marks, word joiners): a
+ * prompt of only such characters would be sent to the vendor and billed for a clip of nothing.
+ * Spelled out, as `\p{Cf}` is not read alike by the document's readers (Python's `re` lacks it). */
+const INVISIBLE_CLASS = '\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufff9-\\ufffb';
+const SOMETHING_VISIBLE = new RegExp(`[^${WHITESPACE_CLASS}${INVISIBLE_CLASS}]`);
 
 /** Required text with something besides whitespace and control characters, at most `max`
  * characters, trimmed. */
 export function visibleText(max: number) {
   return atMostCharacters(z.string({ error: requiredAs('a string') }), max, `is longer than ${max} characters`)
-    .regex(SOMETHING_VISIBLE, 'must not be empty (only whitespace or control characters)')
+    .regex(SOMETHING_VISIBLE, 'must not be empty (only whitespace, control or invisible characters)')
     .trim();
 }
 

@@ -11,7 +11,9 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['no model', { prompt: 'a cat' }, 400, 'model', /'model'.*required/],
   ['no prompt', { model: 'seedance-2.0' }, 400, 'prompt', /'prompt'.*required/],
   ['an empty prompt', { model: 'seedance-2.0', prompt: '   ' }, 400, 'prompt', /must not be empty/],
-  ['a prompt of control characters only', { model: 'seedance-2.0', prompt: '\u0000\u0001\u007f\u0085 ' }, 400, 'prompt', /must not be empty \(only whitespace or control characters\)/],
+  ['a prompt of control characters only', { model: 'seedance-2.0', prompt: '\u0000\u0001\u007f\u0085 ' }, 400, 'prompt', /must not be empty \(only whitespace, control or invisible characters\)/],
+  ['a prompt of zero-width characters only', { model: 'seedance-2.0', prompt: '\u200b\u200d\u2060\u00ad' }, 400, 'prompt', /must not be empty/],
+  ['a callback_url on port 00', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://hooks.example:00/x' } }, 400, 'metadata.callback_url', /no port 0/],
   ['a prompt that is a number', { model: 'seedance-2.0', prompt: 5 }, 400, 'prompt', /'prompt': must be a string$/],
   ['a model that is a list', { model: ['seedance-2.0'], prompt: 'x' }, 400, 'model', /'model': must be a video model id from GET \/v1\/models$/],
   ['an unknown model', { model: 'seedance-9', prompt: 'x' }, 404, 'model', /does not exist/],
@@ -126,7 +128,7 @@ describe('POST /v1/video/generations refuses bad requests', () => {
   });
 
   it('takes host names with hyphen runs and punycode names, for callbacks and reference media', async () => {
-    const hosts = ['deploy-preview-42--mysite.netlify.app', 'green---myservice-abc123-uc.a.run.app', 'xn--80ak6aa92e.com', 'hooks.xn--p1ai'];
+    const hosts = ['deploy-preview-42--mysite.netlify.app', 'green---myservice-abc123-uc.a.run.app', 'xn--80ak6aa92e.com', 'hooks.xn--p1ai', 'hooks.example:08443'];
     const taskIds: string[] = [];
     for (const host of hosts) {
       const response = await harness.app.inject({
