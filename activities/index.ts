@@ -25,7 +25,7 @@ export interface ActivityDependencies {
 /** Every activity the video-task workflow uses; workflows proxy `ReturnType<typeof createActivities>`. */
 export function createActivities(deps: ActivityDependencies) {
   return {
-    ...createVendorActivities(deps.vendorFor),
+    ...createVendorActivities(deps.vendorFor, deps.tasks),
     ...createBillingActivities(deps),
     ...createSnapshotActivities(deps),
     ...createWebhookActivities({

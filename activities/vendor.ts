@@ -1,5 +1,6 @@
 import { ApplicationFailure, Context, type Info } from '@temporalio/activity';
 import { vendorErrors } from '../core/metrics.ts';
+import type { TaskStore } from '../store/tasks.ts';
 import { isContentPolicyCode, VendorRejectedError, VendorTransientError, type VendorTaskStatus, type VideoGenerationRequest, type VideoVendor } from '../vendors/types.ts';
 
 // Vendor calls. Errors become Temporal failures whose `type` drives the retry policy:
@@ -50,12 +51,18 @@ function asFailure(error: unknown, upstream: string): unknown {
   return error;
 }
 
-export function createVendorActivities(vendorFor: VendorLookup) {
+export function createVendorActivities(vendorFor: VendorLookup, tasks?: Pick<TaskStore, 'recordVendorTask'>) {
   return {
     async submitToVendor(input: { taskId: string; upstream: string; request: VideoGenerationRequest }): Promise<{ vendorTaskId: string }> {
       try {
         // The task's id, the same on every try (see VideoVendor.start).
-        return await vendorFor(input.upstream).start(input.request, input.taskId);
+        const started = await vendorFor(input.upstream).start(input.request, input.taskId);
+        // Recorded here as well as by the workflow's next step: a run terminated while this
+        // activity ran never takes that step, and the sweeper that closes its task must know
+        // the vendor job to cancel it (worker/terminated-runs.ts). Best effort: the workflow's
+        // own step records it otherwise.
+        await tasks?.recordVendorTask(input.taskId, started.vendorTaskId).catch(() => undefined);
+        return started;
       } catch (error) {
         throw asFailure(error, input.upstream);
       }

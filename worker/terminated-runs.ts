@@ -1,5 +1,5 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
+import { defaultPayloadConverter, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { CloseTerminatedTaskInput } from '../core/video-task.ts';
 import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 import type { TaskStore } from '../store/tasks.ts';
@@ -14,6 +14,11 @@ import type { closeTerminatedTaskWorkflow } from '../workflows/close-terminated-
 
 /** Visibility lists a closed run with some delay: each round looks this far behind its start. */
 const VISIBILITY_LAG_MS = 5 * 60_000;
+/** A vendor submission under way when its run was terminated goes on (Terminate stops no
+ * activity) for up to its 60 s timeout, and records the vendor's id on the task when it gets
+ * one (activities/vendor.ts): its task is closed only after that, so the vendor job is known
+ * and cancelled. Well within VISIBILITY_LAG_MS, so later rounds still list the run. */
+const SUBMISSION_SETTLES_MS = 70_000;
 
 export interface TerminatedRunSweep {
   tasks: TaskStore;
@@ -21,6 +26,8 @@ export interface TerminatedRunSweep {
   client: Client;
   taskQueue: string;
   log?: (message: string) => void;
+  /** SUBMISSION_SETTLES_MS unless a test shortens it. */
+  submissionSettlesMs?: number;
 }
 
 /** Starts a closing run for each task of the queue whose run was terminated since the last
@@ -28,12 +35,26 @@ export interface TerminatedRunSweep {
 export async function sweepTerminatedRuns(options: TerminatedRunSweep, now = new Date()): Promise<number> {
   const cursorName = `terminated-runs:${options.taskQueue}`;
   const since = (await options.cursors.read(cursorName)) ?? new Date(now.getTime() - VISIBILITY_LAG_MS);
-  const query = `WorkflowType = 'videoTaskWorkflow' AND TaskQueue = '${options.taskQueue}' AND ExecutionStatus = 'Terminated' AND CloseTime > '${since.toISOString()}'`;
+  // A closing run that was terminated in turn, or failed, leaves its task open just the same.
+  const query =
+    `TaskQueue = '${options.taskQueue}' AND CloseTime > '${since.toISOString()}' AND ` +
+    `((WorkflowType = 'videoTaskWorkflow' AND ExecutionStatus = 'Terminated') OR ` +
+    `(WorkflowType = 'closeTerminatedTaskWorkflow' AND (ExecutionStatus = 'Terminated' OR ExecutionStatus = 'Failed')))`;
   let started = 0;
   for await (const execution of options.client.workflow.list({ query })) {
-    const task = await options.tasks.find(execution.workflowId);
+    let task = await options.tasks.find(execution.workflowId);
     if (!task || (task.status !== 'submitted' && task.status !== 'running')) continue;
-    const vendorTaskId = task.vendor_task_id ?? (await vendorTaskOfRun(options.client, execution.workflowId, execution.runId));
+    let vendorTaskId = task.vendor_task_id;
+    if (!vendorTaskId && execution.type === 'videoTaskWorkflow') {
+      const submission = await submissionOfRun(options.client, execution.workflowId, execution.runId);
+      if (submission.inFlight && now.getTime() - (execution.closeTime?.getTime() ?? 0) < (options.submissionSettlesMs ?? SUBMISSION_SETTLES_MS)) {
+        options.log?.(`sweeper: task ${task._id} waits for the vendor submission its terminated run left under way`);
+        continue;
+      }
+      // The submission may have recorded its vendor id on the task since the read above.
+      task = (await options.tasks.find(execution.workflowId)) ?? task;
+      vendorTaskId = submission.vendorTaskId ?? task.vendor_task_id;
+    }
     const input: CloseTerminatedTaskInput = vendorTaskId ? { task: task.workflow_input, vendorTaskId } : { task: task.workflow_input };
     if (await startClosing(options, input)) {
       options.log?.(`sweeper started closing task ${task._id}, whose workflow was terminated`);
@@ -44,20 +65,20 @@ export async function sweepTerminatedRuns(options: TerminatedRunSweep, now = new
   return started;
 }
 
-/** The vendor task a run started, from its history: a run terminated after the vendor answered
- * and before the task recorded it left the id there only. */
-async function vendorTaskOfRun(client: Client, workflowId: string, runId: string): Promise<string | undefined> {
-  const submissions = new Set<string>();
+/** The vendor task a run's submission got, from its history (a run terminated after the vendor
+ * answered and before the task recorded it left the id there only), and whether a submission
+ * was still under way when the run closed. */
+async function submissionOfRun(client: Client, workflowId: string, runId: string): Promise<{ vendorTaskId?: string; inFlight: boolean }> {
+  const underWay = new Set<string>();
+  let vendorTaskId: string | undefined;
   for (const event of (await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? []) {
-    const scheduled = event.activityTaskScheduledEventAttributes;
-    if (scheduled?.activityType?.name === 'submitToVendor') submissions.add(String(event.eventId));
-    const completed = event.activityTaskCompletedEventAttributes;
-    const payload = completed?.result?.payloads?.[0];
-    if (completed && payload && submissions.has(String(completed.scheduledEventId))) {
-      return defaultPayloadConverter.fromPayload<{ vendorTaskId?: string }>(payload).vendorTaskId;
-    }
+    if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'submitToVendor') underWay.add(String(event.eventId));
+    const ended = event.activityTaskCompletedEventAttributes ?? event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes ?? event.activityTaskCanceledEventAttributes;
+    if (!ended || !underWay.delete(String(ended.scheduledEventId))) continue;
+    const payload = event.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
+    if (payload) vendorTaskId = defaultPayloadConverter.fromPayload<{ vendorTaskId?: string }>(payload).vendorTaskId;
   }
-  return undefined;
+  return { vendorTaskId, inFlight: underWay.size > 0 };
 }
 
 /** False when a run under the task's id is open already (a closing run from an earlier round). */
@@ -67,6 +88,9 @@ async function startClosing(options: TerminatedRunSweep, input: CloseTerminatedT
       workflowId: input.task.taskId,
       taskQueue: options.taskQueue,
       args: [input],
+      // After a closing run that completed, none again (another worker's sweep that read the
+      // task open a moment before): only after one that failed or was terminated.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
       memo: { account_id: input.task.accountId, key_id: input.task.keyId, model: input.task.modelId, request_id: input.task.requestId },
     });
     return true;

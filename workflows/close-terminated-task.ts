@@ -1,4 +1,4 @@
-import { CancellationScope, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import type { CloseTerminatedTaskInput, TaskError, VideoTaskWorkflowResult } from '../core/video-task.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
@@ -29,18 +29,28 @@ const STOPPED: TaskError = { code: 'cancelled', message: 'The task was stopped b
 
 export async function closeTerminatedTaskWorkflow(input: CloseTerminatedTaskInput): Promise<VideoTaskWorkflowResult> {
   const { task, vendorTaskId } = input;
+  /** Paid for: the clip is the caller's. Its address, when the vendor still gives it. */
+  const recordPaid = async (): Promise<VideoTaskWorkflowResult> => {
+    const status = vendorTaskId ? await vendorCalls.readVendorStatus({ upstream: task.upstream, vendorTaskId }).catch(() => undefined) : undefined;
+    const url = status?.state === 'succeeded' ? status.videoUrl : undefined;
+    await activities.finishTask({ taskId: task.taskId, outcome: url ? { status: 'succeeded', url } : { status: 'succeeded' } });
+    return url ? { status: 'succeeded', url } : { status: 'succeeded' };
+  };
   const result = await CancellationScope.nonCancellable(async (): Promise<VideoTaskWorkflowResult> => {
-    const settlement = await activities.findSettlement({ taskId: task.taskId });
-    if (settlement === 'captured') {
-      // Paid for: the clip is the caller's. Its address, when the vendor still gives it.
-      const status = vendorTaskId ? await vendorCalls.readVendorStatus({ upstream: task.upstream, vendorTaskId }).catch(() => undefined) : undefined;
-      const url = status?.state === 'succeeded' ? status.videoUrl : undefined;
-      await activities.finishTask({ taskId: task.taskId, outcome: url ? { status: 'succeeded', url } : { status: 'succeeded' } });
-      return url ? { status: 'succeeded', url } : { status: 'succeeded' };
-    }
+    if ((await activities.findSettlement({ taskId: task.taskId })) === 'captured') return recordPaid();
     if (vendorTaskId) await vendorCalls.cancelVendorTask({ upstream: task.upstream, vendorTaskId }).catch(() => undefined);
+    // Read again after the cancel: a capture the terminated run had under way (Terminate stops
+    // no activity) may have landed since.
+    const settlement = await activities.findSettlement({ taskId: task.taskId });
+    if (settlement === 'captured') return recordPaid();
     if (settlement === 'held') {
-      await activities.settleHold({ taskId: task.taskId, accountId: task.accountId, keyId: task.keyId, modelId: task.modelId, amountMicros: task.holdMicros, outcome: 'release', videoSeconds: 0 });
+      try {
+        await activities.settleHold({ taskId: task.taskId, accountId: task.accountId, keyId: task.keyId, modelId: task.modelId, amountMicros: task.holdMicros, outcome: 'release', videoSeconds: 0 });
+      } catch (error) {
+        // That capture landed between the read and the release: the money decides.
+        if (!(error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === 'SettlementConflict')) throw error;
+        return recordPaid();
+      }
     }
     await activities.finishTask({ taskId: task.taskId, outcome: { status: 'failed', error: STOPPED } });
     return { status: 'failed', error: STOPPED };

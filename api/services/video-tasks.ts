@@ -57,6 +57,8 @@ function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }
 
+const settledOk = () => undefined;
+
 export class VideoTaskService {
   /** Per account: when each submission of this process still waiting for its hold began. */
   private readonly waiting = new Map<string, Set<{ since: number }>>();
@@ -146,7 +148,8 @@ export class VideoTaskService {
       // The caller gets an error (a 503 when the store went away or is too slow), yet the task
       // may be stored, even held, or about to be: left as it is, the sweeper would start it and
       // bill a refused submission. Closed in the background once its hold has settled.
-      if (!(error instanceof GatewayError && error.code === 'insufficient_balance')) void this.abandon(input, 'The task could not be stored.', storing);
+      // `input` read once storing is over: a resumed submission switches to the stored task's.
+      if (!(error instanceof GatewayError && error.code === 'insufficient_balance')) void storing.then(settledOk, settledOk).then(() => this.abandon(input, 'The task could not be stored.'));
       throw error;
     }
 

@@ -8,7 +8,7 @@ import { TaskStore } from '../../store/tasks.ts';
 import { sweepTerminatedRuns } from '../../worker/terminated-runs.ts';
 import { adminHeaders, createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
-import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 // An operator who terminates a task's workflow (the Web UI's Terminate, `temporal workflow
@@ -90,5 +90,90 @@ describe('a task whose workflow an operator terminated', () => {
     assert.equal(task.status, 'succeeded');
     const [held, spent] = await money(account.id);
     assert.deepEqual([held, spent], [0, input.holdMicros / 1_000_000]);
+  });
+});
+
+describe('closing terminated tasks, the harder cases', () => {
+  let stack: VideoStack;
+  let tasks: TaskStore;
+  const lines: string[] = [];
+  let sweep: (submissionSettlesMs?: number) => Promise<number>;
+  before(async () => {
+    stack = await startVideoStack('terminated-run-hard', { withWorker: false });
+    tasks = new TaskStore(stack.database.db);
+    const cursors = new SweeperCursorStore(stack.database.db);
+    sweep = (submissionSettlesMs) =>
+      sweepTerminatedRuns({ tasks, cursors, client: stack.temporal.client, taskQueue: stack.taskQueue, log: (line) => lines.push(line), ...(submissionSettlesMs === undefined ? {} : { submissionSettlesMs }) });
+  });
+  after(() => stack.close());
+
+  async function sweepUntil(started: number, submissionSettlesMs?: number): Promise<void> {
+    for (const begun = Date.now(); (await sweep(submissionSettlesMs)) < started; await pause(200)) assert.ok(Date.now() - begun < 15_000, 'the sweep never started a closing run');
+  }
+
+  it('closes a task whose closing run was itself terminated, and never twice after one completed', async () => {
+    const account = await createAccount(stack.app, { name: 'twice', balance_usd: 5 });
+    const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+    // No worker yet: the runs wait, so they can be terminated in any state.
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'never run [sim:delay=0]', seconds: '4', metadata: { resolution: '480p' } });
+    const taskId = submitted.json.task_id as string;
+    await stack.temporal.client.workflow.getHandle(taskId).terminate('an operator stops it');
+    await sweepUntil(1);
+    await stack.temporal.client.workflow.getHandle(taskId).terminate('and its closing run too');
+    await sweepUntil(1);
+    const worker = await startStackWorker(stack);
+    try {
+      const task = await client.waitForFinal(taskId, 20_000);
+      assert.deepEqual([task.status, task.error?.code], ['failed', 'cancelled']);
+      const money = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
+      assert.deepEqual([money.held_usd, money.spent_usd, money.balance_usd], [0, 0, 5]);
+      // As another worker's sweep would see it, having read the task a moment before it closed:
+      // the completed closing run is not followed by another.
+      await tasks.collection.updateOne({ _id: taskId }, { $set: { status: 'running' } });
+      assert.equal(await sweep(), 0);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('waits for a vendor submission its terminated run left under way, then cancels the vendor job it made', async () => {
+    const account = await createAccount(stack.app, { name: 'in flight', balance_usd: 5 });
+    const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+    let submitting!: () => void;
+    const submissionBegun = new Promise<void>((resolve) => (submitting = resolve));
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const worker = await startStackWorker(stack, {
+      vendorOverrides: (vendor) => ({
+        async start(request, taskId) {
+          submitting();
+          await answered;
+          return vendor.start(request, taskId);
+        },
+      }),
+    });
+    try {
+      const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'terminated mid-submission [sim:delay=60]', seconds: '4', metadata: { resolution: '480p' } });
+      const taskId = submitted.json.task_id as string;
+      await submissionBegun;
+      await stack.temporal.client.workflow.getHandle(taskId).terminate('an operator stops it');
+      // Listed, but its submission may still answer: left for a later round.
+      for (const begun = Date.now(); !lines.some((line) => line.includes(taskId) && line.includes('waits for the vendor submission')); await pause(200)) {
+        assert.ok(Date.now() - begun < 15_000, 'the sweep never saw the terminated run');
+        assert.equal(await sweep(60_000), 0);
+      }
+      // The vendor answers after the Terminate; the activity records the job on the task.
+      answer();
+      for (const begun = Date.now(); !(await tasks.find(taskId))?.vendor_task_id; await pause(50)) assert.ok(Date.now() - begun < 10_000, 'the vendor job was never recorded');
+      const vendorTaskId = (await tasks.find(taskId))!.vendor_task_id!;
+      await sweepUntil(1, 0);
+      assert.equal((await client.waitForFinal(taskId, 20_000)).error?.code, 'cancelled');
+      const vendorTask = await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${vendorTaskId}`, { headers: { authorization: 'Bearer sim' } });
+      assert.equal(((await vendorTask.body.json()) as { status: string }).status, 'cancelled');
+    } finally {
+      // A submission still waiting would hold the worker's shutdown for good.
+      answer();
+      await worker.stop();
+    }
   });
 });

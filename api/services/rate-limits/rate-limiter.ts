@@ -16,7 +16,7 @@ import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowanc
 // admit about as many as their prompts fit, where counting only the usage reported afterwards
 // admitted all 50. When the call ends, its count is corrected to the upstream's usage (the
 // output added, an estimate above the real prompt given back to this process's allowance): so
-// the last call admitted in a minute may overshoot by its own size.
+// calls admitted together may overshoot the minute by their output.
 //
 // If the store cannot be reached the limiter lets requests through and logs it: a store
 // outage should not take down chat calls that otherwise need no store at all.
