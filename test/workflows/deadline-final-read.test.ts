@@ -6,6 +6,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { adminHeaders, createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { testTemporalAddress } from '../helpers/engines.ts';
+import { signal } from '../helpers/signal.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
 // A worker that goes away after the vendor accepted a task and comes back after the task's
@@ -27,27 +28,25 @@ describe('a task whose deadline passed while its worker was away', () => {
     const account = await createAccount(stack.app, { name: 'late worker', balance_usd: 5 });
     const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
     const cancelled: string[] = [];
-    let accepted!: () => void;
-    const vendorAccepted = new Promise<void>((resolve) => (accepted = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const vendorAccepted = signal();
+    const released = signal();
     // The first worker: its submission returns only once the worker is stopping, so the
     // workflow's next step waits for the second one.
     const first = await startStackWorker(stack, {
       vendorOverrides: (vendor) => ({
         async start(request, taskId) {
           const started = await vendor.start(request, taskId);
-          accepted();
-          await released;
+          vendorAccepted.fire();
+          await released.reached;
           return started;
         },
       }),
     });
     const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'finished while nobody looked [sim:delay=0]', seconds: '4', metadata: { resolution: '480p' } });
     assert.equal(submitted.status, 200);
-    await vendorAccepted;
+    await vendorAccepted.reached;
     first.worker.shutdown();
-    release();
+    released.fire();
     await first.stop();
     await pause(DEADLINE_SECONDS * 1000 + 500);
 

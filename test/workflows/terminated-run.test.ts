@@ -9,6 +9,7 @@ import { sweepTerminatedRuns } from '../../worker/terminated-runs.ts';
 import { adminHeaders, createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { signal } from '../helpers/signal.ts';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 // An operator who terminates a task's workflow (the Web UI's Terminate, `temporal workflow
@@ -139,15 +140,13 @@ describe('closing terminated tasks, the harder cases', () => {
   it('waits for a vendor submission its terminated run left under way, then cancels the vendor job it made', async () => {
     const account = await createAccount(stack.app, { name: 'in flight', balance_usd: 5 });
     const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
-    let submitting!: () => void;
-    const submissionBegun = new Promise<void>((resolve) => (submitting = resolve));
-    let answer!: () => void;
-    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const submissionBegun = signal();
+    const answered = signal();
     const worker = await startStackWorker(stack, {
       vendorOverrides: (vendor) => ({
         async start(request, taskId) {
-          submitting();
-          await answered;
+          submissionBegun.fire();
+          await answered.reached;
           return vendor.start(request, taskId);
         },
       }),
@@ -155,7 +154,7 @@ describe('closing terminated tasks, the harder cases', () => {
     try {
       const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'terminated mid-submission [sim:delay=60]', seconds: '4', metadata: { resolution: '480p' } });
       const taskId = submitted.json.task_id as string;
-      await submissionBegun;
+      await submissionBegun.reached;
       await stack.temporal.client.workflow.getHandle(taskId).terminate('an operator stops it');
       // Listed, but its submission may still answer: left for a later round.
       for (const begun = Date.now(); !lines.some((line) => line.includes(taskId) && line.includes('waits for the vendor submission')); await pause(200)) {
@@ -163,7 +162,7 @@ describe('closing terminated tasks, the harder cases', () => {
         assert.equal(await sweep(60_000), 0);
       }
       // The vendor answers after the Terminate; the activity records the job on the task.
-      answer();
+      answered.fire();
       for (const begun = Date.now(); !(await tasks.find(taskId))?.vendor_task_id; await pause(50)) assert.ok(Date.now() - begun < 10_000, 'the vendor job was never recorded');
       const vendorTaskId = (await tasks.find(taskId))!.vendor_task_id!;
       await sweepUntil(1, 0);
@@ -172,7 +171,7 @@ describe('closing terminated tasks, the harder cases', () => {
       assert.equal(((await vendorTask.body.json()) as { status: string }).status, 'cancelled');
     } finally {
       // A submission still waiting would hold the worker's shutdown for good.
-      answer();
+      answered.fire();
       await worker.stop();
     }
   });
