@@ -1,6 +1,6 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.ts';
+import { ActivityFailure, ApplicationFailure, CancellationScope } from '@temporalio/workflow';
 import type { CloseTerminatedTaskInput, TaskError, VideoTaskWorkflowResult } from '../core/video-task.ts';
+import { bookkeeping, polling } from './activity-proxies.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
 
 // Closes a task whose videoTaskWorkflow run an operator terminated (Terminate in the Web UI,
@@ -15,44 +15,34 @@ import { deliverWebhook } from './webhook-schedule.ts';
 // without this code fails the workflow task (unknown type) and leaves it to one with it, where
 // a flag it did not know would have made it generate, and bill, the clip.
 
-const activities = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: ['SettlementConflict', 'VendorRejected'] },
-});
-
-const vendorCalls = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '500ms', maximumInterval: '5s', maximumAttempts: 3, nonRetryableErrorTypes: ['VendorRejected'] },
-});
-
 const STOPPED: TaskError = { code: 'cancelled', message: 'The task was stopped by an operator (its workflow was terminated); nothing was charged.' };
 
 export async function closeTerminatedTaskWorkflow(input: CloseTerminatedTaskInput): Promise<VideoTaskWorkflowResult> {
   const { task, vendorTaskId } = input;
   /** Paid for: the clip is the caller's. Its address, when the vendor still gives it. */
   const recordPaid = async (): Promise<VideoTaskWorkflowResult> => {
-    const status = vendorTaskId ? await vendorCalls.readVendorStatus({ upstream: task.upstream, vendorTaskId }).catch(() => undefined) : undefined;
+    const status = vendorTaskId ? await polling.readVendorStatus({ upstream: task.upstream, vendorTaskId }).catch(() => undefined) : undefined;
     const url = status?.state === 'succeeded' ? status.videoUrl : undefined;
-    await activities.finishTask({ taskId: task.taskId, outcome: url ? { status: 'succeeded', url } : { status: 'succeeded' } });
+    await bookkeeping.finishTask({ taskId: task.taskId, outcome: url ? { status: 'succeeded', url } : { status: 'succeeded' } });
     return url ? { status: 'succeeded', url } : { status: 'succeeded' };
   };
   const result = await CancellationScope.nonCancellable(async (): Promise<VideoTaskWorkflowResult> => {
-    if ((await activities.findSettlement({ taskId: task.taskId })) === 'captured') return recordPaid();
-    if (vendorTaskId) await vendorCalls.cancelVendorTask({ upstream: task.upstream, vendorTaskId }).catch(() => undefined);
+    if ((await bookkeeping.findSettlement({ taskId: task.taskId })) === 'captured') return recordPaid();
+    if (vendorTaskId) await polling.cancelVendorTask({ upstream: task.upstream, vendorTaskId }).catch(() => undefined);
     // Read again after the cancel: a capture the terminated run had under way (Terminate stops
     // no activity) may have landed since.
-    const settlement = await activities.findSettlement({ taskId: task.taskId });
+    const settlement = await bookkeeping.findSettlement({ taskId: task.taskId });
     if (settlement === 'captured') return recordPaid();
     if (settlement === 'held') {
       try {
-        await activities.settleHold({ taskId: task.taskId, accountId: task.accountId, keyId: task.keyId, modelId: task.modelId, amountMicros: task.holdMicros, outcome: 'release', videoSeconds: 0 });
+        await bookkeeping.settleHold({ taskId: task.taskId, accountId: task.accountId, keyId: task.keyId, modelId: task.modelId, amountMicros: task.holdMicros, outcome: 'release', videoSeconds: 0 });
       } catch (error) {
         // That capture landed between the read and the release: the money decides.
         if (!(error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === 'SettlementConflict')) throw error;
         return recordPaid();
       }
     }
-    await activities.finishTask({ taskId: task.taskId, outcome: { status: 'failed', error: STOPPED } });
+    await bookkeeping.finishTask({ taskId: task.taskId, outcome: { status: 'failed', error: STOPPED } });
     return { status: 'failed', error: STOPPED };
   });
   if (task.callbackUrl) result.webhook = await CancellationScope.nonCancellable(() => deliverWebhook(task.taskId));

@@ -15,6 +15,7 @@ import {
   type VideoTaskWorkflowInput,
   type VideoTaskWorkflowResult,
 } from '../core/video-task.ts';
+import { bookkeeping, polling } from './activity-proxies.ts';
 import { getTaskStateQuery, type TaskState } from './definitions.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
 
@@ -36,18 +37,6 @@ const submission = proxyActivities<Activities>({ ...submissionOptions, scheduleT
 function submissionWithin(deadline: number) {
   return proxyActivities<Activities>({ ...submissionOptions, scheduleToCloseTimeout: Math.max(1_000, Math.min(SUBMISSION_MAX_MS, deadline - Date.now())) });
 }
-
-/** One status read; a failed read is simply followed by the next poll. */
-const polling = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '500ms', maximumInterval: '5s', maximumAttempts: 3, nonRetryableErrorTypes: ['VendorRejected'] },
-});
-
-/** Ledger and snapshot writes: idempotent, so they are retried until the store answers. */
-const bookkeeping = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: ['SettlementConflict'] },
-});
 
 /** Status reads the vendor refused in a row (a 404: the task is gone; a 401) that end a task. */
 const MAX_STATUS_REFUSALS = 3;
