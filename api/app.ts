@@ -3,6 +3,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Catalog } from '../core/catalog.ts';
 import { publicBaseUrl, type Config } from '../core/config.ts';
 import { newId } from '../core/ids.ts';
+import { parseOutboundAllowlist } from '../core/outbound-guard.ts';
 import type { TemporalHandle } from '../core/temporal-client.ts';
 import { createVendorLookup } from '../core/vendor-lookup.ts';
 import { AccountStore } from '../store/accounts.ts';
@@ -130,6 +131,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     temporal: temporal.client,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deadlineSeconds: config.VIDEO_TASK_DEADLINE_SECONDS,
+    callbackAllowlist: parseOutboundAllowlist(config.OUTBOUND_ALLOWLIST),
     budgets,
     log: app.log,
   });

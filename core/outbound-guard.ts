@@ -35,7 +35,12 @@ export class ForbiddenDestinationError extends Error {
    * address the name resolved to, nor the operator's allowlist, which would let a caller map
    * the gateway's internal network by its DNS answers. The message above goes to the log. */
   get publicMessage(): string {
-    return `refused: ${this.hostname} is ${withArticle(readableRange(this.range))} address, which the gateway does not call`;
+    return `refused: ${this.whatItIs}, which the gateway does not call`;
+  }
+
+  /** "10.0.0.1 is a private address": the host and its range, in words. */
+  get whatItIs(): string {
+    return `${this.hostname} is ${withArticle(readableRange(this.range))} address`;
   }
 }
 
@@ -124,6 +129,20 @@ export function forbiddenRange(ip: string, allowlist: Allowlist): string | null 
 
 export function isForbiddenAddress(ip: string, allowlist: Allowlist): boolean {
   return forbiddenRange(ip, allowlist) !== null;
+}
+
+// `localhost` and its subdomains are loopback by RFC 6761, whatever a resolver says.
+const LOCALHOST_NAME = /(?:^|\.)localhost\.?$/i;
+
+/** The refusal the gateway's connection to `url` would meet, when it shows without asking DNS:
+ * its host is a literal address (or a localhost name) the allowlist does not admit. Null when
+ * only the connection can tell. */
+export function refusedOnSight(url: URL, allowlist: Allowlist): ForbiddenDestinationError | null {
+  const hostname = url.hostname;
+  const address = LOCALHOST_NAME.test(hostname) ? '127.0.0.1' : ipaddr.IPv4.isValid(hostname) ? hostname : null;
+  if (address === null) return null;
+  const range = forbiddenRange(address, allowlist);
+  return range === null ? null : new ForbiddenDestinationError(hostname, address, range);
 }
 
 /** Early, DNS-free validation of a callback URL: absolute http(s), no credentials. The guarded

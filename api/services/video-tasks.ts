@@ -6,6 +6,7 @@ import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { resolveModel } from '../../core/model-access.ts';
 import { videoPriceMicros } from '../../core/pricing.ts';
+import { refusedOnSight, type Allowlist } from '../../core/outbound-guard.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { TaskStatus, VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { validateVideoSubmission, type SubmissionInput } from '../../core/video-validation.ts';
@@ -25,6 +26,9 @@ export interface VideoTaskServiceOptions {
   temporal: Client;
   taskQueue: string;
   deadlineSeconds: number;
+  /** The worker's OUTBOUND_ALLOWLIST: a callback URL whose literal address it would refuse is
+   * refused at submission, not accepted and then never delivered. */
+  callbackAllowlist: Allowlist;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
   budgets?: { returnUnused(accountId: string, neededMicros: number): Promise<UnansweredLeases | null> };
   log?: Pick<FastifyBaseLogger, 'warn' | 'error'>;
@@ -76,6 +80,10 @@ export class VideoTaskService {
     const validated = validateVideoSubmission(model, body);
     let priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
     const callbackUrl = body.metadata?.callback_url;
+    const uncallable = callbackUrl ? refusedOnSight(new URL(callbackUrl), this.options.callbackAllowlist) : null;
+    if (uncallable) {
+      throw new GatewayError('invalid_request', `metadata.callback_url: ${uncallable.whatItIs}, which the gateway does not call; give an address it can reach.`, 'metadata.callback_url');
+    }
     let input: VideoTaskWorkflowInput = {
       taskId,
       accountId: principal.accountId,

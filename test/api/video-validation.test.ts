@@ -35,6 +35,9 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['a callback_url whose xn-- label is not punycode', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'https://xn--a.example/hook' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
   ['a callback_url label ending in a hyphen', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'https://hooks-.example/hook' } }, 400, 'metadata.callback_url', /DNS name/],
   ['a callback_url longer than the worker calls', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: `https://hooks.example/${'a'.repeat(2100)}` } }, 400, 'metadata.callback_url', /at most 2048 characters/],
+  ['a callback_url on a private address', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://10.0.0.1:8080/hook' } }, 400, 'metadata.callback_url', /10\.0\.0\.1 is a private address, which the gateway does not call/],
+  ['a callback_url on the metadata address', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://169.254.169.254/latest' } }, 400, 'metadata.callback_url', /169\.254\.169\.254 is a link-local address/],
+  ['a callback_url on 0.0.0.0', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://0.0.0.0/hook' } }, 400, 'metadata.callback_url', /0\.0\.0\.0 is an unspecified address/],
   ['an unknown content type', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'text_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.type', /image_url, video_url or audio_url/],
   ['an entry without its url object', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'image_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.image_url', /is required/],
   ['an entry whose object lacks url', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'video_url', video_url: {}, role: 'reference_video' }] } }, 400, 'metadata.content.0.video_url.url', /absolute http/],
@@ -142,6 +145,33 @@ describe('POST /v1/video/generations refuses bad requests', () => {
     }
     // No worker runs on this queue: stop the workflows to keep the server tidy.
     for (const id of taskIds) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
+  });
+
+  it('refuses a callback the worker would refuse on sight, as OUTBOUND_ALLOWLIST says; names go through', async () => {
+    const submit = (app: TestApp['app'], callbackUrl: string) =>
+      app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: callbackUrl } } });
+    const strict = await startTestApp('video-validation-strict', { OUTBOUND_ALLOWLIST: '' }, { database: harness.database });
+    const lenient = await startTestApp('video-validation-lenient', { OUTBOUND_ALLOWLIST: '10.0.0.0/8' }, { database: harness.database });
+    const taskIds: string[] = [];
+    try {
+      for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost:8080/hook', 'http://hooks.LOCALHOST/hook']) {
+        const refused = await submit(strict.app, url);
+        assert.equal(refused.statusCode, 400, `${url}: ${refused.body}`);
+        assert.equal(refused.json().error.param, 'metadata.callback_url');
+        assert.match(refused.json().error.message, /is a loopback address, which the gateway does not call/);
+      }
+      // The allowlist admits what it names, and a DNS name is left to the connection's check.
+      for (const [app, url] of [[lenient.app, 'http://10.1.2.3/hook'], [strict.app, 'https://8.8.8.8/hook'], [strict.app, 'https://hooks.internal.example/hook']] as const) {
+        const accepted = await submit(app, url);
+        assert.equal(accepted.statusCode, 200, `${url}: ${accepted.body}`);
+        taskIds.push(accepted.json().task_id);
+      }
+      assert.equal((await submit(lenient.app, 'http://127.0.0.1/hook')).statusCode, 400);
+    } finally {
+      for (const id of taskIds) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
+      await strict.close();
+      await lenient.close();
+    }
   });
 
   it('an unknown task → 404; another account\'s task → 404 too', async () => {

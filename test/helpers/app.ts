@@ -31,6 +31,8 @@ export async function startTestApp(
     // Tests read settled balances: leases go back a moment after the last call.
     SPEND_LEASE_IDLE_MS: '250',
     SPEND_LEASE_SMALL_IDLE_MS: '250',
+    // Tests receive webhooks on this machine, as `npm start` lets them.
+    OUTBOUND_ALLOWLIST: 'loopback',
     ...overrides,
   });
   const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });

@@ -20,7 +20,7 @@ export interface VideoStack extends TestApp {
  * worker on a task queue of its own. */
 export async function startVideoStack(
   label: string,
-  options: { withWorker?: boolean; deadlineSeconds?: number; outboundAllowlist?: string; answerGraceMs?: number } = {},
+  options: { withWorker?: boolean; deadlineSeconds?: number; outboundAllowlist?: string; apiOutboundAllowlist?: string; answerGraceMs?: number } = {},
 ): Promise<VideoStack> {
   const simulator = buildSimulator();
   await simulator.listen({ host: '127.0.0.1', port: 0 });
@@ -35,6 +35,7 @@ export async function startVideoStack(
     PORT: String(port),
     PUBLIC_BASE_URL: baseUrl,
     VIDEO_TASK_DEADLINE_SECONDS: String(options.deadlineSeconds ?? 3600),
+    ...(options.apiOutboundAllowlist === undefined ? {} : { OUTBOUND_ALLOWLIST: options.apiOutboundAllowlist }),
   });
   await harness.app.listen({ host: '127.0.0.1', port });
 

@@ -13,6 +13,10 @@ import { Ledger } from '../../store/ledger.ts';
 import { TaskStore } from '../../store/tasks.ts';
 import { sweepUnstartedTasks } from '../../worker/sweeper.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { parseOutboundAllowlist } from '../../core/outbound-guard.ts';
+
+// The tests' callbacks are on this machine (and never called), as `npm start` allows.
+const LOOPBACK = parseOutboundAllowlist('loopback');
 
 // A video submission the store or Temporal fails halfway answers an error, and then nothing of
 // it may run or be billed later: not through the sweeper (which starts stored tasks whose
@@ -108,6 +112,7 @@ describe('video submissions that fail halfway', () => {
       temporal: stack.temporal.client,
       taskQueue: stack.taskQueue,
       deadlineSeconds: 600,
+      callbackAllowlist: LOOPBACK,
     });
   }
 
@@ -201,7 +206,7 @@ describe('video submissions that fail halfway', () => {
     };
     const late = new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
-      temporal: lateTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600,
+      temporal: lateTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, callbackAllowlist: LOOPBACK,
     });
     const taskId = newId('task');
     await assert.rejects(late.submit(principal, body, 'req_started_anyway', taskId), (error: GatewayError) => error.code === 'service_unavailable' && /unless the task was started after all/.test(error.message));
@@ -232,7 +237,7 @@ describe('video submissions that fail halfway', () => {
     };
     const stalled = new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
-      temporal: stalledTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600,
+      temporal: stalledTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, callbackAllowlist: LOOPBACK,
     });
     // No Idempotency-Key: the sweeper closes such a task rather than starting it.
     await assert.rejects(stalled.submit(principal, { ...body, metadata: { ...body.metadata, callback_url: 'http://127.0.0.1:9/never-called' } }, 'req_stalled'), (error: GatewayError) => error.code === 'service_unavailable' && /nothing was charged/.test(error.message));
@@ -297,7 +302,7 @@ describe('video submissions that fail halfway', () => {
     };
     return new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks: apiTasks, ledger, accounts,
-      temporal: recording as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600,
+      temporal: recording as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, callbackAllowlist: LOOPBACK,
     });
   }
 

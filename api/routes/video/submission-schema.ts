@@ -115,7 +115,7 @@ function submissionFor(model: VideoModel) {
           // The worker calls no URL longer than this (core/outbound-guard.ts): refused here, not
           // accepted, billed and never called.
           callback_url: httpUrl.max(MAX_CALLER_URL_LENGTH, `must be at most ${MAX_CALLER_URL_LENGTH} characters`)
-            .describe('Webhook address; receives the final task JSON, signed per Standard Webhooks.')
+            .describe('Webhook address; receives the final task JSON, signed per Standard Webhooks. A literal address the gateway does not call (loopback, private, link-local and the like, or a localhost name, unless the operator allows it) is a 400.')
             .nullish(),
           content: contentField(model).nullish(),
         }, { error: metadataRefusal })
