@@ -256,7 +256,13 @@ export class RateLimiter {
       this.scheduleNextMinute();
     }
     // Almost every call finds its allowance the latest already: one lookup, no string built.
-    if (this.latestAllowances.get(allowance.minuteId) !== allowance) this.latestAllowances.set(allowance.minuteId, allowance);
+    const latest = this.latestAllowances.get(allowance.minuteId);
+    if (latest !== allowance) {
+      // The limit went back to one used earlier this minute (10, then 20, then 10 again): what
+      // was used under the other since counts against this one too.
+      if (latest) allowance.catchUp(latest.usedUnits);
+      this.latestAllowances.set(allowance.minuteId, allowance);
+    }
     return allowance;
   }
 

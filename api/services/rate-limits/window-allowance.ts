@@ -62,6 +62,15 @@ export class WindowAllowance {
     return Math.max(0, Math.min(this.limit, this.nextIndex * this.blockSize) - this.available);
   }
 
+  /** Counts `unitsUsed` of this minute (used under another limit since this allowance was last
+   * the key's) as gone: blocks that cover them are skipped, and what this process holds unspent
+   * shrinks to what the limit leaves. */
+  catchUp(unitsUsed: number): void {
+    this.nextIndex = Math.max(this.nextIndex, Math.ceil(unitsUsed / this.blockSize));
+    const room = Math.max(0, Math.min(this.limit, this.nextIndex * this.blockSize) - unitsUsed);
+    if (this.available > room) this.available = room;
+  }
+
   /** Units left in this minute for everyone, as far as this process can tell. */
   get remaining(): number {
     const unclaimed = Math.max(0, this.limit - this.nextIndex * this.blockSize);

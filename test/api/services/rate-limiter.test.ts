@@ -161,6 +161,33 @@ describe('rate limiter: rounds on its own timer', () => {
     assert.equal(await next(10, 12, 2_000), 7, 'raised from 3 to 10 after 3 calls: 7 more');
   });
 
+  it('keeps counting when a limit goes back to one it had earlier in the minute', async () => {
+    const limits = limiter();
+    const minute = Math.floor(Date.now() / 60_000) + 40;
+    const admitted = async (kind: 'requests' | 'tokens', limit: number, calls: number, from: number) => {
+      const field = kind === 'requests' ? 'requests_per_minute' : 'tokens_per_minute';
+      const caller = { accountId: 'acct_back', keyId: `key_back_${kind}`, rateLimits: { [field]: limit } };
+      let count = 0;
+      for (let call = 0; call < calls; call++) {
+        const at = minute * 60_000 + from + call;
+        try {
+          if (kind === 'requests') await limits.admitRequest(caller, at);
+          else await limits.admitTokens(caller, 10, at);
+          count++;
+        } catch {
+          // 429: over the limit.
+        }
+      }
+      return count;
+    };
+    assert.equal(await admitted('requests', 10, 2, 1_000), 2);
+    assert.equal(await admitted('requests', 20, 10, 2_000), 10);
+    assert.equal(await admitted('requests', 10, 10, 3_000), 0, 'back to 10 after 12 calls: none more this minute');
+    assert.equal(await admitted('tokens', 100, 2, 1_000), 2);
+    assert.equal(await admitted('tokens', 1_000, 20, 2_000), 20);
+    assert.equal(await admitted('tokens', 100, 5, 3_000), 0, 'back to 100 tokens after 220: none more this minute');
+  });
+
   it("claims the next minute's first block ahead for the keys in use, so its first call waits for nothing", async () => {
     const limits = limiter();
     const without = limiter();
