@@ -103,6 +103,14 @@ describe('admin API', () => {
     assert.equal(reused.statusCode, 422);
     assert.deepEqual([reused.json().error.code, reused.json().error.param], ['idempotency_mismatch', 'Idempotency-Key']);
     assert.equal((await send('deductions', 0.7, 'deduct-2024-001')).statusCode, 422);
+    // Sent at once with different amounts, both pass the check before moving: the money moves
+    // once, and the request whose amount did not move is told so.
+    for (const path of ['credits', 'deductions']) {
+      const answers = await Promise.all([send(path, 0.25, `race-${path}`), send(path, 0.5, `race-${path}`)]);
+      assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 422], `${path}: ${answers.map((answer) => answer.body).join(' ')}`);
+    }
+    const raced = (await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
+    assert.equal(raced.balance_usd, 2.5, 'one credit and one deduction of the same amount, whichever won each race');
     // Keys are per account: another account's same key is another movement.
     const other = await createAccount(harness.app, { name: 'Other retried' });
     assert.equal((await harness.app.inject({ method: 'POST', url: `/admin/accounts/${other.id}/credits`, headers: { ...adminHeaders, 'idempotency-key': 'credit-2024-001' }, payload: { amount_usd: 1 } })).json().balance_usd, 1);

@@ -73,16 +73,24 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     if (key === undefined) return undefined;
     const reference = `admin:${accountId}:${key}`;
     const moved = await accounts.movedUnder(reference, operation);
-    if (moved !== null && moved !== amountMicros) {
-      throw new GatewayError('idempotency_mismatch', 'This Idempotency-Key was already used with a different amount. Use a new key for a new request.', 'Idempotency-Key');
-    }
+    if (moved !== null && moved !== amountMicros) throw amountMismatch();
     return reference;
   }
+
+  /** After the movement: two requests under one key at once both pass the check above, and the
+   * ledger moves the money once, for the first. The other is told its amount was not moved. */
+  async function confirmMovedOnce(reference: string | undefined, operation: 'credit' | 'deduct', amountMicros: number): Promise<void> {
+    if (reference !== undefined && (await accounts.movedUnder(reference, operation)) !== amountMicros) throw amountMismatch();
+  }
+
+  const amountMismatch = () =>
+    new GatewayError('idempotency_mismatch', 'This Idempotency-Key was already used with a different amount. Use a new key for a new request.', 'Idempotency-Key');
 
   app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, headers: moneyMovementHeaders, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 422, ...ADMIN_ERRORS) } } }, async (request) => {
     const reference = await movementReference(request.headers, request.params.id, 'credit', request.body.amount_usd);
     const account = await accounts.credit(request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
+    await confirmMovedOnce(reference, 'credit', request.body.amount_usd);
     return toAccountView(account);
   });
 
@@ -90,6 +98,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     const reference = await movementReference(request.headers, request.params.id, 'deduct', request.body.amount_usd);
     const account = await deductions.deduct(request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
+    await confirmMovedOnce(reference, 'deduct', request.body.amount_usd);
     return toAccountView(account);
   });
 
