@@ -6,6 +6,11 @@ export const MICROS_PER_USD = 1_000_000;
 /** The largest USD amount one admin call may move; far below where micro-USD lose exactness. */
 export const MAX_USD_AMOUNT = 1_000_000_000;
 
+/** The most an account may hold, free and held together: $1,000,000,000. Credits past it are
+ * refused, so balances stay far below where micro-USD lose exactness (2^53 micros is about
+ * $9 billion), spending included. */
+export const MAX_ACCOUNT_FUNDS_MICROS = MAX_USD_AMOUNT * MICROS_PER_USD;
+
 /** Converts a USD amount with at most 6 decimals to micro-USD; null when it has more. */
 export function usdToMicros(amountUsd: number): number | null {
   if (!Number.isFinite(amountUsd)) return null;

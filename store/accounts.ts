@@ -70,6 +70,7 @@ export class AccountStore {
       created_at: new Date(),
     };
     await this.collection.insertOne(account);
+    // At most MAX_USD_AMOUNT by the forms, into an empty account: never past the funds limit.
     if (input.balanceMicros > 0) await this.credit(account._id, input.balanceMicros, `${account._id}:opening`);
     return { ...account, ...(await this.ledger.totals(account._id)) };
   }
@@ -126,9 +127,12 @@ export class AccountStore {
   }
 
   /** Adds money; `reference` makes the credit idempotent (a retried request credits once). */
-  async credit(accountId: string, amountMicros: number, reference: string = newId('req')): Promise<AccountWithTotals | null> {
+  /** Adds credits; 'funds_limit' when the account would then hold more than
+   * MAX_ACCOUNT_FUNDS_MICROS (nothing is added), null when there is no such account. */
+  async credit(accountId: string, amountMicros: number, reference: string = newId('req')): Promise<AccountWithTotals | 'funds_limit' | null> {
     if (!(await this.collection.countDocuments({ _id: accountId }, { limit: 1 }))) return null;
-    await this.ledger.apply({ accountId, keyId: null, reference, operation: 'credit', amountMicros });
+    const outcome = await this.ledger.apply({ accountId, keyId: null, reference, operation: 'credit', amountMicros });
+    if (outcome === 'funds_limit') return outcome;
     return this.find(accountId);
   }
 

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { Collection, Db } from 'mongodb';
+import { MAX_ACCOUNT_FUNDS_MICROS } from '../core/money.ts';
 import { isDuplicateKey } from './duplicate-keys.ts';
 
 // Money lives in an append-only chain of entries per account. Entry n+1 carries the account's
@@ -49,7 +50,9 @@ export interface LedgerEntry extends Totals {
   created_at: Date;
 }
 
-export type LedgerOutcome = 'applied' | 'insufficient_balance' | 'conflict';
+/** `funds_limit`: a credit that would leave the account holding more than
+ * MAX_ACCOUNT_FUNDS_MICROS; nothing moved. */
+export type LedgerOutcome = 'applied' | 'insufficient_balance' | 'funds_limit' | 'conflict';
 
 const ZERO: Totals = { balance_micros: 0, held_micros: 0, spent_micros: 0 };
 const MAX_ATTEMPTS = 200;
@@ -59,13 +62,15 @@ export function opIdFor(reference: string, operation: LedgerOperation): string {
   return `${reference}:${slot}`;
 }
 
-/** The totals after the movement, or null when the account cannot afford it. */
+/** The totals after the movement, or null when the account cannot afford it (or, for a credit,
+ * would hold more than MAX_ACCOUNT_FUNDS_MICROS). */
 function move(totals: Totals, operation: LedgerOperation, amount: number, hold: number): Totals | null {
   // Only the three totals: `totals` may be a whole entry, whose other fields must not leak on.
   const next: Totals = { balance_micros: totals.balance_micros, held_micros: totals.held_micros, spent_micros: totals.spent_micros };
   switch (operation) {
     case 'credit':
       next.balance_micros += amount;
+      if (next.balance_micros + next.held_micros > MAX_ACCOUNT_FUNDS_MICROS) return null;
       break;
     case 'deduct':
       // An operator taking credit back: off the free balance, and not spending.
@@ -188,7 +193,7 @@ export class Ledger {
       if (marker) return marker.operation === input.operation ? 'applied' : 'conflict';
       const amountMicros = input.upToBalance ? Math.min(input.amountMicros, latest?.balance_micros ?? 0) : input.amountMicros;
       const next = move(latest ?? ZERO, input.operation, amountMicros, hold);
-      if (!next) return (await this.appliedWithoutMarker(opId, input.operation)) ?? 'insufficient_balance';
+      if (!next) return (await this.appliedWithoutMarker(opId, input.operation)) ?? (input.operation === 'credit' ? 'funds_limit' : 'insufficient_balance');
       const seq = latest ? latest.seq + 1 : 0;
       const entry: LedgerEntry = {
         _id: `${input.accountId}:${seq}`,

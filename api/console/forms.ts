@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { hasOnlyNameCharacters } from '../../core/characters.ts';
-import { usdTextToMicros } from '../../core/money.ts';
+import { MAX_USD_AMOUNT, MICROS_PER_USD, usdTextToMicros } from '../../core/money.ts';
 import { consoleEmail, consolePassword } from '../services/account-onboarding.ts';
 
 // Every console form body and query is parsed with zod here. A refusal does not become a bare
@@ -52,6 +52,11 @@ function usdText(options: { positive: boolean }) {
       }
       if (options.positive && micros === 0) {
         context.addIssue({ code: 'custom', message: 'Enter an amount greater than 0.' });
+        return z.NEVER;
+      }
+      // The admin API's limit on one movement, so both ways in take the same amounts.
+      if (micros > MAX_USD_AMOUNT * MICROS_PER_USD) {
+        context.addIssue({ code: 'custom', message: `Enter at most ${MAX_USD_AMOUNT.toLocaleString('en-US')} USD.` });
         return z.NEVER;
       }
       return micros;

@@ -91,6 +91,20 @@ describe('admin API', () => {
     await harness.temporal.client.workflow.getHandle(task.json().task_id).terminate('test cleanup');
   });
 
+  it('keeps an account at most $1,000,000,000, so its money stays exact to the micro-dollar', async () => {
+    const account = await createAccount(harness.app, { name: 'Rich', balance_usd: 999_999_999 });
+    const credit = (amount: number) => post(`/admin/accounts/${account.id}/credits`, { amount_usd: amount });
+    assert.equal((await credit(0.999999)).statusCode, 200);
+    const refused = await credit(0.000002);
+    assert.equal(refused.statusCode, 409, refused.body);
+    assert.deepEqual([refused.json().error.code, refused.json().error.param], ['conflict', 'amount_usd']);
+    assert.match(refused.json().error.message, /holds \$999999999\.999999 .* at most \$1000000000\.000000\. Nothing was added\./);
+    assert.equal((await credit(0.000001)).json().balance_usd, 1_000_000_000);
+    assert.equal((await credit(1_000_000_000)).statusCode, 409);
+    const after = (await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
+    assert.equal(after.balance_usd, 1_000_000_000);
+  });
+
   it('moves money once per Idempotency-Key, so a retried credit or deduction is not applied twice', async () => {
     const account = await createAccount(harness.app, { name: 'Retried', balance_usd: 1 });
     const send = (path: string, amount: number, key: string) =>

@@ -83,10 +83,16 @@ describe('console operator pages', () => {
     assert.match(visibleText(after.body), /Credits added\./);
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec(after.body)?.[1], '$1.20');
 
-    for (const amount of ['0', '-1', 'ten', '0.0000001']) {
+    for (const amount of ['0', '-1', 'ten', '0.0000001', '1000000000.000001', '9007199254']) {
       const refused = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: amount, reference: /name="reference" value="([^"]+)"/.exec(operator.lastPage)?.[1] ?? reference });
       assert.equal(refused.statusCode, 400, amount);
     }
+    assert.match(visibleText(operator.lastPage), /Enter at most 1,000,000,000 USD\./);
+    assert.equal(/data-testid="operator-balance">([^<]+)</.exec((await operator.get(`/console/operator/accounts/${accountId}`)).body)?.[1], '$1.20');
+    // An account holds at most $1,000,000,000: a credit past that is refused and adds nothing.
+    const pastLimit = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: '1000000000', reference: /name="reference" value="([^"]+)"/.exec(operator.lastPage)![1]! });
+    assert.equal(pastLimit.statusCode, 409);
+    assert.match(visibleText(pastLimit.body), /Cannot add \$1000000000\.000000: the account holds \$1\.200000 .* at most \$1000000000\.000000\. Nothing was added\./);
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec((await operator.get(`/console/operator/accounts/${accountId}`)).body)?.[1], '$1.20');
     assert.equal((await operator.get('/console/operator/accounts/acct_nobody')).statusCode, 404);
   });

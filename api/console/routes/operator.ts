@@ -12,6 +12,7 @@ import { operatorAccountPage } from '../views/operator-account.ts';
 import { operatorAccountsPage } from '../views/operator-accounts.ts';
 import { configuredLimits } from '../../services/rate-limits/limit-settings.ts';
 import { operatorLimitRoutes } from './operator-limits.ts';
+import { addCredits } from '../../services/credit-addition.ts';
 
 // The operator's pages (signed in with the admin token): accounts, creating one with its
 // holder's console sign-in, credits, and each account's keys, spend and tasks, with links into
@@ -130,8 +131,14 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     const accountId = accountIdParam(request);
     const form = parseForm(addCreditsForm, request.body);
     if (!form.ok) return renderAccount(request, reply, accountId, { creditsState: form }, 400);
-    // The form's reference names the ledger entry: a resubmitted form credits once.
-    const credited = await accounts.credit(accountId, form.data.amount_usd, `console:${form.data.reference}`);
+    let credited;
+    try {
+      // The form's reference names the ledger entry: a resubmitted form credits once.
+      credited = await addCredits(accounts, accountId, form.data.amount_usd, `console:${form.data.reference}`);
+    } catch (error) {
+      if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
+      return renderAccount(request, reply, accountId, { creditsState: { values: { amount_usd: String((request.body as Record<string, unknown>).amount_usd ?? '') }, errors: { amount_usd: error.message } } }, 409);
+    }
     if (!credited) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
     request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd }, 'credits added in the console');
     return reply.redirect(`/console/operator/accounts/${accountId}?notice=credited`, 303);

@@ -8,6 +8,7 @@ import type { ApiKeyStore } from '../../../store/api-keys.ts';
 import { BODY_ERRORS, errorResponses, type ErrorStatus } from '../../openapi/error-responses.ts';
 import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountOnboarding } from '../../services/account-onboarding.ts';
+import { addCredits } from '../../services/credit-addition.ts';
 import type { CreditDeductions } from '../../services/credit-deduction.ts';
 import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
@@ -86,9 +87,9 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   const amountMismatch = () =>
     new GatewayError('idempotency_mismatch', 'This Idempotency-Key was already used with a different amount. Use a new key for a new request.', 'Idempotency-Key');
 
-  app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, headers: moneyMovementHeaders, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 422, ...ADMIN_ERRORS) } } }, async (request) => {
+  app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, headers: moneyMovementHeaders, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...ADMIN_ERRORS) } } }, async (request) => {
     const reference = await movementReference(request.headers, request.params.id, 'credit', request.body.amount_usd);
-    const account = await accounts.credit(request.params.id, request.body.amount_usd, reference);
+    const account = await addCredits(accounts, request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
     await confirmMovedOnce(reference, 'credit', request.body.amount_usd);
     return toAccountView(account);
