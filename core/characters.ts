@@ -66,11 +66,16 @@ export function visibleText(max: number) {
 // document reads alike (an anchored `^…$` differs: Python's `$` matches before a final newline).
 const NAME_REFUSED_CLASS = '[\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]';
 const NAME_REFUSED = new RegExp(NAME_REFUSED_CLASS.replaceAll('\\\\', '\\'));
-export const NAME_CHARACTERS_MESSAGE = 'must not contain control characters (such as a line break) or bidirectional overrides';
+export const NAME_CHARACTERS_MESSAGE = 'must not contain control characters (such as a line break), bidirectional overrides or unpaired surrogates (a \\ud800 escape without its partner)';
+
+// Half of a UTF-16 pair with no other half (JSON lets `"\ud800x"` through): stored as UTF-8 it
+// becomes U+FFFD, so the name kept would differ from the name answered. Not in the document's
+// pattern: JSON Schema readers match code points, where such a half cannot occur.
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** True when `text` has none of the characters a name must not have. */
 export function hasOnlyNameCharacters(text: string): boolean {
-  return !NAME_REFUSED.test(text);
+  return !NAME_REFUSED.test(text) && !UNPAIRED_SURROGATE.test(text);
 }
 
 /** A name a person reads in a list (an account's, a key's): visible text on one line, without

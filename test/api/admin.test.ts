@@ -41,6 +41,9 @@ describe('admin API', () => {
     ['a name on two lines', { name: 'line1\nline2' }, 'name'],
     ['a name with a NUL', { name: 'ab\u0000cd' }, 'name'],
     ['a name with a direction override', { name: 'fg-prod\u202Eved' }, 'name'],
+    // Stored as UTF-8, half a pair would come back as U+FFFD: not the name that was answered.
+    ['a name with half a surrogate pair', { name: '\ud800x' }, 'name'],
+    ['a name with the other half alone', { name: 'x\udfff' }, 'name'],
     // Checked as sent, as the document's pattern reads it: a trailing line break is refused too.
     ['a name ending in a line break', { name: 'Acme\n' }, 'name'],
   ];
@@ -119,12 +122,15 @@ describe('admin API', () => {
     assert.equal((await send('deductions', 0.7, 'deduct-2024-001')).statusCode, 422);
     // Sent at once with different amounts, both pass the check before moving: the money moves
     // once, and the request whose amount did not move is told so.
+    const moved: Record<string, number> = {};
     for (const path of ['credits', 'deductions']) {
-      const answers = await Promise.all([send(path, 0.25, `race-${path}`), send(path, 0.5, `race-${path}`)]);
+      const amounts = [0.25, 0.5];
+      const answers = await Promise.all(amounts.map((amount) => send(path, amount, `race-${path}`)));
       assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 422], `${path}: ${answers.map((answer) => answer.body).join(' ')}`);
+      moved[path] = amounts[answers.findIndex((answer) => answer.statusCode === 200)]!;
     }
     const raced = (await harness.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
-    assert.equal(raced.balance_usd, 2.5, 'one credit and one deduction of the same amount, whichever won each race');
+    assert.equal(raced.balance_usd, 2.5 + moved.credits! - moved.deductions!, 'the amounts of the requests answered 200, and only those');
     // Keys are per account: another account's same key is another movement.
     const other = await createAccount(harness.app, { name: 'Other retried' });
     assert.equal((await harness.app.inject({ method: 'POST', url: `/admin/accounts/${other.id}/credits`, headers: { ...adminHeaders, 'idempotency-key': 'credit-2024-001' }, payload: { amount_usd: 1 } })).json().balance_usd, 1);
@@ -159,7 +165,7 @@ describe('admin API', () => {
 
   it('refuses keys restricted to unknown models and keys for unknown accounts', async () => {
     const account = await createAccount(harness.app, { name: 'Bad keys' });
-    for (const name of ['line1\nline2\u202eevil', 'tab\there', 'nul\u0000', 'isolate\u2066x\u2069', 'c1\u0085']) {
+    for (const name of ['line1\nline2\u202eevil', 'tab\there', 'nul\u0000', 'isolate\u2066x\u2069', 'c1\u0085', 'half \ud83d pair']) {
       const refused = await post(`/admin/accounts/${account.id}/keys`, { name });
       assert.equal(refused.statusCode, 400, JSON.stringify(name));
       assert.deepEqual([refused.json().error.param, /control characters/.test(refused.json().error.message)], ['name', true], refused.body);
