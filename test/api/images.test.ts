@@ -147,6 +147,9 @@ describe('images priced by quality and size', () => {
     // A second image model making fewer sizes and qualities than the first (so the document's
     // lists, all models' together, let its refusals through to the model's own check).
     catalog.models.push({ ...image, id: 'square-image', sizes: ['1024x1024'], qualities: ['low'], prices_per_image_micros: undefined, default_size: 'auto' });
+    // And one that lists neither (as a catalog may): the document's fields then take any value,
+    // and a call that names no quality must still pass, for every model.
+    catalog.models.push({ id: 'any-image', kind: 'image', upstream: 'simulator-openai', upstream_model: 'dall-e-3', owned_by: 'openai', price_per_image_micros: 40_000 });
     const file = path.join(await mkdtemp(path.join(tmpdir(), 'framegate-catalog-')), 'catalog.json');
     await writeFile(file, JSON.stringify(catalog));
     stack = await startOpenAiStack('images-priced', { CATALOG_FILE: file });
@@ -191,6 +194,15 @@ describe('images priced by quality and size', () => {
     }
     await client.images.generate({ model: 'square-image', prompt: 'a kite', size: '1024x1024', quality: 'low' });
     assert.equal((await stack.settledAccount(caller.accountId)).spent_micros, 40_000);
+  });
+
+  it('takes a call without quality or size when a model of the catalog lists none, and passes any on to that model', async () => {
+    const caller = await stack.newCaller('unlisted');
+    const client = stack.client(caller.key);
+    await client.images.generate({ model: 'square-image', prompt: 'a kite' });
+    await client.images.generate({ model: 'any-image', prompt: 'a kite' });
+    await client.images.generate({ model: 'any-image', prompt: 'a kite', quality: 'hd', size: '1792x1024' } as OpenAI.ImageGenerateParamsNonStreaming);
+    assert.equal((await stack.settledAccount(caller.accountId)).spent_micros, 3 * 40_000);
   });
 });
 

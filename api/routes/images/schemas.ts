@@ -41,7 +41,7 @@ export function imageGenerationBodyFor(catalog: Catalog) {
       model: modelIdField(catalog, 'image'),
       size: sizes ? z.enum(sizes, { error: `must be one of ${quoted(sizes)}` }).nullish() : imageGenerationBody.shape.size,
       // Not named by the base body (any value passes to the upstream) unless listed.
-      quality: qualities ? z.enum(qualities, { error: `must be one of ${quoted(qualities)}` }).nullish() : z.unknown(),
+      quality: qualities ? z.enum(qualities, { error: `must be one of ${quoted(qualities)}` }).nullish() : z.unknown().optional(),
     })
     .meta({ examples });
 }
