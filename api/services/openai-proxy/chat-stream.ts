@@ -18,7 +18,8 @@ import { relayChatStream, type RelayOutcome } from './sse-relay.ts';
 //   without a usage chunk, the prompt estimate plus the delivered text, capped at the hold.
 // - the caller disconnected: the upstream's usage if it already arrived, otherwise the prompt
 //   estimate plus what was delivered (max of chunks and characters/4 as output tokens), capped
-//   at the reservation; nothing at all when not a single piece of text had been delivered.
+//   at the reservation; nothing at all when not a single piece of output had been delivered
+//   (chunk-translation.ts counts what output is), as for a call abandoned before its answer.
 // - the upstream failed mid-stream: nothing (spec 7 rule 4, failed requests are not billed).
 // - the gateway ended it (a shutdown past its grace, calls-in-flight.ts): nothing, as a failure
 //   of ours; the caller's last event is the error, so it knows to retry.

@@ -8,7 +8,8 @@ import { isObject, readUsage } from './wire.ts';
 // the gateway (the usage it bills from, the text delivered, the answer's end, a failure).
 
 export interface DeliveredText {
-  /** Chunks that carried text or tool-call arguments: about one token each. */
+  /** Chunks that carried output (text, reasoning, a tool or function call's name and
+   * arguments, audio): about one token each. */
   pieces: number;
   characters: number;
 }
@@ -68,13 +69,23 @@ function countDelivered(choices: unknown[], state: RelayState): void {
     noteFinish(choice, state);
     const delta = choice.delta;
     if (!isObject(delta)) continue;
-    let characters = textLength(delta.content) + textLength(delta.refusal) + textLength(delta.reasoning_content);
+    // Reasoning comes as `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama).
+    let characters = textLength(delta.content) + textLength(delta.refusal) + textLength(delta.reasoning_content) + textLength(delta.reasoning);
+    let sound = false;
     if (Array.isArray(delta.tool_calls)) {
       for (const call of delta.tool_calls) {
         if (isObject(call) && isObject(call.function)) characters += textLength(call.function.name) + textLength(call.function.arguments);
       }
     }
-    if (characters > 0) {
+    // A call under the legacy `functions` parameter streams here instead.
+    if (isObject(delta.function_call)) characters += textLength(delta.function_call.name) + textLength(delta.function_call.arguments);
+    // Audio output: its transcript counts as text, and a chunk of sound alone as a piece (its
+    // base64 is no measure of tokens).
+    if (isObject(delta.audio)) {
+      characters += textLength(delta.audio.transcript);
+      sound = textLength(delta.audio.data) > 0;
+    }
+    if (characters > 0 || sound) {
       state.delivered.pieces++;
       state.delivered.characters += characters;
     }

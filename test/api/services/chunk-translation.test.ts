@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { newRelayState, translate } from '../../../api/services/openai-proxy/chunk-translation.ts';
+
+// What a stream the caller abandons is billed for, when the upstream reported no usage, is what
+// was delivered (chat-stream.ts): every kind of output a chunk can carry must count, or a
+// caller who leaves mid-answer gets that kind for nothing.
+
+const event = (delta: object) => ({ data: JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta, finish_reason: null }] }) });
+
+describe('chunk translation: output delivered', () => {
+  const kinds: Array<[string, object, number]> = [
+    ['text', { content: 'Hello' }, 5],
+    ['a refusal', { refusal: 'No.' }, 3],
+    ['reasoning as reasoning_content', { reasoning_content: 'Think' }, 5],
+    ['reasoning as reasoning', { reasoning: 'Think!' }, 6],
+    ['a tool call', { tool_calls: [{ index: 0, function: { name: 'f', arguments: '{"a":' } }] }, 6],
+    ['a legacy function call', { function_call: { name: 'get_weather', arguments: '{"city":' } }, 19],
+    ['audio with its transcript', { audio: { id: 'a', data: 'UklGRg==', transcript: 'Hi there' } }, 8],
+    ['audio alone', { audio: { data: 'UklGRg==' } }, 0],
+  ];
+  for (const [name, delta, characters] of kinds) {
+    it(`counts ${name} as a piece of ${characters} characters`, () => {
+      const state = newRelayState(1);
+      const sent = translate(event(delta), state, false, 'm');
+      assert.notEqual(sent, '', 'passed on to the caller');
+      assert.deepEqual(state.delivered, { pieces: 1, characters });
+    });
+  }
+
+  it('counts nothing for a chunk without output (the role, an empty delta, an audio id alone)', () => {
+    const state = newRelayState(1);
+    for (const delta of [{ role: 'assistant' }, {}, { content: '' }, { audio: { id: 'a', expires_at: 1 } }]) translate(event(delta), state, false, 'm');
+    assert.deepEqual(state.delivered, { pieces: 0, characters: 0 });
+  });
+});
