@@ -62,6 +62,9 @@ export interface AppDependencies {
   logStream?: { write(line: string): void };
 }
 
+/** A request id a caller may choose: a UUID, a W3C trace id, `req_…`, at most 128 characters. */
+const CALLER_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
 // Builds the whole HTTP application without listening, so tests drive it with inject() or
 // on an ephemeral port, and server.ts only adds the socket.
 export async function buildApp(dependencies: AppDependencies): Promise<FastifyInstance> {
@@ -78,8 +81,14 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     // up to 30 s more than its limit. And Node 20 times out no request at all when its
     // requestTimeout is below its headersTimeout (60 s), so the latter never exceeds the former.
     http: { connectionsCheckingInterval: 5_000, headersTimeout: Math.min(60_000, config.REQUEST_TIMEOUT_MS) },
-    requestIdHeader: 'x-request-id',
-    genReqId: () => newId('req'),
+    // A caller's own x-request-id (a trace id from its side) is kept when it reads as an id;
+    // anything else (8,000 characters, spaces, quotes) would travel into logs, error messages
+    // and task records as it came, so the gateway makes its own instead.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const sent = request.headers['x-request-id'];
+      return typeof sent === 'string' && CALLER_REQUEST_ID.test(sent) ? sent : newId('req');
+    },
     // Requests arriving during a close get the spec's 503 from api/plugins/graceful-close.ts.
     return503OnClosing: false,
     // Path parameters are checked by the routes, after the key: an id no model or task has is a

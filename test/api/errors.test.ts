@@ -121,9 +121,10 @@ describe('errors in the shape of spec section 7', () => {
     assert.equal((await harness.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
   });
 
-  it('returns the request id in x-request-id', async () => {
-    const response = await harness.app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'req_from_client' } });
-    assert.equal(response.headers['x-request-id'], 'req_from_client');
+  it("returns the request id in x-request-id: the caller's own when it reads as an id, the gateway's otherwise", async () => {
+    const idOf = async (sent: string) => (await harness.app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': sent } })).headers['x-request-id'];
+    for (const sent of ['req_from_client', '4bf92f3577b34da6a3ce929d0e0e4736', '0f8fad5b-d9cb-469f-a165-70867728950e', 'a'.repeat(128)]) assert.equal(await idOf(sent), sent);
+    for (const sent of ['a'.repeat(129), 'two words', '"quoted"', 'line\u2028break', '']) assert.match(String(await idOf(sent)), /^req_[\w-]{16,}$/, JSON.stringify(sent));
   });
 });
 
