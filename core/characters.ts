@@ -50,12 +50,19 @@ const NOT_ONLY_WHITESPACE = new RegExp(`[^${WHITESPACE_CLASS}]`);
  * Spelled out, as `\p{Cf}` is not read alike by the document's readers (Python's `re` lacks it). */
 const INVISIBLE_CLASS = '\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufff9-\\ufffb';
 const SOMETHING_VISIBLE = new RegExp(`[^${WHITESPACE_CLASS}${INVISIBLE_CLASS}]`);
+// The tag characters and variation selectors of plane 14 (U+E0000 to U+E03FF, all invisible)
+// too, checked on the server only: in UTF-16 each is \udb40 and a low surrogate, and a pattern
+// that names surrogates reads differently to the document's code-point readers. A text whose
+// only visible character is above U+FFFF keeps that character's high half, so it passes.
+const SOMETHING_VISIBLE_BEYOND_PLANE_14 = new RegExp(`[^${WHITESPACE_CLASS}${INVISIBLE_CLASS}\\udb40\\udc00-\\udfff]`);
+const EMPTY_MESSAGE = 'must not be empty (only whitespace, control or invisible characters)';
 
 /** Required text with something besides whitespace and control characters, at most `max`
  * characters, trimmed. */
 export function visibleText(max: number) {
   return atMostCharacters(z.string({ error: requiredAs('a string') }), max, `is longer than ${max} characters`)
-    .regex(SOMETHING_VISIBLE, 'must not be empty (only whitespace, control or invisible characters)')
+    .regex(SOMETHING_VISIBLE, EMPTY_MESSAGE)
+    .refine((text) => SOMETHING_VISIBLE_BEYOND_PLANE_14.test(text), EMPTY_MESSAGE)
     .trim();
 }
 

@@ -11,6 +11,7 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['no model', { prompt: 'a cat' }, 400, 'model', /'model'.*required/],
   ['no prompt', { model: 'seedance-2.0' }, 400, 'prompt', /'prompt'.*required/],
   ['an empty prompt', { model: 'seedance-2.0', prompt: '   ' }, 400, 'prompt', /must not be empty/],
+  ['a prompt of plane-14 tag characters only', { model: 'seedance-2.0', prompt: '\u{E0001}\u{E0068}\u{E0069} \u{E0100}' }, 400, 'prompt', /must not be empty \(only whitespace, control or invisible characters\)/],
   ['a prompt of control characters only', { model: 'seedance-2.0', prompt: '\u0000\u0001\u007f\u0085 ' }, 400, 'prompt', /must not be empty \(only whitespace, control or invisible characters\)/],
   ['a prompt of zero-width characters only', { model: 'seedance-2.0', prompt: '\u200b\u200d\u2060\u00ad' }, 400, 'prompt', /must not be empty/],
   ['a callback_url on port 00', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://hooks.example:00/x' } }, 400, 'metadata.callback_url', /no port 0/],
@@ -128,6 +129,16 @@ describe('POST /v1/video/generations refuses bad requests', () => {
     const noMetadata = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'sora-2', prompt: 'x', metadata: null } });
     assert.equal(noMetadata.statusCode, 200, noMetadata.body);
     for (const id of [taskId, noMetadata.json().task_id]) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
+  });
+
+  it('takes a prompt whose only visible characters are above U+FFFF (an emoji, a tagged flag)', async () => {
+    const taskIds: string[] = [];
+    for (const prompt of ['🦊', '\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}', '𝒻𝑜𝓍']) {
+      const response = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'seedance-2.0', prompt } });
+      assert.equal(response.statusCode, 200, `${prompt}: ${response.body}`);
+      taskIds.push(response.json().task_id);
+    }
+    for (const id of taskIds) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
   });
 
   it('takes host names with hyphen runs and punycode names, for callbacks and reference media', async () => {
