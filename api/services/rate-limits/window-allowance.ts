@@ -28,6 +28,8 @@ export class WindowAllowance {
   private nextIndex = 0;
   private exhausted = false;
   private claiming: Promise<boolean> | null = null;
+  /** Times catchUp() ran: a claim that was out meanwhile must not undo it. */
+  private catchUps = 0;
 
   readonly id: string;
   /** Names the key's allowances of this kind and minute, whatever their limit. */
@@ -66,9 +68,11 @@ export class WindowAllowance {
    * the key's) as gone: blocks that cover them are skipped, and what this process holds unspent
    * shrinks to what the limit leaves. */
   catchUp(unitsUsed: number): void {
+    this.catchUps++;
     this.nextIndex = Math.max(this.nextIndex, Math.ceil(unitsUsed / this.blockSize));
     const room = Math.max(0, Math.min(this.limit, this.nextIndex * this.blockSize) - unitsUsed);
-    if (this.available > room) this.available = room;
+    // What this process spent ahead of its blocks (a debt) is within `unitsUsed` already.
+    this.available = Math.min(Math.max(this.available, 0), room);
   }
 
   /** Units left in this minute for everyone, as far as this process can tell. */
@@ -152,8 +156,17 @@ export class WindowAllowance {
     const blocks = Math.ceil(this.limit / this.blockSize);
     while (this.nextIndex < blocks) {
       const index = this.nextIndex;
+      const catchUps = this.catchUps;
       // Kept a minute past the window, so a late claim can never reuse a swept id.
       const won = await this.store.claim(`${this.id}:${index}`, new Date(this.endsAt + 60_000));
+      if (catchUps !== this.catchUps) {
+        // The key's limit came back to this one while the claim was out, and the minute's use
+        // was counted past it: the block counts as gone with the rest (at worst a block that was
+        // not is lost to the key for the minute). The caller asks again if it needs more.
+        this.nextIndex = Math.max(this.nextIndex, index + 1);
+        if (won) return true;
+        continue;
+      }
       this.nextIndex = index + 1;
       if (won) {
         this.available += Math.min(this.blockSize, this.limit - index * this.blockSize);

@@ -5,6 +5,7 @@ import { RateLimiter, type LimitStatus } from '../../../api/services/rate-limits
 import { accountOverrides } from '../../../store/rate-limit-overrides.ts';
 import { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
 import { testDatabase } from '../../helpers/engines.ts';
+import { signal } from '../../helpers/signal.ts';
 
 // What the rate limiter does in rounds on its own timer rather than inside a request: reading an
 // account's overrides again while the account is in use (so an operator's change made through
@@ -159,6 +160,45 @@ describe('rate limiter: rounds on its own timer', () => {
     };
     assert.equal(await next(3, 5, 1_000), 3);
     assert.equal(await next(10, 12, 2_000), 7, 'raised from 3 to 10 after 3 calls: 7 more');
+  });
+
+  it('keeps counting when a limit goes back to one whose block claim was still out', async () => {
+    const minute = Math.floor(Date.now() / 60_000) + 50;
+    // The first limit's claim of its fourth block (a block a call, claimed ahead once the third
+    // call took the third) waits at a gate while the key runs under the second limit.
+    const gate = signal();
+    const heldClaim = `requests:key_gated:${minute}:10:3`;
+    class GatedBlocks extends RateLimitBlockStore {
+      override async claim(id: string, expiresAt: Date): Promise<boolean> {
+        if (id === heldClaim) await gate.reached;
+        return super.claim(id, expiresAt);
+      }
+    }
+    const limits = new RateLimiter({ store: new GatedBlocks(database.db), accountOverrides: accountOverrides(database.db), defaults: { requestsPerMinute: 1_000, tokensPerMinute: 100_000 }, log: { warn() {} } });
+    limiters.push(limits);
+    const caller = (limit: number) => ({ accountId: 'acct_gated', keyId: 'key_gated', rateLimits: { requests_per_minute: limit } });
+    const admitted = async (limit: number, calls: number, from: number) => {
+      let count = 0;
+      for (let call = 0; call < calls; call++) {
+        try {
+          await limits.admitRequest(caller(limit), minute * 60_000 + from + call);
+          count++;
+        } catch {
+          // 429: over the limit.
+        }
+      }
+      return count;
+    };
+    try {
+      assert.equal(await admitted(10, 3, 1_000), 3);
+      assert.equal(await admitted(20, 10, 2_000), 10);
+      const back = admitted(10, 10, 3_000);
+      await pause(50);
+      gate.fire();
+      assert.equal(await back, 0, 'back to 10 after 13 calls: none more this minute');
+    } finally {
+      gate.fire();
+    }
   });
 
   it('keeps counting when a limit goes back to one it had earlier in the minute', async () => {
