@@ -230,9 +230,14 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     const answers = await Promise.all(Array.from({ length: 50 }, () => client.submit(body)));
     const accepted = answers.filter((answer) => answer.status === 200);
     const refused = answers.filter((answer) => answer.status === 403);
+    // On a loaded machine a few may be shed with 503 before their hold (the account's holds
+    // queue past STALLED_AFTER_MS, api/services/video-tasks.ts): refused too, nothing charged.
+    const shed = answers.filter((answer) => answer.status === 503);
     assert.equal(accepted.length, 10);
-    assert.equal(refused.length, 40);
+    assert.equal(refused.length + shed.length, 40, answers.map((answer) => answer.status).join(' '));
+    assert.ok(refused.length >= 20, `${refused.length} refused for the balance, ${shed.length} shed`);
     assert.ok(refused.every((answer) => answer.json.error.type === 'insufficient_quota'));
+    assert.ok(shed.every((answer) => answer.json.error.code === 'service_unavailable' && /nothing was charged/.test(answer.json.error.message)));
     const during = await accountOf(account.id);
     assert.ok(during.balance_usd >= 0);
     const finals = await Promise.all(accepted.map((answer) => client.waitForFinal(answer.json.task_id)));
