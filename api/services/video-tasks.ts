@@ -81,7 +81,10 @@ export class VideoTaskService {
     let priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
     const callbackUrl = body.metadata?.callback_url;
     const uncallable = callbackUrl ? refusedOnSight(new URL(callbackUrl), this.options.callbackAllowlist) : null;
-    if (uncallable) {
+    // A retry under an Idempotency-Key whose task is stored goes on with that task as stored
+    // (below), whatever this process would say of it now: its first attempt was let through (by
+    // an older version, or an api given another allowlist), and the sweeper would start it anyway.
+    if (uncallable && (idempotentTaskId === undefined || !(await tasks.find(taskId)))) {
       throw new GatewayError('invalid_request', `metadata.callback_url: ${uncallable.whatItIs}, which the gateway does not call; give an address it can reach.`, 'metadata.callback_url');
     }
     let input: VideoTaskWorkflowInput = {

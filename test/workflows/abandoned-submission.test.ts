@@ -249,6 +249,34 @@ describe('video submissions that fail halfway', () => {
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
 
+  it('goes on with a stored task under its Idempotency-Key even when this process would refuse its callback on sight', async () => {
+    const principal = await fundedPrincipal('stored-callback');
+    const callbackUrl = 'http://10.9.9.9/hook';
+    const hooked = { ...body, metadata: { ...body.metadata, callback_url: callbackUrl } };
+    // Stored by a first attempt on a process that allowed 10.0.0.0/8 (or ran a version that did
+    // not look), which died before it held the price and started the workflow.
+    const taskId = newId('task');
+    const input: VideoTaskWorkflowInput = {
+      taskId, accountId: principal.accountId, keyId: principal.keyId, modelId: 'seedance-2.0', upstream: 'simulator-seedance',
+      request: { upstreamModel: 'dreamina-seedance-2-0-260128', prompt: body.prompt, seconds: 4, ratio: '16:9', resolution: '480p', content: [] },
+      holdMicros: PRICE, deadlineSeconds: 600, requestId: 'req_first', callbackUrl,
+    };
+    const now = new Date();
+    await tasks.insert({
+      _id: taskId, account_id: principal.accountId, key_id: principal.keyId, model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
+      metadata: hooked.metadata, price_micros: PRICE, progress: 0, request_id: 'req_first', workflow_started: false, workflow_input: input, recoverable: true,
+      webhook: { url: callbackUrl, state: 'pending', attempts: [] }, created_at: now, updated_at: now,
+    });
+    const strict = service();
+    assert.deepEqual(await strict.submit(principal, hooked, 'req_retry', taskId), { task_id: taskId, status: 'submitted' });
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.equal(result.status, 'succeeded', 'run and billed as the first attempt was promised');
+    // A new submission with that callback is refused before anything is stored or held.
+    const fresh = newId('task');
+    await assert.rejects(strict.submit(principal, hooked, 'req_new', fresh), (error: GatewayError) => error.code === 'invalid_request' && error.param === 'metadata.callback_url');
+    assert.equal(await tasks.find(fresh), null);
+  });
+
   it('a workflow whose start went through although the api gave up on it runs nothing and bills nothing', async () => {
     const principal = await fundedPrincipal('late-start');
     const taskId = newId('task');
