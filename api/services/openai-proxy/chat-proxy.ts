@@ -15,6 +15,7 @@ import type { ClientDisconnect } from './client-disconnect.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
 import { errorInSuccessfulAnswer, malformedUpstreamAnswer, streamedRefusal } from './upstream-errors.ts';
 import { isObject, readUsage, type Json } from './wire.ts';
+import { outputCharacters } from './output-characters.ts';
 
 // POST /v1/chat/completions against an OpenAI-compatible upstream: resolve the model, reserve
 // the worst-case price, forward the caller's body with the upstream's model id, then charge from
@@ -110,11 +111,7 @@ function completionCharacters(completion: Json): number {
   let characters = 0;
   for (const choice of Array.isArray(completion.choices) ? completion.choices : []) {
     const message = isObject(choice) ? choice.message : undefined;
-    if (!isObject(message)) continue;
-    if (typeof message.content === 'string') characters += message.content.length;
-    for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
-      if (isObject(call) && isObject(call.function)) characters += JSON.stringify(call.function).length;
-    }
+    if (isObject(message)) characters += outputCharacters(message);
   }
   return characters;
 }

@@ -1,5 +1,6 @@
 import type { EventSourceMessage } from 'eventsource-parser';
 import type { TokenCounts } from '../../../core/chat-pricing.ts';
+import { carriesSound, outputCharacters } from './output-characters.ts';
 import { isObject, readUsage } from './wire.ts';
 
 // What the caller is sent for each event of an upstream chat stream (sse-relay.ts relays the
@@ -27,8 +28,6 @@ export interface RelayState {
   failure?: string;
   providerMessage?: string;
 }
-
-const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
 
 /** An SSE data event; a multi-line payload becomes several data lines. */
 export function sseData(data: string): string {
@@ -69,23 +68,8 @@ function countDelivered(choices: unknown[], state: RelayState): void {
     noteFinish(choice, state);
     const delta = choice.delta;
     if (!isObject(delta)) continue;
-    // Reasoning comes as `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama).
-    let characters = textLength(delta.content) + textLength(delta.refusal) + textLength(delta.reasoning_content) + textLength(delta.reasoning);
-    let sound = false;
-    if (Array.isArray(delta.tool_calls)) {
-      for (const call of delta.tool_calls) {
-        if (isObject(call) && isObject(call.function)) characters += textLength(call.function.name) + textLength(call.function.arguments);
-      }
-    }
-    // A call under the legacy `functions` parameter streams here instead.
-    if (isObject(delta.function_call)) characters += textLength(delta.function_call.name) + textLength(delta.function_call.arguments);
-    // Audio output: its transcript counts as text, and a chunk of sound alone as a piece (its
-    // base64 is no measure of tokens).
-    if (isObject(delta.audio)) {
-      characters += textLength(delta.audio.transcript);
-      sound = textLength(delta.audio.data) > 0;
-    }
-    if (characters > 0 || sound) {
+    const characters = outputCharacters(delta);
+    if (characters > 0 || carriesSound(delta)) {
       state.delivered.pieces++;
       state.delivered.characters += characters;
     }
