@@ -132,17 +132,21 @@ export function isForbiddenAddress(ip: string, allowlist: Allowlist): boolean {
 }
 
 // `localhost` and its subdomains are loopback by RFC 6761, whatever a resolver says.
-const LOCALHOST_NAME = /(?:^|\.)localhost\.?$/i;
+const LOCALHOST_NAME = /(?:^|\.)localhost$/i;
 
 /** The refusal the gateway's connection to `url` would meet, when it shows without asking DNS:
  * its host is a literal address (or a localhost name) the allowlist does not admit. Null when
  * only the connection can tell. */
 export function refusedOnSight(url: URL, allowlist: Allowlist): ForbiddenDestinationError | null {
   const hostname = url.hostname;
-  const address = LOCALHOST_NAME.test(hostname) ? '127.0.0.1' : ipaddr.IPv4.isValid(hostname) ? hostname : null;
-  if (address === null) return null;
-  const range = forbiddenRange(address, allowlist);
-  return range === null ? null : new ForbiddenDestinationError(hostname, address, range);
+  // A localhost name resolves to ::1 as well where /etc/hosts says so (most containers), and
+  // the worker refuses a name when any of its addresses is forbidden.
+  const addresses = LOCALHOST_NAME.test(hostname) ? ['127.0.0.1', '::1'] : ipaddr.IPv4.isValid(hostname) ? [hostname] : [];
+  for (const address of addresses) {
+    const range = forbiddenRange(address, allowlist);
+    if (range !== null) return new ForbiddenDestinationError(hostname, address, range);
+  }
+  return null;
 }
 
 /** Early, DNS-free validation of a callback URL: absolute http(s), no credentials. The guarded

@@ -178,6 +178,14 @@ describe('POST /v1/video/generations refuses bad requests', () => {
         taskIds.push(accepted.json().task_id);
       }
       assert.equal((await submit(lenient.app, 'http://127.0.0.1/hook')).statusCode, 400);
+      // Allowed as IPv4 only, localhost is still refused: it resolves to ::1 too, which the
+      // worker would refuse.
+      const ipv4Loopback = await startTestApp('video-validation-ipv4-loopback', { OUTBOUND_ALLOWLIST: '127.0.0.0/8' }, { database: harness.database });
+      try {
+        assert.equal((await submit(ipv4Loopback.app, 'http://localhost:8080/hook')).statusCode, 400);
+      } finally {
+        await ipv4Loopback.close();
+      }
     } finally {
       for (const id of taskIds) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
       await strict.close();
