@@ -8,6 +8,7 @@ import {
   setHandler,
   type ActivityOptions,
   sleep,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
@@ -17,6 +18,7 @@ import {
 } from '../core/video-task.ts';
 import { bookkeeping, polling } from './activity-proxies.ts';
 import { getTaskStateQuery, type TaskState } from './definitions.ts';
+import { submitThroughCancel } from './submission-through-cancel.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
 
 // One workflow per video task: hold → submit → poll → settle → final snapshot → webhook.
@@ -54,6 +56,12 @@ const SUBMISSION_REFUSAL_CODES_PATCH = 'submission-refusal-codes';
  * started for a task already past it) and the vendor is read once more at the deadline before
  * the task is given up (a clip finished while the worker was away is not thrown away). */
 const DEADLINE_FINAL_READ_PATCH = 'deadline-final-read';
+/** Marks histories in which an operator's cancel during the vendor submission waits for the job
+ * it made and cancels it (workflows/submission-through-cancel.ts). */
+const CANCEL_DURING_SUBMISSION_PATCH = 'cancel-during-submission';
+/** Marks histories whose deadline counts from the workflow's start (the submission), not from
+ * when a worker first ran it: tasks queued through a worker outage do not get a fresh hour. */
+const DEADLINE_FROM_START_PATCH = 'deadline-from-start';
 const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 10_000;
 
@@ -73,7 +81,7 @@ function describeActivityFailure(error: unknown): { type?: string; message: stri
 export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<VideoTaskWorkflowResult> {
   const state: TaskState = { status: 'submitted', progress: 0 };
   setHandler(getTaskStateQuery, () => state);
-  const deadline = Date.now() + input.deadlineSeconds * 1000;
+  const deadline = (patched(DEADLINE_FROM_START_PATCH) ? workflowInfo().startTime.getTime() : Date.now()) + input.deadlineSeconds * 1000;
 
   let outcome: Outcome;
   let held = false;
@@ -149,7 +157,12 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
   const deadlineFirst = withinDeadline && deadline - Date.now() < SUBMISSION_MAX_MS;
   try {
     const submitting = withinDeadline ? submissionWithin(deadline) : submission;
-    ({ vendorTaskId } = await submitting.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request }));
+    const submit = () => submitting.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request });
+    // The job a cancel caught under way goes where the cancellation path looks for it.
+    const whenCancelled = (made: { vendorTaskId: string } | undefined) => {
+      if (made) state.vendorTaskId = made.vendorTaskId;
+    };
+    ({ vendorTaskId } = patched(CANCEL_DURING_SUBMISSION_PATCH) ? await submitThroughCancel(submit, whenCancelled) : await submit());
   } catch (error) {
     if (isCancellation(error)) throw error;
     const failure = describeActivityFailure(error);

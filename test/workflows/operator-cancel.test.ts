@@ -10,6 +10,8 @@ import { TaskStore } from '../../store/tasks.ts';
 import type { videoTaskWorkflow } from '../../workflows/video-task.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
+import { signal } from '../helpers/signal.ts';
+import { setTimeout as pause } from 'node:timers/promises';
 
 // An operator cancelling a task's workflow (Temporal Web UI or CLI): the task ends failed
 // (`cancelled`), its hold goes back to the balance whenever the cancel came, and a vendor task
@@ -83,5 +85,45 @@ describe('a video task cancelled by an operator', () => {
     await assertCancelledAndReturned(accountId, taskId);
     const vendorTask = await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${vendorTaskId}`, { headers: { authorization: 'Bearer sim-local-key' } });
     assert.equal(((await vendorTask.body.json()) as { status: string }).status, 'cancelled');
+  });
+  it('cancels the vendor task a submission under way made, when the cancel came during the vendor call', async () => {
+    // This case needs a worker whose vendor call waits: the shared one makes way for it.
+    await stopWorker?.();
+    stopWorker = undefined;
+    const entered = signal();
+    const release = signal();
+    const made: string[] = [];
+    const cancelledAtVendor: string[] = [];
+    const worker = await startStackWorker(stack, {
+      vendorOverrides: (vendor) => ({
+        async start(request, taskId) {
+          entered.fire();
+          await release.reached;
+          const started = await vendor.start(request, taskId);
+          made.push(started.vendorTaskId);
+          return started;
+        },
+        async cancel(vendorTaskId) {
+          cancelledAtVendor.push(vendorTaskId);
+          return vendor.cancel(vendorTaskId);
+        },
+      }),
+    });
+    try {
+      const { accountId, taskId } = await submitted('made while the cancel came [sim:delay=60]');
+      await entered.reached;
+      await stack.temporal.client.workflow.getHandle(taskId).cancel();
+      // The cancel waits for the call under way, which makes its job once let go.
+      await pause(300);
+      release.fire();
+      await assertCancelledAndReturned(accountId, taskId);
+      assert.equal(made.length, 1);
+      assert.deepEqual(cancelledAtVendor, made, 'the job the call made is cancelled at the vendor');
+      const vendorTask = await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${made[0]}`, { headers: { authorization: 'Bearer sim-local-key' } });
+      assert.equal(((await vendorTask.body.json()) as { status: string }).status, 'cancelled');
+    } finally {
+      release.fire();
+      await worker.stop();
+    }
   });
 });
