@@ -110,4 +110,28 @@ describe('a task whose deadline passed while its worker was away', () => {
       await worker.stop();
     }
   });
+  it('counts the deadline from the submission, not from when a worker first ran the task', async () => {
+    const account = await createAccount(stack.app, { name: 'no worker', balance_usd: 5 });
+    const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+    const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'queued through an outage [sim:delay=0]', seconds: '4', metadata: { resolution: '480p' } });
+    assert.equal(submitted.status, 200);
+    // No worker at all until the deadline has passed: the task must not get a fresh 3 seconds.
+    await pause(DEADLINE_SECONDS * 1000 + 500);
+    const vendorStarts: string[] = [];
+    const worker = await startStackWorker(stack, {
+      vendorOverrides: (vendor) => ({
+        async start(request, taskId) {
+          vendorStarts.push(taskId ?? '');
+          return vendor.start(request, taskId);
+        },
+      }),
+    });
+    try {
+      const task = await client.waitForFinal(submitted.json.task_id, 30_000);
+      assert.equal(task.error?.code, 'deadline_exceeded', JSON.stringify(task));
+      assert.deepEqual(vendorStarts, [], 'no vendor task for a task already past its deadline');
+    } finally {
+      await worker.stop();
+    }
+  });
 });
