@@ -27,7 +27,9 @@ export const environmentSchema = z.object({
   // its connection closed: Fastify turns Node's limit off, and a client sending one byte every
   // 20 s held its connection for as long as it liked. A megabyte body in 120 s is 9 KB/s.
   REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
-  VIDEO_TASK_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3600),
+  // At most 6 hours: polling adds about 4,000 history events an hour, and Temporal terminates a
+  // run at 51,200 (and warns from 10,240), which would end a long task as if an operator had.
+  VIDEO_TASK_DEADLINE_SECONDS: z.coerce.number().int().positive().max(21_600).default(3600),
   // Taken as at most WEBHOOK_TIMEOUT_MAX_MS (webhookTimeoutMs below).
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_WEBHOOK_TIMEOUT_MS),
   OUTBOUND_ALLOWLIST: z.string().default(''),

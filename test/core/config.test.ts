@@ -13,6 +13,11 @@ describe('configuration', () => {
     assert.deepEqual(warnings, ['WEBHOOK_TIMEOUT_MS=60000 is above the 30000 a webhook attempt allows; using 30000']);
   });
 
+  it('refuses a task deadline longer than 6 hours, which would outgrow a Temporal history', () => {
+    assert.equal(loadConfig({ VIDEO_TASK_DEADLINE_SECONDS: '21600' }).VIDEO_TASK_DEADLINE_SECONDS, 21_600);
+    assert.throws(() => loadConfig({ VIDEO_TASK_DEADLINE_SECONDS: '21601' }), /VIDEO_TASK_DEADLINE_SECONDS/);
+  });
+
   it('writes the download links\' base with an IPv6 HOST in brackets', () => {
     assert.equal(publicBaseUrl(loadConfig({ HOST: '::1', PORT: '51080' })), 'http://[::1]:51080');
     assert.equal(publicBaseUrl(loadConfig({ HOST: '127.0.0.1', PORT: '8080' })), 'http://127.0.0.1:8080');
