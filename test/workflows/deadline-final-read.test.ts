@@ -6,6 +6,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { adminHeaders, createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { testTemporalAddress } from '../helpers/engines.ts';
+import { recordHistoryIfAsked } from '../helpers/histories.ts';
 import { signal } from '../helpers/signal.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
@@ -65,6 +66,7 @@ describe('a task whose deadline passed while its worker was away', () => {
       const billed = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
       assert.equal(billed.held_usd, 0);
       assert.ok(billed.spent_usd > 0, JSON.stringify(billed));
+      await recordHistoryIfAsked(submitted.json.task_id, 'video-task-deadline-final-read-kept');
     } finally {
       await second.stop();
     }
@@ -106,6 +108,7 @@ describe('a task whose deadline passed while its worker was away', () => {
       const billed = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: adminHeaders })).json();
       assert.equal(billed.held_usd, 0);
       assert.equal(billed.spent_usd, 0);
+      await recordHistoryIfAsked(submitted.json.task_id, 'video-task-deadline-before-submission');
     } finally {
       await worker.stop();
     }
@@ -130,6 +133,7 @@ describe('a task whose deadline passed while its worker was away', () => {
       const task = await client.waitForFinal(submitted.json.task_id, 30_000);
       assert.equal(task.error?.code, 'deadline_exceeded', JSON.stringify(task));
       assert.deepEqual(vendorStarts, [], 'no vendor task for a task already past its deadline');
+      await recordHistoryIfAsked(submitted.json.task_id, 'video-task-deadline-from-start');
     } finally {
       await worker.stop();
     }

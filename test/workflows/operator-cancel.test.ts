@@ -10,6 +10,7 @@ import { TaskStore } from '../../store/tasks.ts';
 import type { videoTaskWorkflow } from '../../workflows/video-task.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
+import { recordHistoryIfAsked } from '../helpers/histories.ts';
 import { signal } from '../helpers/signal.ts';
 import { setTimeout as pause } from 'node:timers/promises';
 
@@ -75,6 +76,7 @@ describe('a video task cancelled by an operator', () => {
     await stack.temporal.client.workflow.getHandle(taskId).cancel();
     await startWorker();
     await assertCancelledAndReturned(accountId, taskId);
+    await recordHistoryIfAsked(taskId, 'video-task-cancelled-before-running');
   });
 
   it('cancels the vendor task too when the cancel comes while the vendor generates', async () => {
@@ -85,6 +87,7 @@ describe('a video task cancelled by an operator', () => {
     await assertCancelledAndReturned(accountId, taskId);
     const vendorTask = await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${vendorTaskId}`, { headers: { authorization: 'Bearer sim-local-key' } });
     assert.equal(((await vendorTask.body.json()) as { status: string }).status, 'cancelled');
+    await recordHistoryIfAsked(taskId, 'video-task-cancelled-while-generating');
   });
   it('cancels the vendor task a submission under way made, when the cancel came during the vendor call', async () => {
     // This case needs a worker whose vendor call waits: the shared one makes way for it.
@@ -121,6 +124,7 @@ describe('a video task cancelled by an operator', () => {
       assert.deepEqual(cancelledAtVendor, made, 'the job the call made is cancelled at the vendor');
       const vendorTask = await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${made[0]}`, { headers: { authorization: 'Bearer sim-local-key' } });
       assert.equal(((await vendorTask.body.json()) as { status: string }).status, 'cancelled');
+      await recordHistoryIfAsked(taskId, 'video-task-cancelled-during-submission');
     } finally {
       release.fire();
       await worker.stop();

@@ -11,6 +11,7 @@ import { videoClient } from '../helpers/video-client.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { signal } from '../helpers/signal.ts';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { recordHistoryIfAsked } from '../helpers/histories.ts';
 
 // An operator who terminates a task's workflow (the Web UI's Terminate, `temporal workflow
 // terminate`) runs none of its code: unlike a cancel, nothing settled the task, which stayed
@@ -68,6 +69,7 @@ describe('a task whose workflow an operator terminated', () => {
       assert.equal(JSON.parse(webhook!.body).error.code, 'cancelled');
       // Closed: later rounds start nothing for it.
       assert.equal(await sweep(), 0);
+      await recordHistoryIfAsked(taskId, 'close-terminated-task');
     } finally {
       await receiver.close();
     }

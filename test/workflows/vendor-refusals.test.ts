@@ -4,6 +4,7 @@ import { VendorRejectedError } from '../../vendors/types.ts';
 import { createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { recordHistoryIfAsked } from '../helpers/histories.ts';
 
 // A vendor that accepts a task, then refuses every status read (404: it lost the task): the
 // task ends failed with the vendor's words after three refusals, unbilled, instead of polling
@@ -46,5 +47,6 @@ describe('a vendor that refuses to report a task', () => {
     assert.equal(cancelled.length, 1);
     const totals = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: { authorization: `Bearer ${stack.config.ADMIN_TOKEN}` } })).json();
     assert.deepEqual([totals.balance_usd, totals.held_usd, totals.spent_usd], [5, 0, 0]);
+    await recordHistoryIfAsked(submitted.json.task_id, 'video-task-status-reads-refused');
   });
 });

@@ -54,7 +54,7 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
 
     const settled = await accountOf(account.id);
     assert.deepEqual([settled.balance_usd, settled.held_usd, settled.spent_usd], [9.8, 0, 0.2]);
-    await recordHistoryIfAsked(task.task_id, 'succeeded');
+    await recordHistoryIfAsked(task.task_id, 'video-task-succeeded');
     const usage = await stack.database.db.collection('usage').find({ key_id: key.id }).toArray();
     assert.equal(usage.length, 1);
     assert.deepEqual([usage[0]!.video_seconds, usage[0]!.spend_micros, usage[0]!.model], [5, 200_000, 'seedance-2.0']);
@@ -77,7 +77,7 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     assert.equal(task.status, 'succeeded', JSON.stringify(task));
     assert.ok(task.seen.includes('running'), `statuses seen: ${task.seen}`);
     assert.ok(Date.now() - started >= 3_000, 'the task ran its queue time');
-    await recordHistoryIfAsked(taskId, 'queued-then-running');
+    await recordHistoryIfAsked(taskId, 'video-task-queued-then-running');
   });
 
   it('a vendor failure ends failed with an error and is not billed', async () => {
@@ -89,7 +89,7 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     // The gateway's word for a moderation verdict, whatever the vendor; the vendor's own beside it.
     assert.deepEqual([task.error?.code, task.error?.vendor_code], ['content_policy_violation', 'OutputVideoSensitiveContentDetected'], JSON.stringify(task.error));
     assert.match(task.error?.message ?? '', /sensitive content/);
-    await recordHistoryIfAsked(task.task_id, 'vendor-failed');
+    await recordHistoryIfAsked(task.task_id, 'video-task-vendor-failed');
     const settled = await accountOf(account.id);
     assert.deepEqual([settled.balance_usd, settled.held_usd, settled.spent_usd], [5, 0, 0]);
   });
@@ -101,7 +101,7 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     assert.equal(task.status, 'failed');
     // Not the moderation's verdict: the gateway's refusal code, the vendor's own beside it.
     assert.deepEqual([task.error?.code, task.error?.vendor_code], ['vendor_rejected', 'InvalidParameter'], JSON.stringify(task.error));
-    await recordHistoryIfAsked(task.task_id, 'vendor-rejected');
+    await recordHistoryIfAsked(task.task_id, 'video-task-vendor-rejected');
     assert.deepEqual((await accountOf(account.id)).balance_usd, 5);
   });
 
@@ -111,7 +111,7 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     const task = await client.waitForFinal(submitted.json.task_id);
     assert.equal(task.status, 'failed');
     assert.deepEqual([task.error?.code, task.error?.vendor_code], ['content_policy_violation', 'moderation_blocked'], JSON.stringify(task.error));
-    await recordHistoryIfAsked(task.task_id, 'submission-moderated');
+    await recordHistoryIfAsked(task.task_id, 'video-task-submission-moderated');
     assert.deepEqual((await accountOf(account.id)).balance_usd, 5);
   });
 
@@ -146,7 +146,7 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     const task = await client.waitForFinal(submitted.json.task_id);
     assert.equal(task.status, 'succeeded', JSON.stringify(task));
     assert.equal(task.url, `${stack.baseUrl}/v1/video/generations/${task.task_id}/content`);
-    await recordHistoryIfAsked(task.task_id, 'gateway-content');
+    await recordHistoryIfAsked(task.task_id, 'video-task-gateway-content');
     const anonymous = await request(task.url!);
     assert.equal(anonymous.statusCode, 401);
     await anonymous.body.dump();
@@ -202,7 +202,7 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
       assert.equal(stored?.webhook.state, 'delivered');
       assert.equal(stored?.webhook.attempts.length, 1);
       assert.equal(stored?.webhook.attempts[0].status, 200);
-      await recordHistoryIfAsked(submitted.json.task_id, 'webhook-delivered');
+      await recordHistoryIfAsked(submitted.json.task_id, 'video-task-webhook-delivered');
     } finally {
       await receiver.close();
     }
