@@ -10,8 +10,15 @@ export async function startTaskWorkflow(client: Client, taskQueue: string, input
       workflowId: input.taskId,
       taskQueue,
       args: [input],
-      // Shown in the Temporal Web UI so an operator can tell whose task this is.
+      // Shown in the Temporal Web UI so an operator can tell whose task this is: the summary in
+      // the workflow list, the memo and details on the workflow's page.
       memo: { account_id: input.accountId, key_id: input.keyId, model: input.modelId, request_id: input.requestId },
+      staticSummary: `${input.modelId}, ${input.request.seconds ?? '?'} s at ${input.request.resolution ?? '?'}, for ${input.accountId}`,
+      staticDetails: [
+        `**Account** ${input.accountId}, **key** ${input.keyId}, **request** ${input.requestId}`,
+        `**Vendor** ${input.upstream} (${input.request.upstreamModel}), **price held** $${(input.holdMicros / 1_000_000).toFixed(6)}`,
+        `**Deadline** ${input.deadlineSeconds} s from the start; **webhook** ${input.callbackUrl ? 'yes' : 'none'}`,
+      ].join('\n\n'),
     });
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) return;

@@ -7,6 +7,7 @@ import {
   proxyActivities,
   setHandler,
   type ActivityOptions,
+  setCurrentDetails,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -91,6 +92,7 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
     // Not cancellable: the api placed this hold before it started the workflow, and an operator's
     // cancel arriving before or during this activity would otherwise leave `held` false, so the
     // hold would never be released.
+    setCurrentDetails('Holding the price on the balance');
     const hold = await CancellationScope.nonCancellable(() =>
       bookkeeping.holdFunds({ taskId: input.taskId, accountId: input.accountId, keyId: input.keyId, amountMicros: input.holdMicros }),
     );
@@ -108,6 +110,7 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
   }
 
   // Whatever happened above (even cancellation), money and snapshot must be settled.
+  setCurrentDetails(`Settling: ${held ? (outcome.status === 'succeeded' ? 'capturing the price' : 'releasing the hold') : 'nothing held'}, then recording the task ${outcome.status}`);
   await CancellationScope.nonCancellable(async () => {
     if (held) {
       await bookkeeping.settleHold({
@@ -157,6 +160,7 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
   const deadlineFirst = withinDeadline && deadline - Date.now() < SUBMISSION_MAX_MS;
   try {
     const submitting = withinDeadline ? submissionWithin(deadline) : submission;
+    setCurrentDetails(`Submitting to the vendor (${input.upstream})`);
     const submit = () => submitting.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request });
     // The job a cancel caught under way goes where the cancellation path looks for it.
     const whenCancelled = (made: { vendorTaskId: string } | undefined) => {
@@ -199,6 +203,7 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
       await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
       return failed('deadline_exceeded', `The task did not finish within ${input.deadlineSeconds} seconds.`);
     }
+    setCurrentDetails(`Vendor task ${vendorTaskId}: ${state.status === 'running' ? `running, ${state.progress} %` : 'queued'}; next read in ${Math.round(Math.min(interval, remaining) / 1000)} s, deadline at ${new Date(deadline).toISOString()}`);
     await sleep(Math.min(interval, remaining));
     interval = Math.min(Math.round(interval * 1.5), POLL_MAX_MS);
 

@@ -1,4 +1,4 @@
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { WEBHOOK_RETRY_SCHEDULE_SECONDS, type VideoTaskWorkflowResult } from '../core/video-task.ts';
 
@@ -14,7 +14,13 @@ export async function deliverWebhook(taskId: string): Promise<NonNullable<VideoT
   let retryAfterMs = 0;
   for (let index = 0; index < WEBHOOK_RETRY_SCHEDULE_SECONDS.length; index++) {
     const delay = Math.min(Math.max(WEBHOOK_RETRY_SCHEDULE_SECONDS[index]! * 1000, retryAfterMs), WEBHOOK_MAX_DELAY_MS);
-    if (delay > 0) await sleep(delay);
+    const attempt = `${index + 1} of ${WEBHOOK_RETRY_SCHEDULE_SECONDS.length}`;
+    // What the operator reads on the workflow's page while it waits (no history event of its own).
+    if (delay > 0) {
+      setCurrentDetails(`Webhook: attempt ${attempt} at ${new Date(Date.now() + delay).toISOString()}`);
+      await sleep(delay);
+    }
+    setCurrentDetails(`Webhook: attempt ${attempt} under way`);
     const lastAttempt = index === WEBHOOK_RETRY_SCHEDULE_SECONDS.length - 1;
     try {
       const answer = await webhookDelivery.deliverTaskWebhook({ taskId, attempt: index + 1, lastAttempt });

@@ -83,6 +83,10 @@ describe('a video task cancelled by an operator', () => {
     const { accountId, taskId } = await submitted('a long clip [sim:delay=60]');
     await waitUntil(async () => (await tasks.find(taskId))?.status === 'running');
     const vendorTaskId = (await tasks.find(taskId))!.vendor_task_id!;
+    // What an operator reads in the Web UI before cancelling: whose task, and where it stands.
+    const handle = stack.temporal.client.workflow.getHandle(taskId);
+    assert.match((await (await handle.describe()).staticSummary()) ?? '', /^seedance-2\.0, 4 s at 480p, for acct_/);
+    await waitUntil(async () => /^Vendor task cgt-\S+: running, \d+ %; next read in \d+ s, deadline at 20/.test((await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? ''));
     await stack.temporal.client.workflow.getHandle(taskId).cancel();
     await assertCancelledAndReturned(accountId, taskId);
     const vendorTask = await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${vendorTaskId}`, { headers: { authorization: 'Bearer sim-local-key' } });
