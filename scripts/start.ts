@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../core/config.ts';
+import { WORKER_STOP_MS } from '../core/video-task.ts';
 import { buildApi, builtApiArgs } from './lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from './lib/engines.ts';
 import { startProcess, waitForOutput, waitForPort, type ManagedProcess } from './lib/processes.ts';
@@ -172,11 +173,12 @@ try {
   // The local stack delivers webhooks to receivers on this machine, so loopback is allowed here.
   environment.OUTBOUND_ALLOWLIST ??= 'loopback';
 
-  const node = (name: string, entry: string) => () =>
-    startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed', ownProcessGroup: true });
+  const node = (name: string, entry: string, stopTimeoutMs?: number) => () =>
+    startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed', ownProcessGroup: true, ...(stopTimeoutMs ? { stopTimeoutMs } : {}) });
   const simulator = watch(node('simulator', 'simulator/server.ts')());
   await waitForPort('127.0.0.1', ports.simulator, simulator);
-  const worker = supervise(node('worker', 'worker/main.ts'));
+  // A stopping worker finishes the activities under way (a webhook attempt, a vendor call).
+  const worker = supervise(node('worker', 'worker/main.ts', WORKER_STOP_MS + 5_000));
   await buildApi();
   // Stopping, the api lets running calls finish for SHUTDOWN_GRACE_MS, then settles its spend
   // leases (at most 10 s): it is not killed before that.

@@ -10,6 +10,7 @@ import type { Database } from '../store/database.ts';
 import { Ledger } from '../store/ledger.ts';
 import { TaskStore } from '../store/tasks.ts';
 import { UsageStore } from '../store/usage.ts';
+import { WORKER_STOP_MS } from '../core/video-task.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -50,5 +51,9 @@ export async function createVideoWorker(options: VideoWorkerOptions): Promise<Wo
     // Vendor polls are short I/O waits: many can run at once without one slow vendor
     // holding up the others.
     maxConcurrentActivityTaskExecutions: 200,
+    // On SIGTERM, activities under way finish first (a vendor call takes at most 60 s, a webhook
+    // attempt 45 s); one still running after WORKER_STOP_MS (a vendor trickling its body) is
+    // abandoned, and Temporal retries it elsewhere, so a stop is never held open for good.
+    shutdownForceTime: WORKER_STOP_MS,
   });
 }

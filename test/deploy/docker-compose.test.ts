@@ -3,7 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { environmentSchema } from '../../core/config.ts';
+import { environmentSchema, loadConfig } from '../../core/config.ts';
+import { WORKER_STOP_MS } from '../../core/video-task.ts';
 import { builtApiEntry } from '../../scripts/lib/build-api.ts';
 
 // No Docker engine runs here, so docker-compose.yml is checked against the code instead: it
@@ -41,6 +42,12 @@ describe('docker-compose.yml', () => {
     const simulator = compose.services.simulator as { environment?: Record<string, string>; ports?: string[] };
     assert.equal(simulator.environment?.SIMULATOR_PUBLIC_URL, '${SIMULATOR_PUBLIC_URL:-http://localhost:8090}');
     assert.deepEqual(simulator.ports, ['127.0.0.1:8090:8090']);
+  });
+
+  it('gives a stopping worker longer than its activities may run, and the api longer than its grace', () => {
+    const seconds = (name: string) => Number(/^(\d+)s$/.exec(String((compose.services[name] as Record<string, unknown>).stop_grace_period))?.[1]);
+    assert.ok(seconds('worker') * 1000 > WORKER_STOP_MS, `worker: ${seconds('worker')} s`);
+    assert.ok(seconds('api') * 1000 > loadConfig({}).SHUTDOWN_GRACE_MS + 10_000, `api: ${seconds('api')} s`);
   });
 
   it('lets the worker scale (no fixed name or host port)', () => {
