@@ -1,20 +1,45 @@
-import { CancellationScope, isCancellation, sleep } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, setCurrentDetails, sleep } from '@temporalio/workflow';
 
 // A vendor submission that an operator's cancel cannot cut loose. Cancelled the plain way, the
 // workflow stops waiting at once while the activity goes on at the worker: the vendor makes the
 // job, and the workflow, which never heard its id, cannot cancel it, so the vendor generates a
-// clip nobody gets at the operator's expense. Here the call runs shielded from the cancel; a
-// cancel waits (a bounded while) for the attempt under way to bring back the job it made, then
-// stops any further retries and goes on as a cancellation.
+// clip nobody gets at the operator's expense. Here the call runs shielded from the cancel; the
+// cancel then stops the call's retries and waits for the attempt under way, whose job comes
+// back to be cancelled.
+
+/** `submit`'s result; on a cancel meanwhile, `onCancelled` gets the job the call made (undefined
+ * when it made none, or failed) and the cancellation is thrown. `submit` must schedule its
+ * activity with the WAIT_CANCELLATION_COMPLETED cancellation type: cancelled during a retry's
+ * backoff it ends at once, and an attempt under way runs to its end (at most its start-to-close
+ * timeout), its result reported, with no retry after it. */
+export async function submitWaitingThroughCancel<T>(submit: () => Promise<T>, onCancelled: (made: T | undefined) => void): Promise<T> {
+  const workflowScope = CancellationScope.current();
+  // Cancelled already (during the hold): no vendor call at all.
+  if (workflowScope.consideredCancelled) return submit();
+  let attempts!: CancellationScope;
+  const submitted = CancellationScope.nonCancellable(() => {
+    attempts = new CancellationScope({ cancellable: true });
+    return attempts.run(submit);
+  });
+  try {
+    return await Promise.race([submitted, workflowScope.cancelRequested]);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    setCurrentDetails('Cancelled: waiting for the vendor call under way to end, to cancel the job it made');
+    attempts.cancel();
+    onCancelled(await CancellationScope.nonCancellable(() => submitted.then((value) => value, () => undefined)));
+    throw error;
+  }
+}
 
 /** Longer than one attempt may take (its start-to-close timeout is 60 s). */
 const ATTEMPT_SETTLES_MS = 70_000;
 
-/** `submit`'s result; on a cancel meanwhile, `onCancelled` gets the job the call made (undefined
- * when it made none in time, or failed) and the cancellation is thrown. */
+/** The first version (patch cancel-during-submission), kept as it ran for the histories that
+ * took it: with the plain cancellation type, it waited up to ATTEMPT_SETTLES_MS for the call to
+ * end before stopping its retries, and a retry started meanwhile could still make a job unseen. */
 export async function submitThroughCancel<T>(submit: () => Promise<T>, onCancelled: (made: T | undefined) => void): Promise<T> {
   const workflowScope = CancellationScope.current();
-  // Cancelled already (during the hold): no vendor call at all.
   if (workflowScope.consideredCancelled) return submit();
   let attempts!: CancellationScope;
   const submitted = CancellationScope.nonCancellable(() => {

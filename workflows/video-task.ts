@@ -1,4 +1,5 @@
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
@@ -19,7 +20,8 @@ import {
 } from '../core/video-task.ts';
 import { bookkeeping, polling } from './activity-proxies.ts';
 import { getTaskStateQuery, type TaskState } from './definitions.ts';
-import { submitThroughCancel } from './submission-through-cancel.ts';
+import { PATCHES } from './patches.ts';
+import { submitThroughCancel, submitWaitingThroughCancel } from './submission-through-cancel.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
 
 // One workflow per video task: hold → submit → poll → settle → final snapshot → webhook.
@@ -34,35 +36,19 @@ const submissionOptions: ActivityOptions = {
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', nonRetryableErrorTypes: ['VendorRejected'] },
 };
 const submission = proxyActivities<Activities>({ ...submissionOptions, scheduleToCloseTimeout: SUBMISSION_MAX_MS });
+/** The same, for a workflow that, cancelled, waits for the attempt under way to end (its job
+ * then comes back to be cancelled) instead of leaving it to run unseen. */
+const waitOnCancel: ActivityOptions = { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
+const submissionWaitingOnCancel = proxyActivities<Activities>({ ...submissionOptions, ...waitOnCancel, scheduleToCloseTimeout: SUBMISSION_MAX_MS });
 
 /** Submission retried until the task's deadline when that comes first: a deadline under 30
  * minutes (VIDEO_TASK_DEADLINE_SECONDS) held for the whole task, the submission included. */
-function submissionWithin(deadline: number) {
-  return proxyActivities<Activities>({ ...submissionOptions, scheduleToCloseTimeout: Math.max(1_000, Math.min(SUBMISSION_MAX_MS, deadline - Date.now())) });
+function submissionWithin(deadline: number, waitingOnCancel = false) {
+  return proxyActivities<Activities>({ ...submissionOptions, ...(waitingOnCancel ? waitOnCancel : {}), scheduleToCloseTimeout: Math.max(1_000, Math.min(SUBMISSION_MAX_MS, deadline - Date.now())) });
 }
 
 /** Status reads the vendor refused in a row (a 404: the task is gone; a 401) that end a task. */
 const MAX_STATUS_REFUSALS = 3;
-/** Marks histories recorded since refusals end a task (older ones replay as they ran). */
-const STATUS_REFUSALS_PATCH = 'end-task-on-refused-status-reads';
-/** Marks histories in which submission retries stop at the task's deadline. */
-const SUBMISSION_DEADLINE_PATCH = 'submission-within-deadline';
-/** Marks histories in which a task reads `running` once the vendor runs it, not as soon as the
- * vendor accepted it (spec 4.1: submitted is "accepted and queued", running "in progress"). */
-const RUNNING_WHEN_VENDOR_RUNS_PATCH = 'running-when-the-vendor-runs';
-/** Marks histories in which a submission the vendor refused keeps the vendor's code, and its
- * moderation's refusal reads content_policy_violation, as the same refusal does at generation. */
-const SUBMISSION_REFUSAL_CODES_PATCH = 'submission-refusal-codes';
-/** Marks histories in which the deadline is checked before submission (no vendor task is
- * started for a task already past it) and the vendor is read once more at the deadline before
- * the task is given up (a clip finished while the worker was away is not thrown away). */
-const DEADLINE_FINAL_READ_PATCH = 'deadline-final-read';
-/** Marks histories in which an operator's cancel during the vendor submission waits for the job
- * it made and cancels it (workflows/submission-through-cancel.ts). */
-const CANCEL_DURING_SUBMISSION_PATCH = 'cancel-during-submission';
-/** Marks histories whose deadline counts from the workflow's start (the submission), not from
- * when a worker first ran it: tasks queued through a worker outage do not get a fresh hour. */
-const DEADLINE_FROM_START_PATCH = 'deadline-from-start';
 const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 10_000;
 
@@ -82,7 +68,7 @@ function describeActivityFailure(error: unknown): { type?: string; message: stri
 export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<VideoTaskWorkflowResult> {
   const state: TaskState = { status: 'submitted', progress: 0 };
   setHandler(getTaskStateQuery, () => state);
-  const deadline = (patched(DEADLINE_FROM_START_PATCH) ? workflowInfo().startTime.getTime() : Date.now()) + input.deadlineSeconds * 1000;
+  const deadline = (patched(PATCHES.deadlineFromStart) ? workflowInfo().startTime.getTime() : Date.now()) + input.deadlineSeconds * 1000;
 
   let outcome: Outcome;
   let held = false;
@@ -140,7 +126,7 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
  * moderation's verdict): the caller's content (content_policy_violation) or another refusal. */
 function submissionRefused(failure: { message: string; details?: unknown }): Outcome {
   const message = `The vendor refused the task: ${failure.message}`;
-  if (!patched(SUBMISSION_REFUSAL_CODES_PATCH)) return failed('vendor_rejected', message);
+  if (!patched(PATCHES.submissionRefusalCodes)) return failed('vendor_rejected', message);
   const details = (failure.details ?? {}) as { vendorCode?: string | null; contentPolicy?: boolean };
   const vendorCode = typeof details.vendorCode === 'string' ? details.vendorCode : undefined;
   return failed(details.contentPolicy === true ? 'content_policy_violation' : 'vendor_rejected', message, vendorCode);
@@ -148,13 +134,13 @@ function submissionRefused(failure: { message: string; details?: unknown }): Out
 
 async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadline: number): Promise<Outcome> {
   let vendorTaskId: string;
-  const finalRead = patched(DEADLINE_FINAL_READ_PATCH);
+  const finalRead = patched(PATCHES.deadlineFinalRead);
   // The hold can come late (the worker was down, the store slow): a vendor task started now
   // would be cancelled at once, at the operator's expense.
   if (finalRead && Date.now() >= deadline) {
     return failed('deadline_exceeded', `The task could not be started within its deadline of ${input.deadlineSeconds} seconds.`);
   }
-  const withinDeadline = patched(SUBMISSION_DEADLINE_PATCH);
+  const withinDeadline = patched(PATCHES.submissionWithinDeadline);
   // Temporal ends the retries as soon as the next one would not fit, a little before the
   // deadline itself: a transient failure then is the deadline's.
   const deadlineFirst = withinDeadline && deadline - Date.now() < SUBMISSION_MAX_MS;
@@ -166,7 +152,12 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
     const whenCancelled = (made: { vendorTaskId: string } | undefined) => {
       if (made) state.vendorTaskId = made.vendorTaskId;
     };
-    ({ vendorTaskId } = patched(CANCEL_DURING_SUBMISSION_PATCH) ? await submitThroughCancel(submit, whenCancelled) : await submit());
+    if (patched(PATCHES.cancelWaitsForSubmission)) {
+      const waitingSubmitter = withinDeadline ? submissionWithin(deadline, true) : submissionWaitingOnCancel;
+      ({ vendorTaskId } = await submitWaitingThroughCancel(() => waitingSubmitter.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request }), whenCancelled));
+    } else {
+      ({ vendorTaskId } = patched(PATCHES.cancelDuringSubmission) ? await submitThroughCancel(submit, whenCancelled) : await submit());
+    }
   } catch (error) {
     if (isCancellation(error)) throw error;
     const failure = describeActivityFailure(error);
@@ -187,7 +178,7 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
   };
   // Queued at the vendor is still `submitted`; the first read of the vendor running it (or
   // done with it) makes it `running`.
-  const runningWhenVendorRuns = patched(RUNNING_WHEN_VENDOR_RUNS_PATCH);
+  const runningWhenVendorRuns = patched(PATCHES.runningWhenVendorRuns);
   if (runningWhenVendorRuns) await bookkeeping.recordVendorTask({ taskId: input.taskId, vendorTaskId });
   else await markRunning();
 
@@ -216,7 +207,7 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
       // row end it with the vendor's words rather than an hour later as deadline_exceeded.
       // Network trouble and 5xx still only end it at the deadline.
       const failure = describeActivityFailure(error);
-      if (failure.type === 'VendorRejected' && patched(STATUS_REFUSALS_PATCH) && ++refusals >= MAX_STATUS_REFUSALS) {
+      if (failure.type === 'VendorRejected' && patched(PATCHES.statusRefusals) && ++refusals >= MAX_STATUS_REFUSALS) {
         await CancellationScope.nonCancellable(() => polling.cancelVendorTask({ upstream: input.upstream, vendorTaskId }).catch(() => undefined));
         return failed('vendor_rejected', `The vendor would not report the task's status: ${failure.message}`);
       }

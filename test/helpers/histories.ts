@@ -33,7 +33,7 @@ export async function recordHistoryIfAsked(workflowId: string, scenario: string)
 }
 
 /** The patch ids a history's markers carry (the ids `patched()` recorded when it ran). */
-export function patchesIn(history: { events?: Array<{ markerRecordedEventAttributes?: { markerName?: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> } }> }): string[] {
+export function patchesIn(history: { events?: Array<{ eventType?: string; markerRecordedEventAttributes?: { markerName?: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> } }> }): string[] {
   const ids: string[] = [];
   for (const event of history.events ?? []) {
     const marker = event.markerRecordedEventAttributes;

@@ -12,6 +12,7 @@ import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/v
 import { waitUntil } from '../helpers/wait-until.ts';
 import { recordHistoryIfAsked } from '../helpers/histories.ts';
 import { signal } from '../helpers/signal.ts';
+import { VendorTransientError } from '../../vendors/types.ts';
 import { setTimeout as pause } from 'node:timers/promises';
 
 // An operator cancelling a task's workflow (Temporal Web UI or CLI): the task ends failed
@@ -131,6 +132,33 @@ describe('a video task cancelled by an operator', () => {
       await recordHistoryIfAsked(taskId, 'video-task-cancelled-during-submission');
     } finally {
       release.fire();
+      await worker.stop();
+    }
+  });
+  it('stops the submission retries at once when the cancel comes while the vendor keeps refusing', async () => {
+    await stopWorker?.();
+    stopWorker = undefined;
+    const starts: number[] = [];
+    const worker = await startStackWorker(stack, {
+      vendorOverrides: () => ({
+        async start() {
+          starts.push(Date.now());
+          throw new VendorTransientError('vendor busy (503)', 503);
+        },
+      }),
+    });
+    try {
+      const { accountId, taskId } = await submitted('a vendor that keeps refusing [sim:delay=0]');
+      await waitUntil(async () => starts.length >= 2);
+      const cancelledAt = Date.now();
+      await stack.temporal.client.workflow.getHandle(taskId).cancel();
+      await assertCancelledAndReturned(accountId, taskId);
+      assert.ok(Date.now() - cancelledAt < 5_000, `ended ${Date.now() - cancelledAt} ms after the cancel`);
+      const startsAtCancel = starts.filter((at) => at <= cancelledAt).length;
+      await pause(2_500);
+      assert.equal(starts.length, startsAtCancel, 'no vendor call after the cancel');
+      await recordHistoryIfAsked(taskId, 'video-task-cancelled-during-submission-retries');
+    } finally {
       await worker.stop();
     }
   });

@@ -1,0 +1,30 @@
+// Every patch id of the workflows, in one place: `test/workflows/replay.test.ts` reads this list
+// to demand a recorded history on each side of every patch, and refuses a `patched()` call in
+// workflows/ that names an id from anywhere else. An id, once in a history, never changes.
+
+export const PATCHES = {
+  /** Status reads the vendor refused three times in a row end the task (older histories polled
+   * on until the deadline). */
+  statusRefusals: 'end-task-on-refused-status-reads',
+  /** Submission retries stop at the task's deadline. */
+  submissionWithinDeadline: 'submission-within-deadline',
+  /** A task reads `running` once the vendor runs it, not as soon as the vendor accepted it
+   * (spec 4.1: submitted is "accepted and queued", running "in progress"). */
+  runningWhenVendorRuns: 'running-when-the-vendor-runs',
+  /** A submission the vendor refused keeps the vendor's code, and its moderation's refusal reads
+   * content_policy_violation, as the same refusal does at generation. */
+  submissionRefusalCodes: 'submission-refusal-codes',
+  /** The deadline is checked before submission (no vendor task is started for a task already
+   * past it), and the vendor is read once more at the deadline before the task is given up (a
+   * clip finished while the worker was away is not thrown away). */
+  deadlineFinalRead: 'deadline-final-read',
+  /** An operator's cancel during the vendor submission waits (up to 70 s) for the job the call
+   * made and cancels it. Superseded by cancelWaitsForSubmission; kept for its histories. */
+  cancelDuringSubmission: 'cancel-during-submission',
+  /** The deadline counts from the workflow's start, not from when a worker first ran it: tasks
+   * queued through a worker outage do not get a fresh hour. */
+  deadlineFromStart: 'deadline-from-start',
+  /** An operator's cancel during the vendor submission stops its retries at once and waits for
+   * the attempt under way (at most its 60 s), whose job is then cancelled. */
+  cancelWaitsForSubmission: 'cancel-waits-for-submission',
+} as const;
