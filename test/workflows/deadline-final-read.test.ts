@@ -25,6 +25,20 @@ describe('a task whose deadline passed while its worker was away', () => {
   });
   after(() => stack.close());
 
+  /** A worker for the stack that notes each task the vendor is asked to start. */
+  async function workerCountingVendorStarts() {
+    const vendorStarts: string[] = [];
+    const worker = await startStackWorker(stack, {
+      vendorOverrides: (vendor) => ({
+        async start(request, taskId) {
+          vendorStarts.push(taskId ?? '');
+          return vendor.start(request, taskId);
+        },
+      }),
+    });
+    return { worker, vendorStarts };
+  }
+
   it('reads the vendor once more at the deadline and keeps the finished clip', async () => {
     const account = await createAccount(stack.app, { name: 'late worker', balance_usd: 5 });
     const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
@@ -90,15 +104,7 @@ describe('a task whose deadline passed while its worker was away', () => {
     await connection.close();
     await pause(DEADLINE_SECONDS * 1000 + 500);
 
-    const vendorStarts: string[] = [];
-    const worker = await startStackWorker(stack, {
-      vendorOverrides: (vendor) => ({
-        async start(request, taskId) {
-          vendorStarts.push(taskId ?? '');
-          return vendor.start(request, taskId);
-        },
-      }),
-    });
+    const { worker, vendorStarts } = await workerCountingVendorStarts();
     try {
       const task = await client.waitForFinal(submitted.json.task_id, 30_000);
       assert.equal(task.status, 'failed');
@@ -113,6 +119,7 @@ describe('a task whose deadline passed while its worker was away', () => {
       await worker.stop();
     }
   });
+
   it('counts the deadline from the submission, not from when a worker first ran the task', async () => {
     const account = await createAccount(stack.app, { name: 'no worker', balance_usd: 5 });
     const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
@@ -120,15 +127,7 @@ describe('a task whose deadline passed while its worker was away', () => {
     assert.equal(submitted.status, 200);
     // No worker at all until the deadline has passed: the task must not get a fresh 3 seconds.
     await pause(DEADLINE_SECONDS * 1000 + 500);
-    const vendorStarts: string[] = [];
-    const worker = await startStackWorker(stack, {
-      vendorOverrides: (vendor) => ({
-        async start(request, taskId) {
-          vendorStarts.push(taskId ?? '');
-          return vendor.start(request, taskId);
-        },
-      }),
-    });
+    const { worker, vendorStarts } = await workerCountingVendorStarts();
     try {
       const task = await client.waitForFinal(submitted.json.task_id, 30_000);
       assert.equal(task.error?.code, 'deadline_exceeded', JSON.stringify(task));
