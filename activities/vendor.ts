@@ -2,6 +2,7 @@ import { ApplicationFailure, Context, type Info } from '@temporalio/activity';
 import { vendorErrors } from '../core/metrics.ts';
 import type { TaskStore } from '../store/tasks.ts';
 import { isContentPolicyCode, VendorRejectedError, VendorTransientError, type VendorTaskStatus, type VideoGenerationRequest, type VideoVendor } from '../vendors/types.ts';
+import { UpstreamNotConfiguredError } from '../core/catalog.ts';
 
 // Vendor calls. Errors become Temporal failures whose `type` drives the retry policy:
 // VendorTransient is retried on the activity's backoff, or later when the vendor's Retry-After
@@ -38,6 +39,11 @@ function asFailure(error: unknown, upstream: string): unknown {
       // The workflow words the task's failure from these (workflows/video-task.ts generate).
       details: [{ status: error.status, vendorCode: error.vendorCode ?? null, contentPolicy: isContentPolicyCode(error.vendorCode) }],
     });
+  }
+  if (error instanceof UpstreamNotConfiguredError) {
+    // The operator's catalog, not the vendor: no retry (30 minutes of submissions, three tries
+    // a status read) can help.
+    return ApplicationFailure.create({ message: error.message, type: 'UpstreamNotConfigured', nonRetryable: true });
   }
   if (error instanceof VendorTransientError) {
     vendorErrors.inc({ vendor: upstream, kind: 'transient' });

@@ -105,6 +105,12 @@ export type ImageModel = z.infer<typeof imageModelSchema>;
 export type CatalogModel = z.infer<typeof modelSchema>;
 export type CatalogData = z.infer<typeof catalogSchema>;
 
+/** An upstream the catalog does not have (removed while its tasks still ran, say), or has for
+ * another protocol: asking again cannot help. */
+export class UpstreamNotConfiguredError extends Error {
+  override readonly name = 'UpstreamNotConfiguredError';
+}
+
 export class Catalog {
   private readonly byId: Map<string, CatalogModel>;
 
@@ -122,7 +128,7 @@ export class Catalog {
 
   upstream(name: string): Upstream {
     const upstream = this.data.upstreams[name];
-    if (!upstream) throw new Error(`unknown upstream ${name}`);
+    if (!upstream) throw new UpstreamNotConfiguredError(`the upstream '${name}' is not in the gateway's catalog`);
     return upstream;
   }
 }

@@ -1,4 +1,4 @@
-import type { Catalog } from './catalog.ts';
+import { UpstreamNotConfiguredError, type Catalog } from './catalog.ts';
 import { createVideoVendor } from '../vendors/registry.ts';
 import type { VideoVendor } from '../vendors/types.ts';
 
@@ -9,7 +9,7 @@ export function createVendorLookup(catalog: Catalog): (upstream: string) => Vide
     const cached = adapters.get(name);
     if (cached) return cached;
     const upstream = catalog.upstream(name);
-    if (upstream.protocol === 'openai') throw new Error(`upstream ${name} is not a video vendor`);
+    if (upstream.protocol === 'openai') throw new UpstreamNotConfiguredError(`the upstream '${name}' is not a video vendor`);
     const adapter = createVideoVendor(upstream.protocol, { baseUrl: upstream.base_url, apiKey: upstream.api_key });
     adapters.set(name, adapter);
     return adapter;

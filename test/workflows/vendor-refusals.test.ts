@@ -5,10 +5,17 @@ import { createAccount, createKey } from '../helpers/app.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { recordHistoryIfAsked } from '../helpers/histories.ts';
+import { newId } from '../../core/ids.ts';
+import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
+import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
+import { AccountStore } from '../../store/accounts.ts';
+import { Ledger } from '../../store/ledger.ts';
+import { TaskStore } from '../../store/tasks.ts';
 
 // A vendor that accepts a task, then refuses every status read (404: it lost the task): the
 // task ends failed with the vendor's words after three refusals, unbilled, instead of polling
-// until its deadline an hour later.
+// until its deadline an hour later. And a task whose upstream is gone from the catalog ends at
+// once.
 
 describe('a vendor that refuses to report a task', () => {
   let stack: VideoStack;
@@ -48,5 +55,33 @@ describe('a vendor that refuses to report a task', () => {
     const totals = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${account.id}`, headers: { authorization: `Bearer ${stack.config.ADMIN_TOKEN}` } })).json();
     assert.deepEqual([totals.balance_usd, totals.held_usd, totals.spent_usd], [5, 0, 0]);
     await recordHistoryIfAsked(submitted.json.task_id, 'video-task-status-reads-refused');
+  });
+  it('ends a task whose upstream left the catalog at once, not after 30 minutes of submissions', async () => {
+    // As after an operator removed the upstream while its tasks still ran: asking again cannot help.
+    const accounts = new AccountStore(stack.database.db);
+    const tasks = new TaskStore(stack.database.db);
+    const ledger = new Ledger(stack.database.db);
+    const account = await accounts.create({ name: 'removed upstream', balanceMicros: 1_000_000 });
+    const taskId = newId('task');
+    const input: VideoTaskWorkflowInput = {
+      taskId, accountId: account._id, keyId: 'key_removed', modelId: 'seedance-2.0', upstream: 'removed-upstream',
+      request: { upstreamModel: 'dreamina-seedance-2-0-260128', prompt: 'x', seconds: 4, ratio: '16:9', resolution: '480p', content: [] },
+      holdMicros: 160_000, deadlineSeconds: 3600, requestId: 'req_removed',
+    };
+    const now = new Date();
+    await tasks.insert({
+      _id: taskId, account_id: account._id, key_id: 'key_removed', model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
+      metadata: {}, price_micros: 160_000, progress: 0, request_id: 'req_removed', workflow_started: false, workflow_input: input, created_at: now, updated_at: now,
+    });
+    await ledger.apply({ accountId: account._id, keyId: 'key_removed', reference: taskId, operation: 'hold', amountMicros: 160_000 });
+    const started = Date.now();
+    await startTaskWorkflow(stack.temporal.client, stack.taskQueue, input);
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.ok(Date.now() - started < 10_000, `ended after ${Date.now() - started} ms`);
+    assert.equal(result.status, 'failed');
+    assert.equal(result.error?.code, 'vendor_unavailable');
+    assert.match(result.error!.message, /the upstream 'removed-upstream' is not in the gateway's catalog/);
+    const totals = await ledger.totals(account._id);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
 });
