@@ -1,5 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { videoTaskWorkflow } from '../workflows/video-task.ts';
+import { microsToUsd } from './money.ts';
 import type { VideoTaskWorkflowInput } from './video-task.ts';
 
 /** Starts the workflow of a stored task (api and sweeper alike); "already started" is success,
@@ -16,7 +17,7 @@ export async function startTaskWorkflow(client: Client, taskQueue: string, input
       staticSummary: `${input.modelId}, ${input.request.seconds ?? '?'} s at ${input.request.resolution ?? '?'}, for ${input.accountId}`,
       staticDetails: [
         `**Account** ${input.accountId}, **key** ${input.keyId}, **request** ${input.requestId}`,
-        `**Vendor** ${input.upstream} (${input.request.upstreamModel}), **price held** $${(input.holdMicros / 1_000_000).toFixed(6)}`,
+        `**Vendor** ${input.upstream} (${input.request.upstreamModel}), **price held** $${microsToUsd(input.holdMicros).toFixed(6)}`,
         `**Deadline** ${input.deadlineSeconds} s from the start; **webhook** ${input.callbackUrl ? 'yes' : 'none'}`,
       ].join('\n\n'),
     });

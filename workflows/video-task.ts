@@ -145,17 +145,18 @@ async function generate(input: VideoTaskWorkflowInput, state: TaskState, deadlin
   // deadline itself: a transient failure then is the deadline's.
   const deadlineFirst = withinDeadline && deadline - Date.now() < SUBMISSION_MAX_MS;
   try {
-    const submitting = withinDeadline ? submissionWithin(deadline) : submission;
     setCurrentDetails(`Submitting to the vendor (${input.upstream})`);
-    const submit = () => submitting.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request });
+    const call = { taskId: input.taskId, upstream: input.upstream, request: input.request };
     // The job a cancel caught under way goes where the cancellation path looks for it.
     const whenCancelled = (made: { vendorTaskId: string } | undefined) => {
       if (made) state.vendorTaskId = made.vendorTaskId;
     };
     if (patched(PATCHES.cancelWaitsForSubmission)) {
-      const waitingSubmitter = withinDeadline ? submissionWithin(deadline, true) : submissionWaitingOnCancel;
-      ({ vendorTaskId } = await submitWaitingThroughCancel(() => waitingSubmitter.submitToVendor({ taskId: input.taskId, upstream: input.upstream, request: input.request }), whenCancelled));
+      const submitting = withinDeadline ? submissionWithin(deadline, true) : submissionWaitingOnCancel;
+      ({ vendorTaskId } = await submitWaitingThroughCancel(() => submitting.submitToVendor(call), whenCancelled));
     } else {
+      const submitting = withinDeadline ? submissionWithin(deadline) : submission;
+      const submit = () => submitting.submitToVendor(call);
       ({ vendorTaskId } = patched(PATCHES.cancelDuringSubmission) ? await submitThroughCancel(submit, whenCancelled) : await submit());
     }
   } catch (error) {

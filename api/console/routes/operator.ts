@@ -127,6 +127,14 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
 
   await app.register(operatorLimitRoutes, { context, renderAccount });
 
+  /** The account page again with the form's amount and why it was refused (409: past the funds
+   * limit, or more than the free balance); any other error goes on. */
+  const refusedAmount = (request: FastifyRequest, reply: FastifyReply, accountId: string, form: 'creditsState' | 'deductionState', error: unknown) => {
+    if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
+    const values = { amount_usd: String((request.body as Record<string, unknown>).amount_usd ?? '') };
+    return renderAccount(request, reply, accountId, { [form]: { values, errors: { amount_usd: error.message } } }, 409);
+  };
+
   app.post('/accounts/:accountId/credits', async (request, reply) => {
     const accountId = accountIdParam(request);
     const form = parseForm(addCreditsForm, request.body);
@@ -136,8 +144,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       // The form's reference names the ledger entry: a resubmitted form credits once.
       credited = await addCredits(accounts, accountId, form.data.amount_usd, `console:${form.data.reference}`);
     } catch (error) {
-      if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
-      return renderAccount(request, reply, accountId, { creditsState: { values: { amount_usd: String((request.body as Record<string, unknown>).amount_usd ?? '') }, errors: { amount_usd: error.message } } }, 409);
+      return refusedAmount(request, reply, accountId, 'creditsState', error);
     }
     if (!credited) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
     request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd }, 'credits added in the console');
@@ -153,8 +160,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       // The same reference as the credits form, another ledger operation: a resubmitted form takes once.
       deducted = await context.deductions.deduct(accountId, form.data.amount_usd, `console:${form.data.reference}`);
     } catch (error) {
-      if (!(error instanceof GatewayError) || error.code !== 'conflict') throw error;
-      return renderAccount(request, reply, accountId, { deductionState: { values: { amount_usd: String((request.body as Record<string, unknown>).amount_usd ?? '') }, errors: { amount_usd: error.message } } }, 409);
+      return refusedAmount(request, reply, accountId, 'deductionState', error);
     }
     if (!deducted) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
     request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd }, 'credits taken back in the console');
