@@ -18,7 +18,7 @@ export async function startTaskWorkflow(client: Client, taskQueue: string, input
       staticDetails: [
         `**Account** ${input.accountId}, **key** ${input.keyId}, **request** ${input.requestId}`,
         `**Vendor** ${input.upstream} (${input.request.upstreamModel}), **price held** $${microsToUsd(input.holdMicros).toFixed(6)}`,
-        `**Deadline** ${input.deadlineSeconds} s from the start; **webhook** ${input.callbackUrl ? 'yes' : 'none'}`,
+        `**Deadline** ${input.deadlineSeconds} s from the submission; **webhook** ${input.callbackUrl ? 'yes' : 'none'}`,
       ].join('\n\n'),
     });
   } catch (error) {

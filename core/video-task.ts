@@ -30,8 +30,13 @@ export interface VideoTaskWorkflowInput {
   request: VideoGenerationRequest;
   holdMicros: number;
   callbackUrl?: string;
-  /** How long the task may take before it fails (and its vendor task is cancelled). */
+  /** How long the task may take before it fails (and its vendor task is cancelled), counted
+   * from `submittedAt`. */
   deadlineSeconds: number;
+  /** When the api stored the task (epoch ms). Inputs stored before this field existed lack it;
+   * the sweeper, which can start a task's workflow minutes after its submission, fills it in
+   * from the task's `created_at`. */
+  submittedAt?: number;
   requestId: string;
 }
 

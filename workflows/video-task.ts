@@ -68,7 +68,10 @@ function describeActivityFailure(error: unknown): { type?: string; message: stri
 export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<VideoTaskWorkflowResult> {
   const state: TaskState = { status: 'submitted', progress: 0 };
   setHandler(getTaskStateQuery, () => state);
-  const deadline = (patched(PATCHES.deadlineFromStart) ? workflowInfo().startTime.getTime() : Date.now()) + input.deadlineSeconds * 1000;
+  // The caller's deadline runs from the submission, not from when a worker (or the sweeper,
+  // for a task an api crash left unstarted) got to it.
+  const startedAt = workflowInfo().startTime.getTime();
+  const deadline = (patched(PATCHES.deadlineFromStart) ? Math.min(startedAt, input.submittedAt ?? startedAt) : Date.now()) + input.deadlineSeconds * 1000;
 
   let outcome: Outcome;
   let held = false;

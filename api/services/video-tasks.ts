@@ -87,6 +87,7 @@ export class VideoTaskService {
     if (uncallable && (idempotentTaskId === undefined || !(await tasks.find(taskId)))) {
       throw new GatewayError('invalid_request', `metadata.callback_url: ${uncallable.whatItIs}, which the gateway does not call; give an address it can reach.`, 'metadata.callback_url');
     }
+    const now = new Date();
     let input: VideoTaskWorkflowInput = {
       taskId,
       accountId: principal.accountId,
@@ -96,11 +97,11 @@ export class VideoTaskService {
       request: validated.request,
       holdMicros: priceMicros,
       deadlineSeconds: this.options.deadlineSeconds,
+      submittedAt: now.getTime(),
       requestId,
     };
     if (callbackUrl) input.callbackUrl = callbackUrl;
 
-    const now = new Date();
     const task: TaskDocument = {
       _id: taskId,
       account_id: principal.accountId,

@@ -29,13 +29,13 @@ describe('sweeper for tasks an api crash left unstarted', () => {
   const ledger = () => new Ledger(stack.database.db);
 
   /** A task an api stored 5 minutes ago and never started, for an account with $1. */
-  async function strandedTask(name: string, recoverable: boolean) {
+  async function strandedTask(name: string, recoverable: boolean, deadlineSeconds = 600) {
     const account = await new AccountStore(stack.database.db).create({ name, balanceMicros: 1_000_000 });
     const taskId = newId('task');
     const input: VideoTaskWorkflowInput = {
       taskId, accountId: account._id, keyId: 'key_stranded', modelId: 'seedance-2.0', upstream: 'simulator-seedance',
       request: { upstreamModel: 'dreamina-seedance-2-0-260128', prompt: 'stranded [sim:delay=0]', seconds: 4, ratio: '16:9', resolution: '480p', content: [] },
-      holdMicros: 160_000, deadlineSeconds: 600, requestId: 'req_stranded',
+      holdMicros: 160_000, deadlineSeconds, requestId: 'req_stranded',
     };
     const createdLongAgo = new Date(Date.now() - 5 * 60_000);
     await tasks().insert({
@@ -61,6 +61,20 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     assert.equal((await tasks.find(taskId))?.status, 'succeeded');
     const totals = await ledger.totals(account._id);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [840_000, 0, 160_000]);
+  });
+
+  it('counts a started task\'s deadline from its submission, not from the sweep', async () => {
+    // Submitted 5 minutes ago with a 2-minute deadline: the caller was promised an answer by
+    // then, so the task fails unbilled instead of running a vendor job the caller gave up on.
+    const { account, taskId } = await strandedTask('stranded past its deadline', true, 120);
+    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
+
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.equal(result.status, 'failed');
+    assert.equal(result.error?.code, 'deadline_exceeded');
+    assert.match(result.error!.message, /could not be started within its deadline of 120 seconds/);
+    const totals = await ledger().totals(account._id);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
 
   it('closes unbilled a stranded task whose caller never got its id, hold released and no workflow started', async () => {
