@@ -13,11 +13,20 @@ import { TaskStore } from '../store/tasks.ts';
 import { createVideoWorker } from './create-worker.ts';
 import { startMetricsServer } from './metrics-server.ts';
 import { startSweeper } from './sweeper.ts';
+import { installTemporalSdkMetrics } from './temporal-sdk-metrics.ts';
 
 // The worker process. The Temporal runtime traps SIGINT/SIGTERM and shuts the worker down
 // gracefully: running activities finish (or time out) and the process exits.
 const config = settingsOrExit('worker', () => loadConfig());
 const catalog = settingsOrExit('worker', () => loadCatalog(config.CATALOG_FILE));
+// Before the first Temporal connection, which would install the SDK's runtime without metrics.
+const metricsServer =
+  config.WORKER_METRICS_PORT === undefined
+    ? undefined
+    : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT, temporalSdkMetricsUrl: await installTemporalSdkMetrics() }).catch(
+        (error: NodeJS.ErrnoException) => exitForSetting('worker', `WORKER_METRICS_PORT: cannot listen on ${config.WORKER_METRICS_HOST}:${config.WORKER_METRICS_PORT} (${error.code ?? error.message})`),
+      );
+if (metricsServer) console.log(`worker metrics at ${metricsServer.url}`);
 const database = await untilConnected('worker', 'the store (MONGODB_URI)', () => connectDatabase(config.MONGODB_URI, config.MONGODB_DB));
 const connection = await untilConnected('worker', `Temporal at ${config.TEMPORAL_ADDRESS}`, () => NativeConnection.connect({ address: config.TEMPORAL_ADDRESS }));
 const worker = await createVideoWorker({
@@ -42,14 +51,6 @@ const stopSweeper = startSweeper({
   taskQueue: config.TEMPORAL_TASK_QUEUE,
   log: (message) => console.log(message),
 });
-
-const metricsServer =
-  config.WORKER_METRICS_PORT === undefined
-    ? undefined
-    : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT }).catch((error: NodeJS.ErrnoException) =>
-        exitForSetting('worker', `WORKER_METRICS_PORT: cannot listen on ${config.WORKER_METRICS_HOST}:${config.WORKER_METRICS_PORT} (${error.code ?? error.message})`),
-      );
-if (metricsServer) console.log(`worker metrics at ${metricsServer.url}`);
 
 console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS}`);
 try {

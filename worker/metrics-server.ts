@@ -1,24 +1,32 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { enableProcessMetrics, metricsRegistry } from '../core/metrics.ts';
+import { readTemporalSdkMetrics } from './temporal-sdk-metrics.ts';
 
 // The worker's own /metrics: task transitions, webhook attempts, vendor errors and video spend
 // happen in this process, which has no HTTP server of its own, so a tiny one serves the
-// Prometheus text on WORKER_METRICS_PORT (off when unset). Nothing else is served.
+// Prometheus text on WORKER_METRICS_PORT (off when unset), followed by the Temporal SDK's own
+// (temporal-sdk-metrics.ts). Nothing else is served.
 
 export interface MetricsServer {
   url: string;
   close(): Promise<void>;
 }
 
-export async function startMetricsServer(options: { host: string; port: number }): Promise<MetricsServer> {
+export async function startMetricsServer(options: { host: string; port: number; temporalSdkMetricsUrl?: string }): Promise<MetricsServer> {
   enableProcessMetrics();
+  const { temporalSdkMetricsUrl } = options;
+  const collect = async () => {
+    if (temporalSdkMetricsUrl === undefined) return metricsRegistry.metrics();
+    const [own, sdk] = await Promise.all([metricsRegistry.metrics(), readTemporalSdkMetrics(temporalSdkMetricsUrl)]);
+    return sdk === null ? own : `${own}\n${sdk}`;
+  };
   const server = createServer((request, response) => {
     if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Only GET /metrics is served here.\n');
       return;
     }
-    metricsRegistry.metrics().then(
+    collect().then(
       (text) => response.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(text),
       () => response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Metrics could not be collected.\n'),
     );

@@ -10,6 +10,8 @@ import { videoClient } from '../helpers/video-client.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { testTemporalAddress, uniqueName } from '../helpers/engines.ts';
 import { projectRoot } from '../../scripts/lib/engines.ts';
+import { startProcess, waitForOutput } from '../../scripts/lib/processes.ts';
+import { setTimeout as pause } from 'node:timers/promises';
 
 // The worker's own /metrics listener: the counters its activities move (a task's way to
 // running and succeeded, the money captured) are readable from the worker process itself.
@@ -62,6 +64,38 @@ describe('worker metrics listener', () => {
     const post = await request(server.url, { method: 'POST' });
     assert.equal(post.statusCode, 404);
     await post.body.dump();
+  });
+
+  it('a worker process with WORKER_METRICS_PORT serves the Temporal SDK\'s metrics beside its own', { timeout: 90_000 }, async () => {
+    // Slots and pollers per task queue, schedule-to-start latencies: what tells an operator
+    // when to add workers.
+    const taskQueue = uniqueName('sdk-metrics');
+    const worker = startProcess('worker', process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+      env: {
+        ...process.env,
+        MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI,
+        MONGODB_DB: stack.database.db.databaseName,
+        TEMPORAL_ADDRESS: testTemporalAddress(),
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        WORKER_METRICS_HOST: '127.0.0.1',
+        WORKER_METRICS_PORT: '0',
+      },
+    });
+    try {
+      await waitForOutput(worker, /worker polling/);
+      const url = /worker metrics at (\S+)/.exec(worker.recentOutput())![1]!;
+      let samples = new Map<string, number>();
+      for (const started = Date.now(); !(sampleSum(samples, 'temporal_num_pollers', { task_queue: taskQueue, poller_type: 'activity_task' }) > 0); await pause(200)) {
+        assert.ok(Date.now() - started < 30_000, `no SDK metrics for ${taskQueue} within 30 s:\n${[...samples.keys()].filter((name) => name.startsWith('temporal_')).slice(0, 20).join('\n')}`);
+        const response = await request(url);
+        assert.equal(response.statusCode, 200);
+        samples = parsePrometheusText(await response.body.text());
+      }
+      assert.ok(sampleSum(samples, 'temporal_worker_task_slots_available', { task_queue: taskQueue, worker_type: 'ActivityWorker' }) > 0);
+      assert.ok(sampleSum(samples, 'process_resident_memory_bytes') > 0, 'the worker\'s own metrics in the same text');
+    } finally {
+      await worker.stop();
+    }
   });
 
   it('a worker whose WORKER_METRICS_PORT is taken says so in one line and exits 1', { timeout: 90_000 }, async () => {
