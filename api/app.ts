@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Catalog } from '../core/catalog.ts';
 import { publicBaseUrl, type Config } from '../core/config.ts';
+import { GatewayError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { parseOutboundAllowlist } from '../core/outbound-guard.ts';
 import type { TemporalHandle } from '../core/temporal-client.ts';
@@ -80,7 +81,9 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     // Node looks for requests past their time every 30 s by default: a slow request would get
     // up to 30 s more than its limit. And Node 20 times out no request at all when its
     // requestTimeout is below its headersTimeout (60 s), so the latter never exceeds the former.
-    http: { connectionsCheckingInterval: 5_000, headersTimeout: Math.min(60_000, config.REQUEST_TIMEOUT_MS) },
+    // Node answers an HTTP/1.1 request without Host itself (400, empty body): it is let through
+    // to the hook below, which answers it in the spec's body.
+    http: { connectionsCheckingInterval: 5_000, headersTimeout: Math.min(60_000, config.REQUEST_TIMEOUT_MS), requireHostHeader: false },
     // A caller's own x-request-id (a trace id from its side) is kept when it reads as an id;
     // anything else (8,000 characters, spaces, quotes) would travel into logs, error messages
     // and task records as it came, so the gateway makes its own instead.
@@ -113,6 +116,11 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     if (request.headers.origin !== undefined && isCrossOriginPath(request.url)) allowCrossOrigin(reply);
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      // RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
+      void reply.status(400).send(new GatewayError('invalid_request', 'An HTTP/1.1 request must carry a Host header.').toBody());
+      return;
+    }
     done();
   });
 

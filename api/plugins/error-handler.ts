@@ -5,7 +5,9 @@ import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { unavailableDependency, type Dependency } from '../../core/dependency-errors.ts';
 import { GatewayError, type ErrorCode } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
 import { HashingBusy } from '../../core/passwords.ts';
+import { allowCrossOrigin, isCrossOriginPath } from './cross-origin.ts';
 import { RouteMethodIndex } from './route-methods.ts';
 
 // Every error leaves the gateway in the body of spec section 7. Fastify's own errors (content
@@ -122,11 +124,14 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
  * (malformed percent-encoding, a path parameter over `maxParamLength`) get the spec's body too,
  * instead of Fastify's own. A parameter that long is longer than any id, so names nothing:
  * a 404, as for an unknown model or task (spec 7). */
-export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const gatewayError =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? new GatewayError('resource_not_found', 'Nothing here: a path segment is longer than any id.')
       : new GatewayError('invalid_request', 'The request path is not a valid URL (malformed percent-encoding).');
+  // No hook runs on this path: the headers every answer carries are set here (app.ts).
+  reply.header('x-request-id', request.id);
+  if (request.headers.origin !== undefined && isCrossOriginPath(request.url)) allowCrossOrigin(reply);
   void reply.status(gatewayError.status).send(gatewayError.toBody());
 }
 
@@ -145,8 +150,9 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
         : new GatewayError('invalid_request', 'The request is not valid HTTP/1.1.');
   const body = JSON.stringify(gatewayError.toBody());
   if (socket.writable) {
+    // No request was made of it, so no request id either: a fresh one, for the caller to quote.
     socket.write(
-      `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${newId('req')}\r\nconnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
