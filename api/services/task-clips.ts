@@ -14,12 +14,15 @@ export interface ClipSources {
 
 export type Clip = { redirectTo: string } | { contentType: string; body: AsyncIterable<Uint8Array> };
 
+const NO_RETRY = { 'x-should-retry': 'false' };
+
 export async function openClip(task: TaskDocument, sources: ClipSources): Promise<Clip> {
   // 409: the request is fine, the task is not there (400 would blame the request). A failed
-  // task never will be, so its answer does not say to wait.
-  if (task.status === 'failed') throw new GatewayError('conflict', 'The task failed, so it has no clip; see its error in GET /v1/video/generations/{task_id}.', 'task_id');
+  // task never will be, so its answer does not say to wait; one still running takes minutes.
+  // OpenAI's clients retry a 409 at once unless told not to.
+  if (task.status === 'failed') throw new GatewayError('conflict', 'The task failed, so it has no clip; see its error in GET /v1/video/generations/{task_id}.', 'task_id', NO_RETRY);
   if (task.status !== 'succeeded') {
-    throw new GatewayError('conflict', `The task is ${task.status}; its clip is downloadable once it has succeeded.`, 'task_id');
+    throw new GatewayError('conflict', `The task is ${task.status}; its clip is downloadable once it has succeeded.`, 'task_id', NO_RETRY);
   }
   if (task.url) return { redirectTo: task.url };
   const upstream = sources.upstreamOf(task.model);

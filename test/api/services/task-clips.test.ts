@@ -52,6 +52,8 @@ describe('clips the gateway streams from the vendor', () => {
         assert.ok(thrown instanceof GatewayError);
         assert.equal(thrown.status, 409);
         assert.match(thrown.message, message);
+        // OpenAI's clients retry a 409 at once (3 tries in 1.5 s) unless told not to.
+        assert.equal(thrown.headers['x-should-retry'], 'false');
         return true;
       });
     }
