@@ -89,13 +89,16 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
     assert.deepEqual(seen, [...ids].sort().reverse());
   });
 
-  it('reads an empty cursor as none', async () => {
+  it('reads an empty cursor as none, and an empty limit as the default', async () => {
     const first = (await list(firstKey, '?limit=2&after=')).json();
     assert.deepEqual(first.data.map((task: { task_id: string }) => task.task_id), [...submitted].reverse().slice(0, 2));
+    const defaulted = await list(firstKey, '?limit=');
+    assert.equal(defaulted.statusCode, 200, defaulted.body);
+    assert.equal(defaulted.json().data.length, Math.min(20, submitted.length));
   });
 
   it('refuses a bad limit or state with a 400 naming it, and a cursor from another account with a 404', async () => {
-    for (const [query, param] of [['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?limit=two', 'limit'], ['?limit=1.5', 'limit'], ['?status=done', 'status']]) {
+    for (const [query, param] of [['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?limit=two', 'limit'], ['?limit=1.5', 'limit'], ['?limit=0x10', 'limit'], ['?limit=1e1', 'limit'], ['?limit=%2B5', 'limit'], ['?status=done', 'status']]) {
       const refused = await list(firstKey, query);
       assert.equal(refused.statusCode, 400, `${query}: ${refused.body}`);
       assert.equal(refused.json().error.param, param, query);
