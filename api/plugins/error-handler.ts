@@ -89,7 +89,10 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
       void reply.status(405).header('allow', allowed.join(', ')).send(error.toBody());
       return;
     }
-    const error = new GatewayError('route_not_found', `No route for ${request.method} ${path}. The API's paths are /v1/models, /v1/chat/completions, /v1/images/generations and /v1/video/generations.`);
+    const paths = path.startsWith('/admin/')
+      ? "The admin API's paths are /admin/accounts/{id} (with /keys, /credits, /deductions, /usage, /rate-limits) and /admin/keys/{id}; /openapi.json lists them all."
+      : "The API's paths are /v1/models, /v1/chat/completions, /v1/images/generations and /v1/video/generations.";
+    const error = new GatewayError('route_not_found', `No route for ${request.method} ${path}. ${paths}`);
     void reply.status(404).send(error.toBody());
   }
 

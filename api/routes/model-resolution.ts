@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { requiredAs } from '../../core/characters.ts';
+import { requiredAs, withArticle } from '../../core/characters.ts';
 import type { Catalog, CatalogModel } from '../../core/catalog.ts';
 import { resolveModel } from '../../core/model-access.ts';
 import { principalOf } from '../plugins/api-key-auth.ts';
@@ -12,7 +12,7 @@ import { principalOf } from '../plugins/api-key-auth.ts';
 
 /** The message for a `model` field that is missing or not one of the catalog's ids. */
 export function modelIdRefusal(kind: CatalogModel['kind']) {
-  const what = `a ${kind} model id from GET /v1/models`;
+  const what = withArticle(`${kind} model id from GET /v1/models`);
   return requiredAs(what, what);
 }
 

@@ -290,7 +290,11 @@ export class VideoTaskService {
     // Another account's task is indistinguishable from a missing one; so is an id no task can
     // have (spec 7: an unknown task_id is a 404), which needs no store read.
     const task = taskId === '' || taskId.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(taskId, principal.accountId);
-    if (!task) throw new GatewayError('task_not_found', `No video task with id ${quotedId(taskId)}.`, 'task_id');
+    if (!task) {
+      // `/v1/video/generations/` (a trailing slash): no id at all, rather than an id nobody has.
+      const what = taskId === '' ? 'No task id in the path: GET /v1/video/generations/{task_id} reads a task, GET /v1/video/generations lists them.' : `No video task with id ${quotedId(taskId)}.`;
+      throw new GatewayError('task_not_found', what, 'task_id');
+    }
     return task;
   }
 }

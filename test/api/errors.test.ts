@@ -29,6 +29,19 @@ describe('errors in the shape of spec section 7', () => {
       // It names the paths there are, not a document the caller may not have.
       assert.match(response.json().error.message, /\/v1\/models, \/v1\/chat\/completions, \/v1\/images\/generations and \/v1\/video\/generations/);
     }
+    // Under /admin it names the admin API's paths instead.
+    const admin = await harness.app.inject({ method: 'GET', url: '/admin/acounts', headers: adminHeaders });
+    assert.equal(admin.statusCode, 404);
+    assert.match(admin.json().error.message, /^No route for GET \/admin\/acounts\. The admin API's paths are \/admin\/accounts\/\{id\}/);
+  });
+
+  it('404 naming the missing id for a trailing slash after /v1/models or /v1/video/generations', async () => {
+    const model = await harness.app.inject({ method: 'GET', url: '/v1/models/', headers: bearer(key) });
+    assert.equal(model.statusCode, 404);
+    assert.deepEqual([model.json().error.code, model.json().error.message], ['model_not_found', 'No model id in the path: GET /v1/models/{model} reads a model, GET /v1/models lists them.']);
+    const task = await harness.app.inject({ method: 'GET', url: '/v1/video/generations/', headers: bearer(key) });
+    assert.equal(task.statusCode, 404);
+    assert.deepEqual([task.json().error.code, task.json().error.message], ['task_not_found', 'No task id in the path: GET /v1/video/generations/{task_id} reads a task, GET /v1/video/generations lists them.']);
   });
 
   it('400 invalid_json for a malformed body', async () => {

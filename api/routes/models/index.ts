@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Catalog, CatalogModel } from '../../../core/catalog.ts';
+import { GatewayError } from '../../../core/errors.ts';
 import { findUsableModel, mayUseModel } from '../../../core/model-access.ts';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
@@ -51,7 +52,11 @@ export const modelRoutes: FastifyPluginAsyncZod<{ catalog: Catalog }> = async (a
   // The spec's order, as on every other endpoint (core/model-access.ts): an unknown id is a 404,
   // a model the key may not use a 403 (spec 5.6). Hiding it as a 404 here hid nothing: a
   // submission naming it answers 403.
-  app.get('/models/:model', { schema: readSchema }, async (request) => modelView(findUsableModel(catalog, principalOf(request), request.params.model), catalog.data.created));
+  app.get('/models/:model', { schema: readSchema }, async (request) => {
+    // `/v1/models/` (a trailing slash): no id at all, rather than an id no model has.
+    if (request.params.model === '') throw new GatewayError('model_not_found', 'No model id in the path: GET /v1/models/{model} reads a model, GET /v1/models lists them.', 'model');
+    return modelView(findUsableModel(catalog, principalOf(request), request.params.model), catalog.data.created);
+  });
 };
 
 const MODEL_PATH = '/v1/models/';
