@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../../core/errors.ts';
+import { soleAuthorization } from './authorization-header.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -25,7 +26,7 @@ async function adminAuthPlugin(app: FastifyInstance, options: { adminToken: stri
     if (!options.adminToken) {
       throw new GatewayError('service_unavailable', 'The admin API is disabled: set ADMIN_TOKEN for the api process.');
     }
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(soleAuthorization(request) ?? '')?.[1];
     if (!token || !isAdminToken(token, options.adminToken)) {
       throw new GatewayError('invalid_admin_token', 'Missing or invalid admin token (Authorization: Bearer <ADMIN_TOKEN>).', undefined, {
         'www-authenticate': 'Bearer',

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import fp from 'fastify-plugin';
 import { isWellFormedApiKey } from '../../core/api-keys.ts';
 import { GatewayError } from '../../core/errors.ts';
+import { soleAuthorization } from './authorization-header.ts';
 import type { ApiKeyDocument, ApiKeyStore } from '../../store/api-keys.ts';
 import type { RateLimitOverrides } from '../services/rate-limits/rate-limiter.ts';
 
@@ -44,7 +45,12 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
   // A callback hook: a cached key (nearly every call) is found synchronously, and then the
   // request goes on without a promise being made.
   app.decorate('requireApiKey', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    const header = request.headers.authorization;
+    let header: string | undefined;
+    try {
+      header = soleAuthorization(request);
+    } catch (error) {
+      return done(error as Error);
+    }
     if (!header) return done(missingKeyError('Missing API key: send it as "Authorization: Bearer <key>".'));
     const token = BEARER.exec(header)?.[1];
     if (!token) return done(missingKeyError('Malformed Authorization header: expected "Bearer <key>".'));

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
 import { generateApiKey } from '../../core/api-keys.ts';
 import { adminHeaders, bearer, createAccount, createKey, startTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 
@@ -38,6 +40,21 @@ describe('API key authentication on /v1', () => {
     for (const scheme of ['Bearer', 'bearer']) {
       const response = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: `${scheme} ${validKey}` } });
       assert.equal(response.statusCode, 200, response.body);
+    }
+  });
+
+  it('refuses a request with two Authorization headers with 400, whichever comes first', async () => {
+    // Node keeps the first and drops the rest; a proxy in front may read the last.
+    await harness.app.listen({ host: '127.0.0.1', port: 0 });
+    const origin = `http://127.0.0.1:${(harness.app.server.address() as AddressInfo).port}`;
+    const wrong = `Bearer ${generateApiKey().plaintext}`;
+    for (const [path, right] of [['/v1/models', `Bearer ${validKey}`], ['/admin/accounts/acct_none', `Bearer ${TEST_ADMIN_TOKEN}`]]) {
+      for (const pair of [[right, wrong], [wrong, right], [right, right]]) {
+        const response = await request(`${origin}${path}`, { headers: ['authorization', pair[0]!, 'Authorization', pair[1]!] });
+        const body = (await response.body.json()) as { error: { code: string; message: string } };
+        assert.equal(response.statusCode, 400, `${path}: ${JSON.stringify(body)}`);
+        assert.deepEqual([body.error.code, body.error.message], ['invalid_request', 'The request carries several Authorization headers; send exactly one.']);
+      }
     }
   });
 
