@@ -82,6 +82,11 @@ describe('console operator pages', () => {
     const after = await operator.get(`/console/operator/accounts/${accountId}?notice=credited`);
     assert.match(visibleText(after.body), /Credits added\./);
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec(after.body)?.[1], '$1.20');
+    // The same form corrected and sent again: nothing more moves, and the page says so.
+    const corrected = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: '2', reference });
+    assert.equal(corrected.statusCode, 409);
+    assert.match(visibleText(corrected.body), /This form was already sent with \$0\.2, which was added; nothing more moved\. Reload the page to send another amount\./);
+    assert.equal(/data-testid="operator-balance">([^<]+)</.exec(corrected.body)?.[1], '$1.20');
 
     for (const amount of ['0', '-1', 'ten', '0.0000001', '1000000000.000001', '9007199254']) {
       const refused = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: amount, reference: /name="reference" value="([^"]+)"/.exec(operator.lastPage)?.[1] ?? reference });
@@ -111,6 +116,16 @@ describe('console operator pages', () => {
     const after = await operator.get(`/console/operator/accounts/${accountId}?notice=deducted`);
     assert.match(visibleText(after.body), /Credits taken back\./);
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec(after.body)?.[1], '$0.70');
+    const corrected = await operator.post(`/console/operator/accounts/${accountId}/deductions`, { amount_usd: '0.1', reference });
+    assert.equal(corrected.statusCode, 409);
+    assert.match(visibleText(corrected.body), /This form was already sent with \$0\.3, which was taken back; nothing more moved\./);
+    assert.equal(/data-testid="operator-balance">([^<]+)</.exec(corrected.body)?.[1], '$0.70');
+    // A form of another account's page names a movement of that account only.
+    const other = await createAccount({ name: 'Deductions elsewhere', opening_balance_usd: '1' });
+    const otherId = /accounts\/(acct_[\w-]+)/.exec(other.headers.location as string)![1]!;
+    const elsewhere = await operator.post(`/console/operator/accounts/${otherId}/deductions`, { amount_usd: '0.3', reference });
+    assert.equal(elsewhere.headers.location, `/console/operator/accounts/${otherId}?notice=deducted`);
+    assert.equal(/data-testid="operator-balance">([^<]+)</.exec((await operator.get(`/console/operator/accounts/${otherId}`)).body)?.[1], '$0.70');
 
     const tooMuch = await operator.post(`/console/operator/accounts/${accountId}/deductions`, { amount_usd: '5', reference: /name="reference" value="([^"]+)"/.exec(after.body)![1]! });
     assert.equal(tooMuch.statusCode, 409);

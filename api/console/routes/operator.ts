@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
+import { microsToUsd } from '../../../core/money.ts';
 import { openClip } from '../../services/task-clips.ts';
 import { sendClip } from '../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
@@ -135,14 +136,26 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     return renderAccount(request, reply, accountId, { [form]: { values, errors: { amount_usd: error.message } } }, 409);
   };
 
+  /** The form's reference names the ledger entry, so a resubmitted form moves money once. One
+   * resubmitted with another amount (sent, stopped, corrected, sent again) moved nothing: it is
+   * refused, not reported done, as the admin API's 422 does. Scoped to the account in the URL. */
+  const movementReference = (accountId: string, reference: string) => `console:${accountId}:${reference}`;
+  const movedOnce = async (reference: string, operation: 'credit' | 'deduct', amountMicros: number) => {
+    const moved = await accounts.movedUnder(reference, operation);
+    if (moved === amountMicros) return;
+    const what = operation === 'credit' ? 'added' : 'taken back';
+    throw new GatewayError('conflict', `This form was already sent with $${microsToUsd(moved ?? 0)}, which was ${what}; nothing more moved. Reload the page to send another amount.`);
+  };
+
   app.post('/accounts/:accountId/credits', async (request, reply) => {
     const accountId = accountIdParam(request);
     const form = parseForm(addCreditsForm, request.body);
     if (!form.ok) return renderAccount(request, reply, accountId, { creditsState: form }, 400);
+    const reference = movementReference(accountId, form.data.reference);
     let credited;
     try {
-      // The form's reference names the ledger entry: a resubmitted form credits once.
-      credited = await addCredits(accounts, accountId, form.data.amount_usd, `console:${form.data.reference}`);
+      credited = await addCredits(accounts, accountId, form.data.amount_usd, reference);
+      if (credited) await movedOnce(reference, 'credit', form.data.amount_usd);
     } catch (error) {
       return refusedAmount(request, reply, accountId, 'creditsState', error);
     }
@@ -155,10 +168,12 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     const accountId = accountIdParam(request);
     const form = parseForm(addCreditsForm, request.body);
     if (!form.ok) return renderAccount(request, reply, accountId, { deductionState: form }, 400);
+    // The same reference as the credits form, another ledger operation.
+    const reference = movementReference(accountId, form.data.reference);
     let deducted;
     try {
-      // The same reference as the credits form, another ledger operation: a resubmitted form takes once.
-      deducted = await context.deductions.deduct(accountId, form.data.amount_usd, `console:${form.data.reference}`);
+      deducted = await context.deductions.deduct(accountId, form.data.amount_usd, reference);
+      if (deducted) await movedOnce(reference, 'deduct', form.data.amount_usd);
     } catch (error) {
       return refusedAmount(request, reply, accountId, 'deductionState', error);
     }
