@@ -77,6 +77,9 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
       stream: dependencies.logStream ?? batchedStdout(),
     },
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // request.ip is then the caller's address as the trusted proxies report it (the console's
+    // sign-in counts per address).
+    ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     // Node looks for requests past their time every 30 s by default: a slow request would get
     // up to 30 s more than its limit. And Node 20 times out no request at all when its

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseTrustedProxies } from './trusted-proxies.ts';
 
 /** How long a webhook attempt waits for the receiver (WEBHOOK_TIMEOUT_MS). */
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 15_000;
@@ -16,6 +17,19 @@ export const environmentSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().default('framegate-video-v1'),
   TEMPORAL_UI_URL: z.string().default('http://127.0.0.1:8233'),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
+  // The proxies in front of the api whose X-Forwarded-For names the caller (core/trusted-proxies.ts).
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((value, context) => {
+      if (value === undefined || value.trim() === '') return undefined;
+      try {
+        return parseTrustedProxies(value);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
   CATALOG_FILE: z.string().default('config/catalog.local.json'),
   SIMULATOR_URL: z.string().default('http://127.0.0.1:8090'),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1_048_576),

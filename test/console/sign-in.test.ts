@@ -109,6 +109,23 @@ describe('console sign-in', () => {
     assert.equal((await new ConsoleClient(harness.app, '198.51.100.21').signInAsOperator()).statusCode, 303);
   });
 
+  it('behind a proxy named in TRUST_PROXY, counts failures per forwarded address, not per proxy', async () => {
+    // Every visitor reaches the api from the proxy's address (127.0.0.1 here): counted under it,
+    // one visitor's guesses would lock everyone out, the operator included.
+    const proxied = await startTestApp('console_behind_proxy', { TRUST_PROXY: 'loopback' });
+    try {
+      const holder = `${uniqueName('proxied')}@example.com`;
+      await createAccountWithSignIn(proxied.app, { name: 'Behind a proxy', balance_usd: 1, console_email: holder, console_password: PASSWORD });
+      const sprayer = new ConsoleClient(proxied.app, '127.0.0.1', { 'x-forwarded-for': '203.0.113.99' });
+      for (let index = 0; index < 20; index++) assert.equal((await sprayer.signIn(`nobody-${index}-${holder}`, 'password123456')).statusCode, 401);
+      assert.equal((await sprayer.signIn(holder, PASSWORD)).statusCode, 429, 'the sprayer\'s own address is refused');
+      assert.equal((await new ConsoleClient(proxied.app, '127.0.0.1', { 'x-forwarded-for': '198.51.100.20' }).signIn(holder, PASSWORD)).statusCode, 303);
+      assert.equal((await new ConsoleClient(proxied.app, '127.0.0.1', { 'x-forwarded-for': '198.51.100.21' }).signInAsOperator()).statusCode, 303);
+    } finally {
+      await proxied.close();
+    }
+  });
+
   it('refuses forms without the CSRF token, with a wrong one, or without the CSRF cookie (403, an HTML page)', async () => {
     const browser = new ConsoleClient(harness.app);
     await browser.get('/console/sign-in');

@@ -11,10 +11,12 @@ export class ConsoleClient {
   readonly cookies = new Map<string, string>();
   lastPage = '';
 
-  /** `remoteAddress`: the address the requests come from (127.0.0.1 unless told). */
+  /** `remoteAddress`: the address the requests come from (127.0.0.1 unless told); `headers`
+   * go with every request (an X-Forwarded-For, say). */
   constructor(
     private readonly app: FastifyInstance,
     private readonly remoteAddress?: string,
+    private readonly headers: Record<string, string> = {},
   ) {}
 
   private remember(response: LightMyRequestResponse): void {
@@ -27,8 +29,8 @@ export class ConsoleClient {
   }
 
   private cookieHeader(): Record<string, string> {
-    if (this.cookies.size === 0) return {};
-    return { cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ') };
+    if (this.cookies.size === 0) return { ...this.headers };
+    return { ...this.headers, cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ') };
   }
 
   async get(url: string): Promise<LightMyRequestResponse> {
