@@ -6,7 +6,7 @@ import { WORKER_STOP_MS } from '../core/video-task.ts';
 import { buildApi, builtApiArgs } from './lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from './lib/engines.ts';
 import { startProcess, waitForOutput, waitForPort, type ManagedProcess } from './lib/processes.ts';
-import { assertPortFree, connectHost, lockDataDir, portFrom, StackRefusal, urlHost, withoutPassword } from './lib/stack-guard.ts';
+import { assertPortFree, connectHost, lockDataDir, portFrom, STACK_DATA_VARIABLE, StackRefusal, urlHost, withoutPassword } from './lib/stack-guard.ts';
 
 // `npm start`: the whole local stack in one command. Engines first (store, Temporal with its
 // Web UI), then the simulator, the worker and the api as separate processes, each with its
@@ -154,7 +154,8 @@ try {
 try {
   provision();
   const admin = adminToken();
-  const environment: NodeJS.ProcessEnv = { ...process.env, ADMIN_TOKEN: admin.token };
+  // The marker lets a later start name this stack's processes if it is killed with SIGKILL.
+  const environment: NodeJS.ProcessEnv = { ...process.env, ADMIN_TOKEN: admin.token, [STACK_DATA_VARIABLE]: dataDir };
 
   if (!process.env.MONGODB_URI) {
     console.log(`[framegate] starting FerretDB on 127.0.0.1:${ports.ferretdb} (data in .data/ferretdb)`);

@@ -54,16 +54,32 @@ function isStackProcess(pid: number): boolean {
   }
 }
 
-/** Processes still running on `dataDir`'s files (an engine whose stack was killed with SIGKILL
- * lives on in its own process group): their pids, from /proc. */
+/** The variable `npm start` gives its api, worker and simulator: which .data/ their stack runs
+ * on, so a later start finds them when that stack was killed with SIGKILL (their command lines
+ * name no file of it, and tests run the same entry points from the same checkout). */
+export const STACK_DATA_VARIABLE = 'FRAMEGATE_STACK_DATA';
+
+/** Whether `pid`'s environment holds `entry` (NAME=value); false when it cannot be read. */
+function environmentHas(pid: number, entry: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(entry);
+  } catch {
+    return false;
+  }
+}
+
+/** Processes still running on `dataDir` (an engine, the api, worker or simulator whose stack was
+ * killed with SIGKILL lives on in its own process group): their pids, from /proc. */
 function processesOn(dataDir: string): number[] {
   if (!existsSync('/proc/self/cmdline')) return [];
   const files = [path.join(dataDir, 'ferretdb'), path.join(dataDir, 'temporal.db')];
+  const marker = `${STACK_DATA_VARIABLE}=${dataDir}`;
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     const line = commandLine(Number(entry));
-    if (line && files.some((file) => line.includes(file))) pids.push(Number(entry));
+    if (line === null) continue;
+    if (files.some((file) => line.includes(file)) || environmentHas(Number(entry), marker)) pids.push(Number(entry));
   }
   return pids;
 }
@@ -99,7 +115,7 @@ export function lockDataDir(dataDir: string): void {
   const orphans = processesOn(dataDir);
   if (orphans.length > 0) {
     throw new StackRefusal(
-      `processes of an earlier stack still run on ${path.relative(process.cwd(), dataDir) || dataDir} (pid ${orphans.join(', ')}: its store or Temporal, left behind when it was killed): stop them first (kill ${orphans.join(' ')}).`,
+      `processes of an earlier stack still run on ${path.relative(process.cwd(), dataDir) || dataDir} (pid ${orphans.join(', ')}: its store, Temporal, api, worker or simulator, left behind when it was killed): stop them first (kill ${orphans.join(' ')}).`,
     );
   }
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { assertPortFree, connectHost, lockDataDir, portFrom, StackRefusal, urlHost, withoutPassword } from '../../scripts/lib/stack-guard.ts';
+import { assertPortFree, connectHost, lockDataDir, portFrom, STACK_DATA_VARIABLE, StackRefusal, urlHost, withoutPassword } from '../../scripts/lib/stack-guard.ts';
 
 // What `npm start` checks before it starts anything (scripts/lib/stack-guard.ts).
 
@@ -39,7 +39,11 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
    * did). It is awaited until it writes, not just until 'spawn': for a moment after exec the
    * kernel shows an empty /proc/<pid>/cmdline (about one spawn in a hundred here). */
   async function liveProcess(...args: string[]) {
-    const child = spawn(process.execPath, ['-e', 'process.stdout.write("up"); setTimeout(() => {}, 30_000)', '--', ...args]);
+    return liveProcessWith({}, ...args);
+  }
+
+  async function liveProcessWith(env: Record<string, string>, ...args: string[]) {
+    const child = spawn(process.execPath, ['-e', 'process.stdout.write("up"); setTimeout(() => {}, 30_000)', '--', ...args], { env: { ...process.env, ...env } });
     await new Promise((resolve) => child.stdout.once('data', resolve));
     return { pid: child.pid!, stop: () => new Promise((resolve) => (child.kill(), child.once('close', resolve))) };
   }
@@ -79,6 +83,23 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
       assert.ok(!existsSync(path.join(dataDir, 'stack.pid')), 'no lock taken');
     } finally {
       await orphan.stop();
+    }
+  });
+
+  it('names the api, worker and simulator a killed stack left behind, by the data directory in their environment', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    // As npm start runs them: `node --import tsx worker/main.ts`, nothing of .data/ in the command line.
+    const worker = await liveProcessWith({ [STACK_DATA_VARIABLE]: dataDir }, 'worker/main.ts');
+    const otherStacks = await liveProcessWith({ [STACK_DATA_VARIABLE]: `${dataDir}-other` }, 'worker/main.ts');
+    try {
+      assert.throws(() => lockDataDir(dataDir), (error: Error) => {
+        assert.match(error.message, new RegExp(`processes of an earlier stack still run on .* \\(pid ${worker.pid}:`));
+        assert.doesNotMatch(error.message, new RegExp(`\\b${otherStacks.pid}\\b`));
+        return true;
+      });
+    } finally {
+      await worker.stop();
+      await otherStacks.stop();
     }
   });
 
