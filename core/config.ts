@@ -4,12 +4,22 @@ import { parseTrustedProxies } from './trusted-proxies.ts';
 /** How long a webhook attempt waits for the receiver (WEBHOOK_TIMEOUT_MS). */
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 15_000;
 
+// Upper bounds for the durations: Node's timers take at most 2^31 - 1 ms and silently fire
+// after 1 ms past it (a shutdown grace of 3e9 ms killed the api at once), and nothing here
+// needs longer.
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
 // Every environment variable the api and worker read, in one place. The README's
 // configuration table mirrors this schema; keep them together when either changes.
 export const environmentSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  PUBLIC_BASE_URL: z.string().url().optional(),
+  PUBLIC_BASE_URL: z
+    .string()
+    .url()
+    .refine((url) => /^https?:\/\//i.test(url), 'must be an http:// or https:// URL (download links in task JSON and webhooks start with it)')
+    .optional(),
   MONGODB_URI: z.string().default('mongodb://127.0.0.1:27027/'),
   MONGODB_DB: z.string().default('framegate'),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
@@ -40,7 +50,7 @@ export const environmentSchema = z.object({
   // A request (headers and body) must have arrived within this long, or it is answered 408 and
   // its connection closed: Fastify turns Node's limit off, and a client sending one byte every
   // 20 s held its connection for as long as it liked. A megabyte body in 120 s is 9 KB/s.
-  REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().max(HOUR_MS, 'must be at most 3600000 (an hour)').default(120_000),
   // At most 6 hours: polling adds about 4,000 history events an hour, and Temporal terminates a
   // run at 51,200 (and warns from 10,240), which would end a long task as if an operator had.
   VIDEO_TASK_DEADLINE_SECONDS: z.coerce.number().int().positive().max(21_600).default(3600),
@@ -54,18 +64,18 @@ export const environmentSchema = z.object({
   RATE_LIMIT_TOKENS_PER_MINUTE: z.coerce.number().int().positive().default(2_000_000),
   // An account's spend lease is given back after this long without chat or image calls; until
   // then its calls reserve in memory (api/services/billing/account-budgets.ts).
-  SPEND_LEASE_IDLE_MS: z.coerce.number().int().positive().default(5_000),
+  SPEND_LEASE_IDLE_MS: z.coerce.number().int().positive().max(DAY_MS, 'must be at most 86400000 (a day)').default(5_000),
   // ... unless the lease held at most a tenth of the account's free balance: then it is kept this
   // long, so a caller who calls every few seconds or minutes does not wait for a new one.
-  SPEND_LEASE_SMALL_IDLE_MS: z.coerce.number().int().positive().default(300_000),
+  SPEND_LEASE_SMALL_IDLE_MS: z.coerce.number().int().positive().max(DAY_MS, 'must be at most 86400000 (a day)').default(300_000),
   // A lease that served calls is replaced (settled: usage records, one capture) this long after
   // it opened: how far a balance read may lag chat spend, against about a dozen store round
   // trips per busy account each time (README, Configuration).
-  SPEND_LEASE_MAX_AGE_MS: z.coerce.number().int().positive().default(5_000),
+  SPEND_LEASE_MAX_AGE_MS: z.coerce.number().int().positive().max(DAY_MS, 'must be at most 86400000 (a day)').default(5_000),
   // When the api closes, chat and image calls still running this long after are ended (503 or
   // a stream's error event, unbilled) so the process settles its leases and exits before an
   // orchestrator kills it (api/services/openai-proxy/calls-in-flight.ts).
-  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(HOUR_MS, 'must be at most 3600000 (an hour)').default(20_000),
   // The worker's Prometheus listener (GET /metrics); off when the port is unset.
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WORKER_METRICS_HOST: z.string().default('127.0.0.1'),
@@ -95,7 +105,10 @@ export function webhookTimeoutMs(config: Pick<Config, 'WEBHOOK_TIMEOUT_MS'>, war
 }
 
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = environmentSchema.safeParse(environment);
+  // A variable set to nothing (`HOST=` in a compose file or a shell) means unset, as the README
+  // reads it: not a HOST of '' (every interface) nor a port or grace of 0.
+  const given = Object.fromEntries(Object.entries(environment).filter(([, value]) => value !== undefined && value.trim() !== ''));
+  const parsed = environmentSchema.safeParse(given);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);

@@ -39,7 +39,7 @@ try {
   refuse(error);
 }
 // Where the api listens (HOST), and where this script and the banner reach it.
-const apiHost = connectHost(process.env.HOST ?? '127.0.0.1');
+const apiHost = connectHost(process.env.HOST?.trim() || '127.0.0.1');
 
 function adminToken(): { token: string; source: string } {
   if (process.env.ADMIN_TOKEN) return { token: process.env.ADMIN_TOKEN, source: 'the ADMIN_TOKEN environment variable' };
@@ -140,7 +140,7 @@ try {
   // Every port this stack will listen on, before anything starts.
   const wanted: Array<[string, number, string]> = [
     // Where the api will listen (HOST), wildcard included: a listener on another interface counts.
-    [process.env.HOST || '127.0.0.1', ports.api, 'PORT'],
+    [process.env.HOST?.trim() || '127.0.0.1', ports.api, 'PORT'],
     ['127.0.0.1', ports.simulator, 'SIMULATOR_PORT'],
     ...(process.env.MONGODB_URI ? [] : [['127.0.0.1', ports.ferretdb, 'FERRETDB_PORT'] as [string, number, string]]),
     ...(process.env.TEMPORAL_ADDRESS ? [] : [['127.0.0.1', ports.temporal, 'TEMPORAL_PORT'], ['127.0.0.1', ports.temporalUi, 'TEMPORAL_UI_PORT']] as Array<[string, number, string]>),

@@ -13,6 +13,21 @@ describe('configuration', () => {
     assert.deepEqual(warnings, ['WEBHOOK_TIMEOUT_MS=60000 is above the 30000 a webhook attempt allows; using 30000']);
   });
 
+  it('reads a variable set to nothing as unset, not as an empty HOST (every interface) or a 0', () => {
+    const config = loadConfig({ HOST: '', PORT: ' ', WORKER_METRICS_PORT: '', SHUTDOWN_GRACE_MS: '', ADMIN_TOKEN: '' });
+    assert.deepEqual([config.HOST, config.PORT, config.WORKER_METRICS_PORT, config.SHUTDOWN_GRACE_MS, config.ADMIN_TOKEN], ['127.0.0.1', 8080, undefined, 20_000, undefined]);
+  });
+
+  it('refuses durations Node\'s timers cannot hold, and download links that are not http(s)', () => {
+    // Past 2^31 - 1 ms a timer fires after 1 ms: a long grace would have meant none.
+    for (const [name, value] of [['SHUTDOWN_GRACE_MS', '3000000000'], ['SHUTDOWN_GRACE_MS', '3600001'], ['REQUEST_TIMEOUT_MS', '3600001'], ['SPEND_LEASE_SMALL_IDLE_MS', '86400001']]) {
+      assert.throws(() => loadConfig({ [name]: value }), new RegExp(`${name}: must be at most`), `${name}=${value}`);
+    }
+    assert.equal(loadConfig({ SHUTDOWN_GRACE_MS: '3600000' }).SHUTDOWN_GRACE_MS, 3_600_000);
+    for (const url of ['localhost:8080', 'ftp://files.example']) assert.throws(() => loadConfig({ PUBLIC_BASE_URL: url }), /PUBLIC_BASE_URL/, url);
+    assert.equal(loadConfig({ PUBLIC_BASE_URL: 'HTTPS://api.example' }).PUBLIC_BASE_URL, 'HTTPS://api.example');
+  });
+
   it('reads TRUST_PROXY as named proxies or a hop count, never as "trust everyone"', () => {
     assert.equal(loadConfig({}).TRUST_PROXY, undefined);
     assert.equal(loadConfig({ TRUST_PROXY: ' 10.0.0.0/8, loopback ,::1' }).TRUST_PROXY, '10.0.0.0/8,loopback,::1');
