@@ -8,6 +8,8 @@ export interface TemporalHandle {
   close(): Promise<void>;
 }
 
+const GRPC_NOT_FOUND = 5;
+
 // Connections are lazy so the API can start (and answer 503 on video routes) while the
 // Temporal server is still coming up or briefly down.
 export function createTemporalHandle(options: { address: string; namespace: string }): TemporalHandle {
@@ -20,7 +22,14 @@ export function createTemporalHandle(options: { address: string; namespace: stri
     connection,
     client,
     async check() {
-      await probe.withDeadline(Date.now() + 2_000, () => probe.workflowService.getSystemInfo({}));
+      // The namespace, not just the server: against a server without it (a typo in
+      // TEMPORAL_NAMESPACE, or compose's auto-setup still registering it) every submission fails.
+      try {
+        await probe.withDeadline(Date.now() + 2_000, () => probe.workflowService.describeNamespace({ namespace: options.namespace }));
+      } catch (error) {
+        if ((error as { code?: number }).code === GRPC_NOT_FOUND) throw new Error(`Temporal at ${options.address} has no namespace '${options.namespace}' (TEMPORAL_NAMESPACE)`);
+        throw error;
+      }
     },
     async close() {
       await Promise.all([connection.close(), probe.close()]);
