@@ -38,6 +38,12 @@ const worker = await createVideoWorker({
   publicBaseUrl: publicBaseUrl(config),
   outboundAllowlist: config.OUTBOUND_ALLOWLIST,
   webhookTimeoutMs: webhookTimeoutMs(config, (message) => console.warn(message)),
+}).catch((error: unknown) => {
+  // A setting to fix, not an outage to wait out: one line, as for the others.
+  if (error instanceof Error && /NamespaceNotFound|Namespace \S+ is not found/.test(error.message)) {
+    return exitForSetting('worker', `TEMPORAL_NAMESPACE: Temporal at ${config.TEMPORAL_ADDRESS} has no namespace '${config.TEMPORAL_NAMESPACE}'`);
+  }
+  throw error;
 });
 const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
 const stopSweeper = startSweeper({

@@ -20,7 +20,7 @@ describe('configuration', () => {
 
   it('refuses durations Node\'s timers cannot hold, and download links that are not http(s)', () => {
     // Past 2^31 - 1 ms a timer fires after 1 ms: a long grace would have meant none.
-    for (const [name, value] of [['SHUTDOWN_GRACE_MS', '3000000000'], ['SHUTDOWN_GRACE_MS', '3600001'], ['REQUEST_TIMEOUT_MS', '3600001'], ['SPEND_LEASE_SMALL_IDLE_MS', '86400001']]) {
+    for (const [name, value] of [['SHUTDOWN_GRACE_MS', '3000000000'], ['SHUTDOWN_GRACE_MS', '3600001'], ['REQUEST_TIMEOUT_MS', '3600001'], ['SPEND_LEASE_SMALL_IDLE_MS', '86400001']] as const) {
       assert.throws(() => loadConfig({ [name]: value }), new RegExp(`${name}: must be at most`), `${name}=${value}`);
     }
     assert.equal(loadConfig({ SHUTDOWN_GRACE_MS: '3600000' }).SHUTDOWN_GRACE_MS, 3_600_000);

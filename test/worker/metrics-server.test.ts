@@ -98,6 +98,27 @@ describe('worker metrics listener', () => {
     }
   });
 
+  it('a worker whose TEMPORAL_NAMESPACE the server lacks says so in one line and exits 1', { timeout: 90_000 }, async () => {
+    const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+      cwd: projectRoot,
+      env: {
+        ...process.env,
+        MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI,
+        MONGODB_DB: uniqueName('no_namespace'),
+        TEMPORAL_ADDRESS: testTemporalAddress(),
+        TEMPORAL_NAMESPACE: 'no-such-namespace',
+        TEMPORAL_TASK_QUEUE: uniqueName('no-namespace'),
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    worker.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+    const code = await new Promise<number | null>((resolve) => worker.on('close', resolve));
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /^framegate worker: TEMPORAL_NAMESPACE: Temporal at \S+ has no namespace 'no-such-namespace'/m);
+    assert.doesNotMatch(stderr, /^\s+at /m, 'no stack trace');
+  });
+
   it('a worker whose WORKER_METRICS_PORT is taken says so in one line and exits 1', { timeout: 90_000 }, async () => {
     const port = new URL(server.url).port;
     const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
