@@ -13,20 +13,26 @@ import { TaskStore } from '../store/tasks.ts';
 import { createVideoWorker } from './create-worker.ts';
 import { startMetricsServer } from './metrics-server.ts';
 import { startSweeper } from './sweeper.ts';
-import { installTemporalSdkMetrics } from './temporal-sdk-metrics.ts';
+import { installTemporalRuntime } from './temporal-runtime.ts';
+import { workerLog } from './worker-log.ts';
 
 // The worker process. The Temporal runtime traps SIGINT/SIGTERM and shuts the worker down
 // gracefully: running activities finish (or time out) and the process exits.
 const config = settingsOrExit('worker', () => loadConfig());
 const catalog = settingsOrExit('worker', () => loadCatalog(config.CATALOG_FILE));
-// Before the first Temporal connection, which would install the SDK's runtime without metrics.
+const log = workerLog(config.LOG_LEVEL);
+// Where the worker is and that it polls, whatever LOG_LEVEL: what `npm start` and an operator
+// wait for.
+const announce = workerLog('info');
+// Before the first Temporal connection, which would install the SDK's runtime with its defaults.
+const temporalSdkMetricsUrl = await installTemporalRuntime({ log, logLevel: config.LOG_LEVEL, metrics: config.WORKER_METRICS_PORT !== undefined });
 const metricsServer =
   config.WORKER_METRICS_PORT === undefined
     ? undefined
-    : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT, temporalSdkMetricsUrl: await installTemporalSdkMetrics() }).catch(
+    : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT, ...(temporalSdkMetricsUrl ? { temporalSdkMetricsUrl } : {}) }).catch(
         (error: NodeJS.ErrnoException) => exitForSetting('worker', `WORKER_METRICS_PORT: cannot listen on ${config.WORKER_METRICS_HOST}:${config.WORKER_METRICS_PORT} (${error.code ?? error.message})`),
       );
-if (metricsServer) console.log(`worker metrics at ${metricsServer.url}`);
+if (metricsServer) announce.info({ url: metricsServer.url }, `worker metrics at ${metricsServer.url}`);
 const database = await untilConnected('worker', 'the store (MONGODB_URI)', () => connectDatabase(config.MONGODB_URI, config.MONGODB_DB));
 const connection = await untilConnected('worker', `Temporal at ${config.TEMPORAL_ADDRESS}`, () => NativeConnection.connect({ address: config.TEMPORAL_ADDRESS }));
 const worker = await createVideoWorker({
@@ -37,7 +43,7 @@ const worker = await createVideoWorker({
   catalog,
   publicBaseUrl: publicBaseUrl(config),
   outboundAllowlist: config.OUTBOUND_ALLOWLIST,
-  webhookTimeoutMs: webhookTimeoutMs(config, (message) => console.warn(message)),
+  webhookTimeoutMs: webhookTimeoutMs(config, (message) => log.warn(message)),
 }).catch((error: unknown) => {
   // A setting to fix, not an outage to wait out: one line, as for the others.
   if (error instanceof Error && /NamespaceNotFound|Namespace \S+ is not found/.test(error.message)) {
@@ -55,10 +61,10 @@ const stopSweeper = startSweeper({
   cursors: new SweeperCursorStore(database.db),
   client: temporal.client,
   taskQueue: config.TEMPORAL_TASK_QUEUE,
-  log: (message) => console.log(message),
+  log: (message) => log.info(message),
 });
 
-console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS}`);
+announce.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, `worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS}`);
 try {
   await worker.run();
 } finally {

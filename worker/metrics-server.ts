@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { enableProcessMetrics, metricsRegistry } from '../core/metrics.ts';
-import { readTemporalSdkMetrics } from './temporal-sdk-metrics.ts';
+import { readTemporalSdkMetrics } from './temporal-runtime.ts';
 
 // The worker's own /metrics: task transitions, webhook attempts, vendor errors and video spend
 // happen in this process, which has no HTTP server of its own, so a tiny one serves the

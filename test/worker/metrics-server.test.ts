@@ -83,7 +83,7 @@ describe('worker metrics listener', () => {
     });
     try {
       await waitForOutput(worker, /worker polling/);
-      const url = /worker metrics at (\S+)/.exec(worker.recentOutput())![1]!;
+      const url = /worker metrics at (http:\/\/[^"\s]+)/.exec(worker.recentOutput())![1]!;
       let samples = new Map<string, number>();
       for (const started = Date.now(); !(sampleSum(samples, 'temporal_num_pollers', { task_queue: taskQueue, poller_type: 'activity_task' }) > 0); await pause(200)) {
         assert.ok(Date.now() - started < 30_000, `no SDK metrics for ${taskQueue} within 30 s:\n${[...samples.keys()].filter((name) => name.startsWith('temporal_')).slice(0, 20).join('\n')}`);

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { startProcess, waitForOutput } from '../../scripts/lib/processes.ts';
+import { testTemporalAddress, uniqueName } from '../helpers/engines.ts';
+
+// The worker's log is JSON lines at LOG_LEVEL, the Temporal SDK's entries included: left to the
+// SDK they were multi-line text (the workflow bundle's report over ~25 lines, worker states as
+// objects over several) at INFO whatever LOG_LEVEL said.
+
+async function workerOutput(logLevel: string | undefined): Promise<string> {
+  const worker = startProcess('worker', process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    env: {
+      ...process.env,
+      MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI,
+      MONGODB_DB: uniqueName('worker_log'),
+      TEMPORAL_ADDRESS: testTemporalAddress(),
+      TEMPORAL_TASK_QUEUE: uniqueName('worker-log'),
+      ...(logLevel === undefined ? {} : { LOG_LEVEL: logLevel }),
+    },
+  });
+  try {
+    await waitForOutput(worker, /worker polling/);
+  } finally {
+    await worker.stop();
+  }
+  return worker.recentOutput();
+}
+
+/** Each line of the output as JSON; fails on a line that is not. */
+function entries(output: string): Array<{ level: number; msg: string; sdk?: boolean }> {
+  return output
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      try {
+        return JSON.parse(line.replace(/^\[worker\] /, ''));
+      } catch {
+        assert.fail(`not a JSON line: ${line}`);
+      }
+    });
+}
+
+describe('the worker log', () => {
+  it('is one JSON line per entry, the SDK\'s bundle report and state changes included', { timeout: 90_000 }, async () => {
+    const lines = entries(await workerOutput(undefined));
+    assert.ok(lines.some((line) => line.sdk === true && /webpack .* compiled successfully/s.test(line.msg)), 'the bundle report, as one entry');
+    assert.ok(lines.some((line) => line.sdk === true && line.msg === 'Worker state changed'), 'state changes');
+    assert.ok(lines.some((line) => line.level === 30 && /^worker polling task queue worker-log-/.test(line.msg)));
+  });
+
+  it('keeps to LOG_LEVEL, but always says that it polls', { timeout: 90_000 }, async () => {
+    const lines = entries(await workerOutput('warn'));
+    const below = lines.filter((line) => line.level < 40 && !/^worker polling/.test(line.msg));
+    assert.deepEqual(below.map((line) => line.msg.slice(0, 80)), []);
+    assert.ok(lines.some((line) => /^worker polling/.test(line.msg)));
+  });
+});

@@ -1,0 +1,39 @@
+import { DefaultLogger, type LogEntry, type LogLevel } from '@temporalio/worker';
+import { pino, type Logger } from 'pino';
+import type { Config } from '../core/config.ts';
+
+// The worker's log: one JSON line per entry on stdout, at LOG_LEVEL, as the api writes its own
+// (pino). The Temporal SDK's entries (the workflow bundle's report, worker state changes,
+// activity and workflow log calls, and the SDK core's own, forwarded) go through it too: left to
+// the SDK they were multi-line text on stderr at INFO whatever LOG_LEVEL said, which line-based
+// log shippers split apart.
+
+export function workerLog(level: Config['LOG_LEVEL']): Logger {
+  return pino({ level, base: { process: 'worker' } });
+}
+
+const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+
+/** The SDK's least level worth passing on for LOG_LEVEL (pino drops the rest anyway). */
+export function sdkLevel(level: Config['LOG_LEVEL']): LogLevel {
+  switch (level) {
+    case 'trace':
+      return 'TRACE';
+    case 'debug':
+      return 'DEBUG';
+    case 'info':
+      return 'INFO';
+    case 'warn':
+      return 'WARN';
+    default:
+      return 'ERROR';
+  }
+}
+
+/** The SDK's logger, writing into `log`. */
+export function sdkLogger(log: Logger, level: LogLevel): DefaultLogger {
+  return new DefaultLogger(level, (entry: LogEntry) => {
+    const { meta, message } = entry;
+    log[PINO_LEVEL[entry.level]]({ sdk: true, ...meta, time: Number(entry.timestampNanos / 1_000_000n) }, message);
+  });
+}
