@@ -1,6 +1,6 @@
 import { loadCatalog } from '../core/catalog.ts';
 import { loadConfig } from '../core/config.ts';
-import { settingsOrExit, untilConnected } from '../core/process-startup.ts';
+import { exitForSetting, settingsOrExit, untilConnected } from '../core/process-startup.ts';
 import { createTemporalHandle } from '../core/temporal-client.ts';
 import { connectDatabase } from '../store/database.ts';
 import { buildApp } from './app.ts';
@@ -24,4 +24,6 @@ async function shutdown(signal: string): Promise<void> {
 process.on('SIGINT', () => void shutdown('SIGINT'));
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
-await app.listen({ host: config.HOST, port: config.PORT });
+await app.listen({ host: config.HOST, port: config.PORT }).catch((error: NodeJS.ErrnoException) =>
+  exitForSetting('api', `HOST, PORT: cannot listen on ${config.HOST}:${config.PORT} (${error.code ?? error.message})`),
+);

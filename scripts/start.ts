@@ -6,7 +6,7 @@ import { WORKER_STOP_MS } from '../core/video-task.ts';
 import { buildApi, builtApiArgs } from './lib/build-api.ts';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer } from './lib/engines.ts';
 import { startProcess, waitForOutput, waitForPort, type ManagedProcess } from './lib/processes.ts';
-import { assertPortFree, connectHost, lockDataDir, portFrom, STACK_DATA_VARIABLE, StackRefusal, urlHost, withoutPassword } from './lib/stack-guard.ts';
+import { assertDistinctPorts, assertPortFree, connectHost, lockDataDir, portFrom, STACK_DATA_VARIABLE, StackRefusal, urlHost, withoutPassword } from './lib/stack-guard.ts';
 
 // `npm start`: the whole local stack in one command. Engines first (store, Temporal with its
 // Web UI), then the simulator, the worker and the api as separate processes, each with its
@@ -145,6 +145,7 @@ try {
     ...(process.env.MONGODB_URI ? [] : [['127.0.0.1', ports.ferretdb, 'FERRETDB_PORT'] as [string, number, string]]),
     ...(process.env.TEMPORAL_ADDRESS ? [] : [['127.0.0.1', ports.temporal, 'TEMPORAL_PORT'], ['127.0.0.1', ports.temporalUi, 'TEMPORAL_UI_PORT']] as Array<[string, number, string]>),
   ];
+  assertDistinctPorts(wanted.map(([, port, variable]) => [port, variable]));
   for (const [host, port, variable] of wanted) await assertPortFree(host, port, variable);
 } catch (error) {
   if (error instanceof StackRefusal) refuse(error);

@@ -20,6 +20,17 @@ export function portFrom(name: string, fallback: number): number {
   return port;
 }
 
+/** Refuses two of the stack's variables on one port: each would look free on its own, then the
+ * second to start fails, or the api's port answers for the simulator. */
+export function assertDistinctPorts(ports: Array<[number, string]>): void {
+  const taken = new Map<number, string>();
+  for (const [port, variable] of ports) {
+    const other = taken.get(port);
+    if (other) throw new StackRefusal(`${other} and ${variable} are both ${port}: give each its own port.`);
+    taken.set(port, variable);
+  }
+}
+
 /** Refuses when something already listens on host:port (named `variable` in the message). */
 export async function assertPortFree(host: string, port: number, variable: string): Promise<void> {
   const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {

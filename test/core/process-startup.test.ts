@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { projectRoot } from '../../scripts/lib/engines.ts';
 import { freePort } from '../../scripts/lib/processes.ts';
@@ -51,6 +53,20 @@ describe('api and worker start-up', () => {
       assert.equal(stderr.trim().split('\n').length, 1, stderr);
     });
   }
+
+  it('says in one line that its port is taken, and exits 1', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const { code, stderr } = await run('api/server.ts', { HOST: '127.0.0.1', PORT: String(port), MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI!, MONGODB_DB: 'process_startup_port' }, 60_000);
+      assert.equal(code, 1, stderr);
+      assert.match(stderr, new RegExp(`^framegate api: HOST, PORT: cannot listen on 127\\.0\\.0\\.1:${port} \\(EADDRINUSE\\)$`, 'm'));
+      assert.doesNotMatch(stderr, /^\s+at /m, 'no stack trace');
+    } finally {
+      taken.close();
+    }
+  });
 
   it('waits for a store that does not answer instead of exiting', async () => {
     const closedPort = await freePort();

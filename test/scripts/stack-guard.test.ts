@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { assertPortFree, connectHost, lockDataDir, portFrom, STACK_DATA_VARIABLE, StackRefusal, urlHost, withoutPassword } from '../../scripts/lib/stack-guard.ts';
+import { assertDistinctPorts, assertPortFree, connectHost, lockDataDir, portFrom, STACK_DATA_VARIABLE, StackRefusal, urlHost, withoutPassword } from '../../scripts/lib/stack-guard.ts';
 
 // What `npm start` checks before it starts anything (scripts/lib/stack-guard.ts).
 
@@ -119,6 +119,11 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
       await itsStore.stop();
       await stack.stop();
     }
+  });
+
+  it('refuses two of the stack\'s ports set to one number', () => {
+    assert.throws(() => assertDistinctPorts([[18080, 'PORT'], [18090, 'SIMULATOR_PORT'], [18080, 'TEMPORAL_UI_PORT']]), (error: Error) => error instanceof StackRefusal && error.message === 'PORT and TEMPORAL_UI_PORT are both 18080: give each its own port.');
+    assertDistinctPorts([[18080, 'PORT'], [18090, 'SIMULATOR_PORT']]);
   });
 
   it('prints a connection string without its password, and reaches a wildcard host on loopback', () => {
