@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../core/config.ts';
 import { WORKER_STOP_MS } from '../core/video-task.ts';
@@ -41,11 +41,24 @@ try {
 // Where the api listens (HOST), and where this script and the banner reach it.
 const apiHost = connectHost(process.env.HOST?.trim() || '127.0.0.1');
 
+/** The admin token: ADMIN_TOKEN, or the one kept in .data/admin-token (made on the first start,
+ * written whole or not at all). One too short for the api is refused here, naming where it came
+ * from, before any engine starts. */
 function adminToken(): { token: string; source: string } {
-  if (process.env.ADMIN_TOKEN) return { token: process.env.ADMIN_TOKEN, source: 'the ADMIN_TOKEN environment variable' };
+  const fromEnvironment = process.env.ADMIN_TOKEN?.trim();
   const file = path.join(dataDir, 'admin-token');
-  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
-  return { token: readFileSync(file, 'utf8').trim(), source: path.relative(process.cwd(), file) || file };
+  const shown = path.relative(process.cwd(), file) || file;
+  if (!fromEnvironment && !existsSync(file)) {
+    const partial = `${file}.${process.pid}.tmp`;
+    writeFileSync(partial, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+    renameSync(partial, file);
+  }
+  const admin = fromEnvironment ? { token: fromEnvironment, source: 'the ADMIN_TOKEN environment variable' } : { token: readFileSync(file, 'utf8').trim(), source: shown };
+  if (admin.token.length < 16) {
+    const fix = fromEnvironment ? 'set a longer one' : `delete ${shown} for a new one, or put a longer one in it`;
+    throw new StackRefusal(`the admin token in ${admin.source} has ${admin.token.length} characters; it needs at least 16: ${fix}.`);
+  }
+  return admin;
 }
 
 const children: ManagedProcess[] = [];
