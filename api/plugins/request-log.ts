@@ -9,13 +9,27 @@ import fp from 'fastify-plugin';
 // the id as a field, as the request's own logger would write it: that logger is then never
 // made for a request that logs nothing else (api/lazy-request-logger.ts).
 
+/** The query parameters the gateway reads (task listing, usage reports, console pages): their
+ * values are logged. Any other's value is not: a client that puts its key in the URL
+ * (`?api_key=fg_…`) would otherwise have it written to the log verbatim. */
+const LOGGED_PARAMETERS = new Set(['limit', 'after', 'status', 'from', 'to', 'key', 'notice', 'expired', 'signed_out', 'page']);
+
+/** `url` as the log shows it: the path, and the query with unknown parameters' values masked. */
+export function loggedUrl(url: string): string {
+  const mark = url.indexOf('?');
+  if (mark === -1) return url;
+  const query = new URLSearchParams(url.slice(mark + 1));
+  const shown = [...query].map(([name, value]) => `${encodeURIComponent(name)}=${LOGGED_PARAMETERS.has(name) ? encodeURIComponent(value) : '[redacted]'}`);
+  return `${url.slice(0, mark)}?${shown.join('&')}`;
+}
+
 async function requestLogPlugin(app: FastifyInstance): Promise<void> {
   app.addHook('onResponse', (request, reply, done) => {
     app.log.info(
       {
         reqId: request.id,
         method: request.method,
-        url: request.url,
+        url: loggedUrl(request.url),
         route: request.routeOptions.url,
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 100) / 100,

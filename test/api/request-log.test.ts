@@ -50,4 +50,17 @@ describe('request log', () => {
     const everything = raw.join('');
     for (const secret of [key, wrongKey, TEST_ADMIN_TOKEN, key.slice(3)]) assert.ok(!everything.includes(secret), 'a secret reached the log');
   });
+
+  it('writes the query parameters the gateway reads, and masks the values of others (a key put in the URL)', async () => {
+    const account = await createAccount(harness.app, { name: 'key in the url', balance_usd: 1 });
+    const { key } = await createKey(harness.app, account.id);
+    raw.length = 0;
+    lines.length = 0;
+    await harness.app.inject({ method: 'GET', url: `/v1/video/generations?limit=5&api_key=${key}&status=running`, headers: bearer(key) });
+    await harness.app.inject({ method: 'GET', url: `/v1/nothing?token=${encodeURIComponent(TEST_ADMIN_TOKEN)}` });
+    const urls = lines.filter((line) => line.msg === 'request completed').map((line) => line.url);
+    assert.deepEqual(urls, ['/v1/video/generations?limit=5&api_key=[redacted]&status=running', '/v1/nothing?token=[redacted]']);
+    const everything = raw.join('');
+    for (const secret of [key, TEST_ADMIN_TOKEN, encodeURIComponent(TEST_ADMIN_TOKEN)]) assert.ok(!everything.includes(secret), 'a secret reached the log');
+  });
 });
