@@ -67,7 +67,8 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
         dispatcher: deps.dispatcher,
         ...(deps.timeoutMs !== undefined ? { timeoutMs: deps.timeoutMs } : {}),
       });
-      webhookAttempts.inc({ outcome: result.outcome });
+      // The last attempt's failure is the webhook given up: counted apart, for an alert.
+      webhookAttempts.inc({ outcome: result.outcome === 'retry' && input.lastAttempt ? 'exhausted' : result.outcome });
       const attempt: WebhookAttempt = { attempt: input.attempt, at: sentAt, outcome: result.outcome, duration_ms: result.durationMs };
       if (result.status !== undefined) attempt.status = result.status;
       if (result.error !== undefined) attempt.error = result.error;

@@ -58,7 +58,7 @@ export const videoTaskTransitions = new Counter({
 /** worker: one webhook delivery attempt, by what came of it. */
 export const webhookAttempts = new Counter({
   name: 'framegate_webhook_attempts_total',
-  help: 'Webhook delivery attempts, by outcome (delivered, retry, gone, refused).',
+  help: 'Webhook delivery attempts, by outcome (delivered, retry, gone, refused; exhausted: the last attempt failed, the webhook given up).',
   labelNames: ['outcome'] as const,
   registers: [metricsRegistry],
 });

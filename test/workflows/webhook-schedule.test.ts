@@ -5,6 +5,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { Webhook } from 'standardwebhooks';
 import { loadCatalog } from '../../core/catalog.ts';
+import { webhookAttempts } from '../../core/metrics.ts';
 import { newId } from '../../core/ids.ts';
 import { WEBHOOK_RETRY_SCHEDULE_SECONDS, type VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { buildSimulator } from '../../simulator/app.ts';
@@ -89,10 +90,14 @@ describe('webhook delivery schedule (time-skipping server)', () => {
 
   it('retries a receiver that keeps failing on the published schedule, then gives up (exhausted)', async () => {
     const receiver = await startWebhookReceiver([500]);
+    const counted = async (outcome: string) => (await webhookAttempts.get()).values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
+    const [retriesBefore, exhaustedBefore] = [await counted('retry'), await counted('exhausted')];
     try {
       const { result, timerSeconds, task } = await runTask(receiver.url);
       assert.equal(result.status, 'succeeded');
       assert.equal(result.webhook, 'exhausted');
+      // The given-up webhook is counted apart from the retries, for an alert.
+      assert.deepEqual([(await counted('retry')) - retriesBefore, (await counted('exhausted')) - exhaustedBefore], [9, 1]);
       assert.equal(receiver.received.length, WEBHOOK_RETRY_SCHEDULE_SECONDS.length);
       // Timers after the vendor polls are exactly the schedule's delays (the first attempt is immediate).
       assert.deepEqual(timerSeconds.filter((seconds) => seconds >= 5), WEBHOOK_RETRY_SCHEDULE_SECONDS.slice(1));
