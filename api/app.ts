@@ -3,6 +3,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Catalog } from '../core/catalog.ts';
 import { publicBaseUrl, type Config } from '../core/config.ts';
 import { GatewayError } from '../core/errors.ts';
+import { continueAfterChecks } from './plugins/expect-continue.ts';
 import { newId } from '../core/ids.ts';
 import { parseOutboundAllowlist } from '../core/outbound-guard.ts';
 import type { TemporalHandle } from '../core/temporal-client.ts';
@@ -110,6 +111,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     childLoggerFactory: lazyChildLogger,
   }).withTypeProvider<ZodTypeProvider>();
 
+  continueAfterChecks(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // Only JSON bodies are accepted: text/plain would otherwise reach the validators as a string.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { createAccount, createKey, startTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 
 // Requests Node's HTTP parser refuses before Fastify sees them (a header block over 16 KB, a
 // request line that is not HTTP) still get an error in the spec's body, over a real socket.
@@ -76,6 +76,42 @@ describe('requests the HTTP parser refuses', () => {
     assert.equal(answer.body.error.code, 'invalid_request');
     assert.match(answer.headers, /\r\nx-request-id: req_\w+/);
     assert.match(answer.headers, /\r\naccess-control-allow-origin: \*/);
+  });
+
+  it('sends 100 Continue only to a request that passed its key check: one without a key gets its 401 before sending its body', async () => {
+    const { key } = await createKey(harness.app, (await createAccount(harness.app, { name: 'expect continue', balance_usd: 1 })).id);
+    const head = (authorization: string) =>
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${authorization}content-type: application/json\r\ncontent-length: 20000000\r\nexpect: 100-continue\r\nconnection: close\r\n\r\n`;
+    /** The first answer line to the head alone (no body sent). */
+    const firstLine = (raw: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(raw));
+        socket.setEncoding('utf8');
+        socket.once('data', (text: string) => {
+          resolve(text.split('\r\n')[0]!);
+          socket.destroy();
+        });
+        socket.on('error', reject);
+      });
+    assert.equal(await firstLine(head('')), 'HTTP/1.1 401 Unauthorized');
+    assert.equal(await firstLine(head(`authorization: Bearer ${key}\r\n`)), 'HTTP/1.1 100 Continue');
+    // And the body sent after it is read as usual.
+    const body = JSON.stringify({ name: 'after continue' });
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write(`POST /admin/accounts HTTP/1.1\r\nHost: x\r\nauthorization: Bearer ${TEST_ADMIN_TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nexpect: 100-continue\r\nconnection: close\r\n\r\n`),
+      );
+      let received = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (text: string) => {
+        if (received === '' && text.startsWith('HTTP/1.1 100 Continue')) socket.write(body);
+        received += text;
+      });
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+    });
+    assert.match(answer, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 Created/);
+    assert.match(answer, /"name":"after continue"/);
   });
 
   it('still serves well-formed requests afterwards', async () => {
