@@ -61,7 +61,8 @@ describe('console in a real browser', { timeout: 240_000 }, () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
     stack = await startVideoStack('console_browser');
     email = `${uniqueName('browser')}@example.com`;
-    accountId = (await createAccountWithSignIn(stack.app, { name: 'Browser Studio', balance_usd: 20, console_email: email, console_password: PASSWORD })).id;
+    // A long unbroken word in the name, as in a domain: the header must still fit a phone.
+    accountId = (await createAccountWithSignIn(stack.app, { name: 'Browser Studio browserstudioproductionsinternationalholdings.example.com', balance_usd: 20, console_email: email, console_password: PASSWORD })).id;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

@@ -17,12 +17,12 @@ header.top .brand { font-weight: 700; color: #fff; text-decoration: none; margin
 header.top nav { display: flex; gap: .9rem; flex-wrap: wrap; }
 header.top nav a { color: #cfd8ea; text-decoration: none; padding: .2rem 0; }
 header.top nav a[aria-current="page"] { color: #fff; border-bottom: 2px solid #fff; }
-header.top .balance { font-variant-numeric: tabular-nums; }
+header.top .balance { font-variant-numeric: tabular-nums; overflow-wrap: anywhere; min-width: 0; }
 header.top .balance strong { color: #fff; }
 header.top form { margin: 0; }
 header.top button { background: transparent; color: #cfd8ea; border: 1px solid #56607a; padding: .25rem .6rem; }
-main { max-width: 1240px; margin: 0 auto; padding: 1rem; }
-h1 { font-size: 1.5rem; margin: .5rem 0 1rem; }
+main { max-width: 1240px; margin: 0 auto; padding: 1rem; overflow-wrap: break-word; }
+h1 { font-size: 1.5rem; margin: .5rem 0 1rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.15rem; margin: 1.5rem 0 .6rem; }
 .card > h2:first-child, .card > h1:first-child { margin-top: 0; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 1rem; margin-bottom: 1rem; }

@@ -47,7 +47,7 @@ function header(frame: PageFrame): Html {
     ([name, label, href]) => html`<a href="${href}"${section === name ? html` aria-current="page"` : ''}>${label}</a>`,
   )}</nav>
   <span class="balance" data-testid="balance">${account.name} · balance <strong>${formatUsd(account.balance_micros)}</strong>${
-    account.held_micros > 0 ? html` <span title="reserved for work in flight">(held ${formatUsd(account.held_micros)})</span>` : ''
+    account.held_micros > 0 ? html` <span title="set aside for video tasks in flight, and for chat and image calls: a slice kept ready for the next calls (up to 5 minutes after the last), whose unspent part comes back">(held ${formatUsd(account.held_micros)})</span>` : ''
   }</span>
   ${signOutForm(frame.csrfToken)}
 </header>`;
