@@ -32,6 +32,15 @@ describe('admin API', () => {
     assert.equal(response.json().balance_usd, 0);
   });
 
+  it('reads null in an optional field as left out, as /v1 does', async () => {
+    const account = await post('/admin/accounts', { name: 'Nulls', balance_usd: null });
+    assert.equal(account.statusCode, 201, account.body);
+    assert.equal(account.json().balance_usd, 0);
+    const key = await post(`/admin/accounts/${account.json().id}/keys`, { name: 'all models', models: null });
+    assert.equal(key.statusCode, 201, key.body);
+    assert.equal(key.json().models, null);
+  });
+
   const badAccounts: Array<[string, unknown, string]> = [
     ['seven decimals', { name: 'a', balance_usd: 1.0000001 }, 'balance_usd'],
     ['a negative balance', { name: 'a', balance_usd: -1 }, 'balance_usd'],

@@ -23,10 +23,14 @@ const spaces = `[${WHITESPACE_CLASS}]*`;
 const emailAsSent = new RegExp(`^${spaces}${z.regexes.email.source.replace(/^\^|\$$/g, '')}${spaces}$`);
 const adminConsoleEmail = z.string().regex(emailAsSent, 'must be an email address').max(254, 'must be at most 254 characters').pipe(consoleEmail);
 
+// balance_usd and a key's models take null as left out, as /v1's bodies do (clients serialising
+// a missing value as null): not a 400 in zod's words ("expected number, received null"). The
+// sign-in pair stays either sent or left out: the document's dependentRequired counts a null as
+// sent.
 export const createAccountBody = z
   .strictObject({
     name: nameText(200),
-    balance_usd: usdAmount({ positive: false }).optional(),
+    balance_usd: usdAmount({ positive: false }).nullish(),
     /** Optional web console sign-in for the account holder; both or neither. */
     console_email: adminConsoleEmail.optional(),
     console_password: consolePassword.optional(),
@@ -46,7 +50,7 @@ export const deductCreditsBody = z
 
 export const createKeyBody = z.strictObject({
   name: nameText(200),
-  models: z.array(z.string().min(1)).min(1).optional(),
+  models: z.array(z.string().min(1)).min(1).nullish(),
 });
 
 /** The body as the route documents it: `models` lists the catalog's ids. The route itself
