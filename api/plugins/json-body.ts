@@ -71,6 +71,13 @@ function nestedDeeperThan(value: unknown, levelsLeft: number): boolean {
   return false;
 }
 
+/** The charset parameter of a Content-Type, lower-cased; undefined when there is none. */
+function declaredCharset(contentType: string | undefined): string | undefined {
+  if (contentType === undefined || !contentType.includes('=')) return undefined;
+  const match = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType);
+  return match?.[1]?.toLowerCase();
+}
+
 async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
@@ -79,11 +86,14 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
       // The bytes are compressed JSON, which is not read here: say so instead of "not UTF-8".
       return done(new GatewayError('unsupported_media_type', `Content-Encoding '${encoding.slice(0, 40)}' is not supported; send the JSON body uncompressed.`));
     }
-    if (body.length === 0) {
-      // Some clients label every request JSON: a route that takes no body (DELETE a key) must
-      // not refuse one for an empty body it never reads.
-      if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
-      return done(new GatewayError('empty_body', 'The request body is empty; send a JSON object.'));
+    // Some clients label every request JSON: a route that takes no body (DELETE a key) does not
+    // refuse one it never reads, empty or not.
+    if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
+    if (body.length === 0) return done(new GatewayError('empty_body', 'The request body is empty; send a JSON object.'));
+    const charset = declaredCharset(request.headers['content-type']);
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      // JSON is UTF-8 (RFC 8259 8.1): a body said to be in another charset would be misread.
+      return done(new GatewayError('unsupported_media_type', `JSON bodies are UTF-8; this one is labelled charset=${charset.slice(0, 40)}. Send it as UTF-8.`));
     }
     let text: string;
     try {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { adminHeaders, bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 
 // Malformed and hostile bodies answer 4xx in the spec's error shape, never 5xx, and leave the
 // process healthy.
@@ -80,6 +80,24 @@ describe('hostile request bodies', () => {
     const over = await post(`${atLimit} `);
     assert.equal(over.statusCode, 413);
     assert.equal(over.json().error.type, 'invalid_request_error');
+  });
+
+  it('JSON labelled with a charset other than UTF-8 → 415 naming it; charset=utf-8 is read', async () => {
+    const body = JSON.stringify({ model: 'seedance-2.0', prompt: 'x', seconds: 'seven' });
+    for (const contentType of ['application/json; charset=iso-8859-1', 'application/json;charset="UTF-16"']) {
+      const refused = await post(body, { 'content-type': contentType });
+      assert.equal(refused.statusCode, 415, contentType);
+      assert.match(refused.json().error.message, /^JSON bodies are UTF-8; this one is labelled charset=(iso-8859-1|utf-16)\. Send it as UTF-8\.$/);
+    }
+    // Read (and then refused for its bad field, not its label).
+    for (const contentType of ['application/json; charset=utf-8', 'application/json; charset=UTF8']) assert.equal((await post(body, { 'content-type': contentType })).statusCode, 400, contentType);
+  });
+
+  it('a body on a route that takes none is not read, well-formed or not', async () => {
+    const account = await createAccount(harness.app, { name: 'revoke with a body' });
+    const { id } = await createKey(harness.app, account.id);
+    const revoked = await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: { ...adminHeaders, 'content-type': 'application/json' }, payload: '{"half' });
+    assert.equal(revoked.statusCode, 200, revoked.body);
   });
 
   it('a wrong content type → 415, and the process is still healthy afterwards', async () => {
