@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { UsageStore } from '../../store/usage.ts';
 import { after, before, describe, it } from 'node:test';
 import { hashApiKey, isWellFormedApiKey } from '../../core/api-keys.ts';
 import { bearer, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
@@ -159,5 +160,31 @@ describe('console keys', () => {
     assert.equal([...fromForeign.body.matchAll(/<tr data-key-id="([^"]+)">/g)][0]?.[1], newestFirst[0]);
     // A key on a later page opens its delete confirmation as any other.
     assert.equal((await reader.get(`/console/keys/${newestFirst[229]}/revoke`)).statusCode, 200);
+
+    // Usage lists the 100 keys that spent the most, counts the rest, and totals them all: the
+    // whole list made a 600 KB page at 1,200 keys.
+    const spender = newestFirst[229]!;
+    await new UsageStore(harness.database.db).record({ _id: uniqueName('usage'), account_id: many, key_id: spender, model: 'gpt-4o-mini', kind: 'chat', requests: 3, video_seconds: 0, input_tokens: 30, output_tokens: 60, images: 0, spend_micros: 1_234_567 });
+    const usage = await reader.get('/console/usage');
+    const rows = [...usage.body.matchAll(/<tr data-key-id="([^"]+)">/g)].map((match) => match[1]!);
+    assert.equal(rows.length, 100);
+    assert.equal(rows[0], spender, 'the key that spent comes first, though it is the oldest');
+    assert.match(visibleText(usage.body), /130 more keys, which spent less, are not listed; the total counts them\./);
+    assert.match(usage.body, /<tr class="total"><td>Total<\/td><td class="num">3<\/td>/);
+    assert.equal([...usage.body.matchAll(/<option value="key_/g)].length, 100, 'the key menu lists the same keys');
+    // A key not listed can still be chosen by its id (the menu keeps it).
+    const quiet = newestFirst[228]!;
+    assert.ok(!rows.includes(quiet));
+    const narrowed = await reader.get(`/console/usage?key=${quiet}`);
+    assert.deepEqual([...narrowed.body.matchAll(/<tr data-key-id="([^"]+)">/g)].map((match) => match[1]), [quiet]);
+    assert.match(narrowed.body, new RegExp(`<option value="${quiet}" selected>`));
+    // So does the operator's page of the account.
+    const operator = new ConsoleClient(harness.app, '198.51.100.77');
+    assert.equal((await operator.signInAsOperator()).statusCode, 303);
+    const accountPage = await operator.get(`/console/operator/accounts/${many}`);
+    const operatorRows = [...accountPage.body.matchAll(/<tr data-key-id="([^"]+)">/g)].map((match) => match[1]!);
+    assert.equal(operatorRows.length, 100);
+    assert.equal(operatorRows[0], spender);
+    assert.match(visibleText(accountPage.body), /130 more keys, which spent less, are not listed\./);
   });
 });

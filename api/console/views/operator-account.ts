@@ -6,6 +6,7 @@ import { html, type Html } from '../html.ts';
 import { formError, textField, type FormState } from './fields.ts';
 import { formatCount, formatTime, formatUsd, maskedKey } from './format.ts';
 import { keyStatusBadge, modelsLabel } from './keys.ts';
+import { keysShown } from './keys-shown.ts';
 import { csrfField, layout, type Notice } from './layout.ts';
 import { tasksTable, type TaskLinks } from './tasks.ts';
 import { accountLimitsCard, limitsLabel } from './limits.ts';
@@ -34,8 +35,9 @@ export interface OperatorAccountView {
 }
 
 function keysWithSpend(view: OperatorAccountView): Html {
-  const { keys, usageByKey, account } = view;
-  if (keys.length === 0) return html`<p class="muted">No keys.</p>`;
+  const { usageByKey, account } = view;
+  if (view.keys.length === 0) return html`<p class="muted">No keys.</p>`;
+  const { keys, hidden } = keysShown(view.keys, usageByKey);
   return html`<div class="table-wrap"><table data-testid="operator-keys">
   <thead><tr><th>Name</th><th>Key</th><th>Models</th><th>Status</th><th>Limits</th><th>Created</th><th>Last used</th><th class="num">Requests</th><th class="num">Spend</th></tr></thead>
   <tbody>${keys.map((key) => {
@@ -50,7 +52,8 @@ function keysWithSpend(view: OperatorAccountView): Html {
     <td>${formatTime(key.created_at)}</td><td>${formatTime(key.last_used_at)}</td>
     <td class="num">${formatCount(usage.requests)}</td><td class="num">${formatUsd(usage.spend_micros)}</td>
   </tr>`;
-  })}</tbody>
+  })}
+  ${hidden > 0 ? html`<tr class="muted" data-testid="keys-hidden"><td class="text" colspan="9">${formatCount(hidden)} more keys, which spent less, are not listed.</td></tr>` : ''}</tbody>
 </table></div>`;
 }
 

@@ -4,6 +4,7 @@ import type { TaskDocument } from '../../../store/tasks.ts';
 import { html, type Html } from '../html.ts';
 import type { FormState } from './fields.ts';
 import { formatCount, formatUsd, maskedKey } from './format.ts';
+import { keysShown } from './keys-shown.ts';
 import { layout, type PageFrame } from './layout.ts';
 import { spendChart } from './spend-chart.ts';
 import { tasksTable, type TaskLinks } from './tasks.ts';
@@ -37,11 +38,10 @@ function headline(totals: UsageTotals): Html {
   return html`<dl class="stats">${figures.map(([label, value, id]) => html`<div><dt>${label}</dt><dd data-testid="total-${id}">${value}</dd></div>`)}</dl>`;
 }
 
-export function usageByKeyTable(keys: ApiKeyDocument[], byKey: Map<string, UsageTotals>): Html {
-  let total = ZERO_USAGE;
+/** `total` covers every key the figures are about, those left out (`hidden`) included. */
+export function usageByKeyTable(keys: ApiKeyDocument[], byKey: Map<string, UsageTotals>, total: UsageTotals, hidden = 0): Html {
   const rows = keys.map((key) => {
     const usage = byKey.get(key._id) ?? ZERO_USAGE;
-    total = addUsage(total, usage);
     return html`<tr data-key-id="${key._id}">
     <td class="text">${key.name} <span class="mono muted">${maskedKey(key)}</span>${key.revoked_at ? html` <span class="badge revoked">revoked</span>` : ''}</td>
     <td class="num">${formatCount(usage.requests)}</td>
@@ -55,6 +55,7 @@ export function usageByKeyTable(keys: ApiKeyDocument[], byKey: Map<string, Usage
   return html`<div class="table-wrap"><table data-testid="usage-by-key">
   <thead><tr><th>Key</th><th class="num">Requests</th><th class="num">Tokens in</th><th class="num">Tokens out</th><th class="num">Video s</th><th class="num">Images</th><th class="num">Spend</th></tr></thead>
   <tbody>${rows}
+  ${hidden > 0 ? html`<tr class="muted" data-testid="keys-hidden"><td class="text" colspan="7">${formatCount(hidden)} more keys, which spent less, are not listed; the total counts them.</td></tr>` : ''}
   <tr class="total"><td>Total</td><td class="num">${formatCount(total.requests)}</td><td class="num">${formatCount(total.input_tokens)}</td><td class="num">${formatCount(total.output_tokens)}</td><td class="num">${formatCount(total.video_seconds)}</td><td class="num">${formatCount(total.images)}</td><td class="num">${formatUsd(total.spend_micros)}</td></tr>
   </tbody>
 </table></div>`;
@@ -67,7 +68,7 @@ function rangeForm(view: UsageView): Html {
   <div><label for="to">To (UTC)</label><input id="to" name="to" type="date" value="${view.toDay}"></div>
   <div><label for="key">Key</label><select id="key" name="key">
     <option value="">All keys</option>
-    ${view.keys.map((key) => html`<option value="${key._id}"${key._id === view.selectedKeyId ? html` selected` : ''}>${key.name} (${maskedKey(key)})</option>`)}
+    ${keysShown(view.keys, view.byKey, view.selectedKeyId).keys.map((key) => html`<option value="${key._id}"${key._id === view.selectedKeyId ? html` selected` : ''}>${key.name} (${maskedKey(key)})</option>`)}
   </select></div>
   <div class="submit"><button type="submit">Show</button></div>
   ${Object.values(errors).map((message) => html`<p class="field-error" role="alert">${message}</p>`)}
@@ -75,7 +76,8 @@ function rangeForm(view: UsageView): Html {
 }
 
 export function usagePage(frame: AccountFrame, view: UsageView): Html {
-  const shownKeys = view.selectedKeyId ? view.keys.filter((key) => key._id === view.selectedKeyId) : view.keys;
+  const shown = view.selectedKeyId ? { keys: view.keys.filter((key) => key._id === view.selectedKeyId), hidden: 0 } : keysShown(view.keys, view.byKey);
+  const shownKeys = shown.keys;
   const totals = [...view.byKey.entries()].filter(([keyId]) => !view.selectedKeyId || keyId === view.selectedKeyId).reduce((sum, [, usage]) => addUsage(sum, usage), ZERO_USAGE);
   const spendByDay = new Map([...view.byDay.entries()].map(([day, usage]) => [day, usage.spend_micros]));
   return layout(frame, {
@@ -85,7 +87,7 @@ ${rangeForm(view)}
 <p class="muted">${view.fromDay} to ${view.toDay} (UTC)${view.selectedKeyId ? html`, key ${shownKeys[0]?.name ?? view.selectedKeyId}` : ', all keys'}.</p>
 ${headline(totals)}
 <div class="card"><h2>Spend per day</h2>${spendChart({ days: view.days, spendByDay })}</div>
-<div class="card"><h2>Per key</h2>${usageByKeyTable(shownKeys, view.byKey)}</div>
+<div class="card"><h2>Per key</h2>${usageByKeyTable(shownKeys, view.byKey, totals, shown.hidden)}</div>
 <div class="card"><h2>Video tasks in these days</h2>${tasksTable(view.tasks, view.taskLinks, 'No video tasks in these days.')}</div>`,
   });
 }
