@@ -33,9 +33,10 @@ export interface VideoTaskWorkflowInput {
   /** How long the task may take before it fails (and its vendor task is cancelled), counted
    * from `submittedAt`. */
   deadlineSeconds: number;
-  /** When the api stored the task (epoch ms). Inputs stored before this field existed lack it;
-   * the sweeper, which can start a task's workflow minutes after its submission, fills it in
-   * from the task's `created_at`. */
+  /** When the api stored the task (epoch ms), set by the sweeper, which starts a task's
+   * workflow a minute or more after its submission (from the task's `created_at`). The api's
+   * own start is the submission: it leaves this out, so its clock's skew against Temporal's
+   * never shortens a deadline. */
   submittedAt?: number;
   requestId: string;
 }

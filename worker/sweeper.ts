@@ -63,9 +63,8 @@ async function sweepUnstartedTask(options: SweeperOptions, task: TaskDocument): 
     options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose submission was never answered` : `sweeper found task ${task._id} claimed by its workflow`);
     return;
   }
-  // Its deadline counts from the submission, minutes ago by now (inputs stored by older apis
-  // do not say when).
-  await startTaskWorkflow(options.client, options.taskQueue, { ...task.workflow_input, submittedAt: task.workflow_input.submittedAt ?? task.created_at.getTime() });
+  // Its deadline counts from the submission, a minute or more ago by now.
+  await startTaskWorkflow(options.client, options.taskQueue, { ...task.workflow_input, submittedAt: task.created_at.getTime() });
   await options.tasks.markWorkflowStarted(task._id);
   options.log?.(`sweeper started the workflow of task ${task._id}`);
 }

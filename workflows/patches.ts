@@ -27,4 +27,7 @@ export const PATCHES = {
   /** An operator's cancel during the vendor submission stops its retries at once and waits for
    * the attempt under way (at most its 60 s), whose job is then cancelled. */
   cancelWaitsForSubmission: 'cancel-waits-for-submission',
+  /** A task the sweeper started (an api crash left it unstarted) counts its deadline from its
+   * submission (`submittedAt` in its input), not from the sweep a minute or more later. */
+  deadlineFromSubmission: 'deadline-from-submission',
 } as const;

@@ -65,13 +65,20 @@ function describeActivityFailure(error: unknown): { type?: string; message: stri
   return { message: error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error) };
 }
 
+/** Where the caller's deadline runs from: the submission, not when a worker got to the task. The
+ * workflow's start is the submission, but for a task the sweeper started (an api crash left it
+ * unstarted), whose input says when it was submitted. */
+function deadlineStart(input: VideoTaskWorkflowInput): number {
+  if (!patched(PATCHES.deadlineFromStart)) return Date.now();
+  const startedAt = workflowInfo().startTime.getTime();
+  if (input.submittedAt === undefined || !patched(PATCHES.deadlineFromSubmission)) return startedAt;
+  return Math.min(startedAt, input.submittedAt);
+}
+
 export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<VideoTaskWorkflowResult> {
   const state: TaskState = { status: 'submitted', progress: 0 };
   setHandler(getTaskStateQuery, () => state);
-  // The caller's deadline runs from the submission, not from when a worker (or the sweeper,
-  // for a task an api crash left unstarted) got to it.
-  const startedAt = workflowInfo().startTime.getTime();
-  const deadline = (patched(PATCHES.deadlineFromStart) ? Math.min(startedAt, input.submittedAt ?? startedAt) : Date.now()) + input.deadlineSeconds * 1000;
+  const deadline = deadlineStart(input) + input.deadlineSeconds * 1000;
 
   let outcome: Outcome;
   let held = false;

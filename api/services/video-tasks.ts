@@ -97,7 +97,6 @@ export class VideoTaskService {
       request: validated.request,
       holdMicros: priceMicros,
       deadlineSeconds: this.options.deadlineSeconds,
-      submittedAt: now.getTime(),
       requestId,
     };
     if (callbackUrl) input.callbackUrl = callbackUrl;

@@ -11,6 +11,7 @@ import { IdempotencyStore } from '../../store/idempotency.ts';
 import { RateLimitBlockStore } from '../../store/rate-limit-blocks.ts';
 import { SweeperCursorStore } from '../../store/sweeper-cursors.ts';
 import { sweepOnce, sweepUnstartedTasks } from '../../worker/sweeper.ts';
+import { recordHistoryIfAsked } from '../helpers/histories.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
 // An api that dies after storing a task but before starting its workflow leaves a `submitted`
@@ -75,6 +76,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     assert.match(result.error!.message, /could not be started within its deadline of 120 seconds/);
     const totals = await ledger().totals(account._id);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+    await recordHistoryIfAsked(taskId, 'video-task-sweeper-past-deadline');
   });
 
   it('closes unbilled a stranded task whose caller never got its id, hold released and no workflow started', async () => {
