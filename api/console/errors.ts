@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { loggedUrl } from '../plugins/request-log.ts';
 import { toGatewayError } from '../plugins/error-handler.ts';
 import { sendPage } from './context.ts';
 import { errorPage } from './views/error-page.ts';
@@ -12,7 +13,7 @@ const CSRF_CODES = new Set(['FST_CSRF_MISSING_SECRET', 'FST_CSRF_INVALID_TOKEN']
 export function registerConsoleErrorPages(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.code && CSRF_CODES.has(error.code)) {
-      request.log.warn({ code: error.code, url: request.url }, 'console form refused: CSRF token missing or wrong');
+      request.log.warn({ code: error.code, url: loggedUrl(request.url) }, 'console form refused: CSRF token missing or wrong');
       return sendPage(
         reply,
         errorPage({

@@ -9,17 +9,21 @@ import fp from 'fastify-plugin';
 // the id as a field, as the request's own logger would write it: that logger is then never
 // made for a request that logs nothing else (api/lazy-request-logger.ts).
 
-/** The query parameters the gateway reads (task listing, usage reports, console pages): their
- * values are logged. Any other's value is not: a client that puts its key in the URL
- * (`?api_key=fg_…`) would otherwise have it written to the log verbatim. */
+/** The query parameters the gateway reads (task listing, usage reports, console pages): they
+ * are logged. Any other is logged as `[redacted]`, name and value, as is a value that looks like
+ * an API key: a client that puts its key in the URL (`?api_key=fg_…`, `?key=fg_…`, `?fg_…`)
+ * would otherwise have it written to the log verbatim. */
 const LOGGED_PARAMETERS = new Set(['limit', 'after', 'status', 'from', 'to', 'key', 'notice', 'expired', 'signed_out', 'page']);
+const LOOKS_LIKE_A_KEY = /fg_/i;
 
-/** `url` as the log shows it: the path, and the query with unknown parameters' values masked. */
+/** `url` as the log shows it: the path, and the query with what may be secret masked. */
 export function loggedUrl(url: string): string {
   const mark = url.indexOf('?');
   if (mark === -1) return url;
   const query = new URLSearchParams(url.slice(mark + 1));
-  const shown = [...query].map(([name, value]) => `${encodeURIComponent(name)}=${LOGGED_PARAMETERS.has(name) ? encodeURIComponent(value) : '[redacted]'}`);
+  const shown = [...query].map(([name, value]) =>
+    LOGGED_PARAMETERS.has(name) && !LOOKS_LIKE_A_KEY.test(value) ? `${name}=${encodeURIComponent(value)}` : LOGGED_PARAMETERS.has(name) ? `${name}=[redacted]` : '[redacted]',
+  );
   return `${url.slice(0, mark)}?${shown.join('&')}`;
 }
 

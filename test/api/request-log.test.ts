@@ -58,8 +58,10 @@ describe('request log', () => {
     lines.length = 0;
     await harness.app.inject({ method: 'GET', url: `/v1/video/generations?limit=5&api_key=${key}&status=running`, headers: bearer(key) });
     await harness.app.inject({ method: 'GET', url: `/v1/nothing?token=${encodeURIComponent(TEST_ADMIN_TOKEN)}` });
+    await harness.app.inject({ method: 'GET', url: `/v1/models?key=${key}` });
+    await harness.app.inject({ method: 'GET', url: `/v1/models?${key}` });
     const urls = lines.filter((line) => line.msg === 'request completed').map((line) => line.url);
-    assert.deepEqual(urls, ['/v1/video/generations?limit=5&api_key=[redacted]&status=running', '/v1/nothing?token=[redacted]']);
+    assert.deepEqual(urls, ['/v1/video/generations?limit=5&[redacted]&status=running', '/v1/nothing?[redacted]', '/v1/models?key=[redacted]', '/v1/models?[redacted]']);
     const everything = raw.join('');
     for (const secret of [key, TEST_ADMIN_TOKEN, encodeURIComponent(TEST_ADMIN_TOKEN)]) assert.ok(!everything.includes(secret), 'a secret reached the log');
   });
