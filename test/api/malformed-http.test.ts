@@ -80,8 +80,8 @@ describe('requests the HTTP parser refuses', () => {
 
   it('sends 100 Continue only to a request that passed its key check: one without a key gets its 401 before sending its body', async () => {
     const { key } = await createKey(harness.app, (await createAccount(harness.app, { name: 'expect continue', balance_usd: 1 })).id);
-    const head = (authorization: string) =>
-      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${authorization}content-type: application/json\r\ncontent-length: 20000000\r\nexpect: 100-continue\r\nconnection: close\r\n\r\n`;
+    const head = (authorization: string, length = 20_000_000, expect = '100-continue') =>
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${authorization}content-type: application/json\r\ncontent-length: ${length}\r\nexpect: ${expect}\r\nconnection: close\r\n\r\n`;
     /** The first answer line to the head alone (no body sent). */
     const firstLine = (raw: string) =>
       new Promise<string>((resolve, reject) => {
@@ -94,7 +94,12 @@ describe('requests the HTTP parser refuses', () => {
         socket.on('error', reject);
       });
     assert.equal(await firstLine(head('')), 'HTTP/1.1 401 Unauthorized');
-    assert.equal(await firstLine(head(`authorization: Bearer ${key}\r\n`)), 'HTTP/1.1 100 Continue');
+    const bearerLine = `authorization: Bearer ${key}\r\n`;
+    assert.equal(await firstLine(head(bearerLine)), 'HTTP/1.1 100 Continue');
+    // Over the chat route's limit (20 MiB): refused from the length alone, never invited.
+    assert.equal(await firstLine(head(bearerLine, 30_000_000)), 'HTTP/1.1 413 Payload Too Large');
+    // Node's reading of the header (one expectation among others) is the one that counts.
+    assert.equal(await firstLine(head(bearerLine, 2_000, '100-continue, x-other')), 'HTTP/1.1 100 Continue');
     // And the body sent after it is read as usual.
     const body = JSON.stringify({ name: 'after continue' });
     const answer = await new Promise<string>((resolve, reject) => {
