@@ -180,13 +180,13 @@ try {
     console.log(`[framegate] starting the Temporal dev server on 127.0.0.1:${ports.temporal} (history in .data/temporal.db)`);
     watch(await startTemporalDevServer({ port: ports.temporal, uiPort: ports.temporalUi, dbFile: path.join(dataDir, 'temporal.db'), ownProcessGroup: true }));
     environment.TEMPORAL_ADDRESS = `127.0.0.1:${ports.temporal}`;
-    environment.TEMPORAL_UI_URL ??= `http://127.0.0.1:${ports.temporalUi}`;
+    environment.TEMPORAL_UI_URL ||= `http://127.0.0.1:${ports.temporalUi}`;
   }
-  environment.SIMULATOR_URL ??= `http://127.0.0.1:${ports.simulator}`;
+  environment.SIMULATOR_URL ||= `http://127.0.0.1:${ports.simulator}`;
   environment.PORT = String(ports.api);
   environment.SIMULATOR_PORT = String(ports.simulator);
   // The local stack delivers webhooks to receivers on this machine, so loopback is allowed here.
-  environment.OUTBOUND_ALLOWLIST ??= 'loopback';
+  environment.OUTBOUND_ALLOWLIST ||= 'loopback';
 
   const node = (name: string, entry: string, stopTimeoutMs?: number) => () =>
     startProcess(name, process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], { env: environment, output: 'inherit-prefixed', ownProcessGroup: true, ...(stopTimeoutMs ? { stopTimeoutMs } : {}) });
