@@ -33,7 +33,9 @@ export function sdkLevel(level: Config['LOG_LEVEL']): LogLevel {
 /** The SDK's logger, writing into `log`. */
 export function sdkLogger(log: Logger, level: LogLevel): DefaultLogger {
   return new DefaultLogger(level, (entry: LogEntry) => {
+    // pino stamps the line itself: the SDK's own timestamp (at most the 100 ms its forwarding
+    // buffers earlier) would make a second `time` key.
     const { meta, message } = entry;
-    log[PINO_LEVEL[entry.level]]({ sdk: true, ...meta, time: Number(entry.timestampNanos / 1_000_000n) }, message);
+    log[PINO_LEVEL[entry.level]]({ sdk: true, ...meta }, message);
   });
 }
