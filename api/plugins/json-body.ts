@@ -87,11 +87,13 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
       return done(new GatewayError('unsupported_media_type', `Content-Encoding '${encoding.slice(0, 40)}' is not supported; send the JSON body uncompressed.`));
     }
     // Some clients label every request JSON: a route that takes no body (DELETE a key) does not
-    // refuse one it never reads, empty or not.
-    if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
-    if (body.length === 0) return done(new GatewayError('empty_body', 'The request body is empty; send a JSON object.'));
+    // refuse one it never uses, empty or not. Asked only on the way to a refusal:
+    // `request.routeOptions` builds an object at every read, on the chat path too.
+    const takesNoBody = () => request.routeOptions.schema?.body === undefined;
+    if (body.length === 0) return takesNoBody() ? done(null, undefined) : done(new GatewayError('empty_body', 'The request body is empty; send a JSON object.'));
     const charset = declaredCharset(request.headers['content-type']);
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      if (takesNoBody()) return done(null, undefined);
       // JSON is UTF-8 (RFC 8259 8.1): a body said to be in another charset would be misread.
       return done(new GatewayError('unsupported_media_type', `JSON bodies are UTF-8; this one is labelled charset=${charset.slice(0, 40)}. Send it as UTF-8.`));
     }
@@ -99,12 +101,13 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
     try {
       text = utf8.decode(body);
     } catch {
-      return done(new GatewayError('invalid_json', 'The request body is not valid UTF-8.'));
+      return takesNoBody() ? done(null, undefined) : done(new GatewayError('invalid_json', 'The request body is not valid UTF-8.'));
     }
     let parsed: unknown;
     try {
       parsed = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
     } catch (error) {
+      if (takesNoBody()) return done(null, undefined);
       const reason = error instanceof RangeError ? 'it is nested too deeply' : error instanceof Error ? error.message : 'parse error';
       return done(new GatewayError('invalid_json', `The request body is not valid JSON: ${reason}.`));
     }
