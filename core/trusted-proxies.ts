@@ -26,7 +26,8 @@ export function parseTrustedProxies(value: string): TrustedProxies {
     if (RANGE_NAMES.has(entry)) continue;
     const [address, prefix, ...rest] = entry.split('/');
     const family = isIP(address ?? '');
-    const prefixOk = prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    // A prefix of 0 is every address: the "trust all" refused below, spelled as a range.
+    const prefixOk = prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 6 ? 128 : 32));
     if (family === 0 || !prefixOk || rest.length > 0) {
       throw new Error(
         `'${entry}' is not an address, a range (10.0.0.0/8) or one of loopback, linklocal, uniquelocal; give the proxies in front of the api, or how many there are (1). Trusting every X-Forwarded-For would let callers choose their address.`,

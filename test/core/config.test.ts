@@ -33,7 +33,7 @@ describe('configuration', () => {
     assert.equal(loadConfig({ TRUST_PROXY: ' 10.0.0.0/8, loopback ,::1' }).TRUST_PROXY, '10.0.0.0/8,loopback,::1');
     const hops = loadConfig({ TRUST_PROXY: '2' }).TRUST_PROXY as (address: string, hop: number) => boolean;
     assert.deepEqual([hops('203.0.113.1', 0), hops('203.0.113.1', 1), hops('203.0.113.1', 2)], [true, true, false]);
-    for (const value of ['true', '*', '0', '10.0.0.0/33', '10.0.0', 'proxy.internal']) assert.throws(() => loadConfig({ TRUST_PROXY: value }), /TRUST_PROXY/, value);
+    for (const value of ['true', '*', '0', '0.0.0.0/0', '::/0', '10.0.0.0/33', '10.0.0', 'proxy.internal']) assert.throws(() => loadConfig({ TRUST_PROXY: value }), /TRUST_PROXY/, value);
   });
 
   it('refuses a task deadline longer than 6 hours, which would outgrow a Temporal history', () => {
