@@ -6,7 +6,7 @@ import { readTemporalSdkMetrics } from './temporal-runtime.ts';
 // The worker's own /metrics: task transitions, webhook attempts, vendor errors and video spend
 // happen in this process, which has no HTTP server of its own, so a tiny one serves the
 // Prometheus text on WORKER_METRICS_PORT (off when unset), followed by the Temporal SDK's own
-// (temporal-sdk-metrics.ts). Nothing else is served.
+// (temporal-runtime.ts). Nothing else is served.
 
 export interface MetricsServer {
   url: string;

@@ -85,7 +85,7 @@ describe('console operator pages', () => {
     // The same form corrected and sent again: nothing more moves, and the page says so.
     const corrected = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: '2', reference });
     assert.equal(corrected.statusCode, 409);
-    assert.match(visibleText(corrected.body), /This form was already sent with \$0\.2, which was added; nothing more moved\. Reload the page to send another amount\./);
+    assert.match(visibleText(corrected.body), /This form was already sent with \$0\.20, which was added; nothing more moved\. Reload the page to send another amount\./);
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec(corrected.body)?.[1], '$1.20');
 
     for (const amount of ['0', '-1', 'ten', '0.0000001', '1000000000.000001', '9007199254']) {
@@ -118,7 +118,7 @@ describe('console operator pages', () => {
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec(after.body)?.[1], '$0.70');
     const corrected = await operator.post(`/console/operator/accounts/${accountId}/deductions`, { amount_usd: '0.1', reference });
     assert.equal(corrected.statusCode, 409);
-    assert.match(visibleText(corrected.body), /This form was already sent with \$0\.3, which was taken back; nothing more moved\./);
+    assert.match(visibleText(corrected.body), /This form was already sent with \$0\.30, which was taken back; nothing more moved\./);
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec(corrected.body)?.[1], '$0.70');
     // A form of another account's page names a movement of that account only.
     const other = await createAccount({ name: 'Deductions elsewhere', opening_balance_usd: '1' });

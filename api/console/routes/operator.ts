@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
-import { microsToUsd } from '../../../core/money.ts';
 import { openClip } from '../../services/task-clips.ts';
 import { sendClip } from '../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
@@ -11,6 +10,7 @@ import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
 import { operatorAccountPage } from '../views/operator-account.ts';
 import { operatorAccountsPage } from '../views/operator-accounts.ts';
+import { formatUsd } from '../views/format.ts';
 import { configuredLimits } from '../../services/rate-limits/limit-settings.ts';
 import { operatorLimitRoutes } from './operator-limits.ts';
 import { addCredits } from '../../services/credit-addition.ts';
@@ -144,7 +144,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     const moved = await accounts.movedUnder(reference, operation);
     if (moved === amountMicros) return;
     const what = operation === 'credit' ? 'added' : 'taken back';
-    throw new GatewayError('conflict', `This form was already sent with $${microsToUsd(moved ?? 0)}, which was ${what}; nothing more moved. Reload the page to send another amount.`);
+    throw new GatewayError('conflict', `This form was already sent with ${formatUsd(moved ?? 0)}, which was ${what}; nothing more moved. Reload the page to send another amount.`);
   };
 
   app.post('/accounts/:accountId/credits', async (request, reply) => {
