@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { loadCatalog } from '../core/catalog.ts';
 import { loadConfig } from '../core/config.ts';
 import { WORKER_STOP_MS } from '../core/video-task.ts';
 import { buildApi, builtApiArgs } from './lib/build-api.ts';
@@ -170,6 +171,13 @@ try {
   const admin = adminToken();
   // The marker lets a later start name this stack's processes if it is killed with SIGKILL.
   const environment: NodeJS.ProcessEnv = { ...process.env, ADMIN_TOKEN: admin.token, [STACK_DATA_VARIABLE]: dataDir };
+  // The api's and worker's settings and catalog, read now: a mistake there is one line before
+  // any engine starts, not an api that exits seconds after the store and Temporal came up.
+  try {
+    loadCatalog(loadConfig(environment).CATALOG_FILE);
+  } catch (error) {
+    throw new StackRefusal(error instanceof Error ? error.message : String(error));
+  }
 
   if (!process.env.MONGODB_URI) {
     console.log(`[framegate] starting FerretDB on 127.0.0.1:${ports.ferretdb} (data in .data/ferretdb)`);

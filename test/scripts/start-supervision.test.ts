@@ -36,6 +36,27 @@ async function until(holds: () => boolean | Promise<boolean>, what: string, time
 }
 
 describe('npm start', () => {
+  it('refuses a bad setting or catalog in one line before it starts anything', { timeout: 60_000 }, async () => {
+    for (const [setting, said] of [
+      [{ SHUTDOWN_GRACE_MS: 'abc' }, /^\[framegate\] Invalid configuration: SHUTDOWN_GRACE_MS: /m],
+      [{ CATALOG_FILE: '/nonexistent/catalog.json' }, /^\[framegate\] CATALOG_FILE: cannot read \/nonexistent\/catalog\.json \(ENOENT\)$/m],
+    ] as const) {
+      const stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+        cwd: projectRoot,
+        env: { ...process.env, MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI, TEMPORAL_ADDRESS: testTemporalAddress(), ADMIN_TOKEN, PORT: String(await freePort()), SIMULATOR_PORT: String(await freePort()), ...setting },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      stack.stdout.on('data', (chunk: Buffer) => (output += chunk));
+      stack.stderr.on('data', (chunk: Buffer) => (output += chunk));
+      const code = await new Promise<number | null>((resolve) => stack.on('close', resolve));
+      assert.equal(code, 1, output);
+      assert.match(output, said);
+      // Nothing was started: the simulator (the first process) never was.
+      assert.doesNotMatch(output, /\[simulator\]|starting/);
+    }
+  });
+
   it('starts a killed worker and a killed api again, and the tasks carry on', { timeout: 180_000 }, async () => {
     const [port, simulatorPort] = [await freePort(), await freePort()];
     const stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
