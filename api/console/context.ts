@@ -5,6 +5,7 @@ import type { Config } from '../../core/config.ts';
 import type { AccountStore, AccountWithLimits } from '../../store/accounts.ts';
 import type { ApiKeyStore } from '../../store/api-keys.ts';
 import type { ConsoleCredentialStore } from '../../store/console-credentials.ts';
+import type { IdempotencyStore } from '../../store/idempotency.ts';
 import type { TaskStore } from '../../store/tasks.ts';
 import type { UsageReports } from '../../store/usage-reports.ts';
 import type { AccountOnboarding } from '../services/account-onboarding.ts';
@@ -36,6 +37,9 @@ export interface ConsoleContext {
   /** Where finished clips come from (the console streams those only the gateway can fetch). */
   clipSources: ClipSources;
   deductions: CreditDeductions;
+  /** One-time claims of forms that must act once (a new key): records of their own kind in the
+   * Idempotency-Key store, whose insert is atomic and whose records the sweeper expires. */
+  formClaims: IdempotencyStore;
 }
 
 declare module 'fastify' {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { hasOnlyNameCharacters } from '../../core/characters.ts';
 import { MAX_USD_AMOUNT, MICROS_PER_USD, usdTextToMicros } from '../../core/money.ts';
@@ -75,7 +76,7 @@ const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep 
 
 export function createKeyForm(modelIds: readonly string[]) {
   const knownModel = z.string().refine((modelId) => modelIds.includes(modelId), 'Choose models from the list.');
-  return z.object({ name: keyName, models: z.preprocess(toList, z.array(knownModel)) });
+  return z.object({ name: keyName, models: z.preprocess(toList, z.array(knownModel)), reference });
 }
 
 export const createAccountForm = z
@@ -90,10 +91,18 @@ export const createAccountForm = z
     path: ['console_password'],
   });
 
+/** A form's one-time id, rendered into it (formReference()): the same form sent twice acts once. */
+const reference = z.string().regex(/^[A-Za-z0-9_-]{16,64}$/, 'Reload the page and try again.');
+
+/** A fresh one-time id for a form. */
+export function formReference(): string {
+  return randomBytes(16).toString('base64url');
+}
+
 export const addCreditsForm = z.object({
   amount_usd: usdText({ positive: true }),
-  // Rendered into the form once; a resubmitted form credits once (it names the ledger entry).
-  reference: z.string().regex(/^[A-Za-z0-9_-]{16,64}$/, 'Reload the page and try again.'),
+  // A resubmitted form credits once: its reference names the ledger entry.
+  reference,
 });
 
 export const signInCredentialsForm = z.object({ console_email: consoleEmail, console_password: consolePassword });

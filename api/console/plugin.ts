@@ -24,6 +24,7 @@ import { operatorRoutes } from './routes/operator.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { ConsoleSessions } from './sessions.ts';
 import { SignInFailureStore } from '../../store/sign-in-failures.ts';
+import { IdempotencyStore } from '../../store/idempotency.ts';
 import { StoreClock } from '../../store/store-clock.ts';
 import { SignInThrottle } from './sign-in-throttle.ts';
 
@@ -84,6 +85,7 @@ export async function consolePlugin(app: FastifyInstance, options: ConsoleOption
     secureCookies,
     clipSources: options.clipSources,
     deductions: options.deductions,
+    formClaims: new IdempotencyStore(options.db, storeClock),
   };
 
   await app.register(fastifyCookie);

@@ -36,6 +36,20 @@ describe('console keys', () => {
     return { plaintext, page: shown.body };
   }
 
+  it('makes one key of a form sent twice, and says so to the second', async () => {
+    const before = await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId });
+    const page = await browser.get('/console/keys');
+    const fields = { _csrf: /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!, reference: /name="reference" value="([^"]+)"/.exec(page.body)![1]!, name: 'double click' };
+    // Both at once, as a resubmit on a slow network sends them.
+    const answers = await Promise.all([0, 1].map(() => browser.post('/console/keys', fields, { csrf: false })));
+    assert.deepEqual(answers.map((answer) => answer.headers.location).sort(), ['/console/keys/created', '/console/keys?notice=already_created']);
+    assert.equal(await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId }), before + 1);
+    assert.match(visibleText((await browser.get('/console/keys?notice=already_created')).body), /That form was sent already: its key is in the list below/);
+    // A fresh page makes a fresh form.
+    await createThroughConsole({ name: 'after the double click' });
+    assert.equal(await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId }), before + 2);
+  });
+
   it('creates a key restricted to chosen models, shows its plaintext once with a warning, and stores only its hash', async () => {
     const { plaintext, page } = await createThroughConsole({ name: 'video only', models: ['seedance-2.0', 'sora-2'] });
     assert.ok(isWellFormedApiKey(plaintext));

@@ -52,6 +52,9 @@ export class ConsoleClient {
     const body = new URLSearchParams();
     const token = options.csrf === undefined ? await this.csrfToken() : options.csrf;
     if (token !== false) body.append('_csrf', token);
+    // A form's one-time reference travels as a hidden field, as a browser sends it.
+    const reference = fields.reference === undefined ? /name="reference" value="([^"]+)"/.exec(this.lastPage)?.[1] : undefined;
+    if (reference !== undefined) body.append('reference', reference);
     for (const [name, value] of Object.entries(fields)) {
       for (const item of value === undefined ? [] : [value].flat()) body.append(name, item);
     }

@@ -5,7 +5,7 @@ import { accountFrame, accountIdOf } from '../account-area.ts';
 import { configuredLimits, effectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
 import { setCreatedKeyCookie, takeCreatedKey } from '../created-key-flash.ts';
-import { createKeyForm, parseForm } from '../forms.ts';
+import { createKeyForm, formReference, parseForm } from '../forms.ts';
 import { SESSION_COOKIE } from '../sessions.ts';
 import { createdKeyPage, keysPage, revokeConfirmPage } from '../views/keys.ts';
 
@@ -17,9 +17,10 @@ import { createdKeyPage, keysPage, revokeConfirmPage } from '../views/keys.ts';
 export const KEYS_PAGE_SIZE = 100;
 
 const REVOKED_NOTICE = { kind: 'success' as const, text: 'Key deleted. Every call made with it now answers 401.' };
+const ALREADY_CREATED_NOTICE = { kind: 'warning' as const, text: 'That form was sent already: its key is in the list below, and its secret was shown once, when it was made.' };
 
 export async function keyRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
-  const { apiKeys, catalog, secureCookies } = context;
+  const { apiKeys, catalog, secureCookies, formClaims } = context;
   const models = catalog.all();
   const keyForm = createKeyForm(models.map((model) => model.id));
 
@@ -43,8 +44,8 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
   app.get('/keys', async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const page = await keysPageOf(request, typeof query.after === 'string' && query.after !== '' ? query.after : undefined);
-    const notice = query.notice === 'revoked' ? REVOKED_NOTICE : null;
-    return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, notice }));
+    const notice = query.notice === 'revoked' ? REVOKED_NOTICE : query.notice === 'already_created' ? ALREADY_CREATED_NOTICE : null;
+    return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, notice, formReference: formReference() }));
   });
 
   app.post('/keys', async (request, reply) => {
@@ -53,13 +54,26 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
       const page = await keysPageOf(request, undefined);
       const body = request.body as Record<string, unknown> | undefined;
       const chosenModels = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
-      return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, state: form, chosenModels }), 400);
+      return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, state: form, chosenModels, formReference: formReference() }), 400);
     }
-    const { key, plaintext } = await apiKeys.create({
-      accountId: accountIdOf(request),
-      name: form.data.name,
-      models: form.data.models.length > 0 ? form.data.models : null,
-    });
+    // One key per rendered form: sent twice (a resubmit on a slow network), the second would
+    // make a key whose secret nobody is shown.
+    const claimId = `console-key-form:${accountIdOf(request)}:${form.data.reference}`;
+    const claim = await formClaims.claim({ id: claimId, fingerprint: 'console key form', taskId: '', now: formClaims.now() });
+    if (claim.kind === 'exists') return reply.redirect('/console/keys?notice=already_created', 303);
+    let created;
+    try {
+      created = await apiKeys.create({
+        accountId: accountIdOf(request),
+        name: form.data.name,
+        models: form.data.models.length > 0 ? form.data.models : null,
+      });
+    } catch (error) {
+      // No key was made: the same form may try again.
+      await formClaims.release(claimId, claim.record.created_at).catch(() => undefined);
+      throw error;
+    }
+    const { key, plaintext } = created;
     setCreatedKeyCookie(reply, request.cookies[SESSION_COOKIE]!, { keyId: key._id, plaintext }, secureCookies);
     return reply.redirect('/console/keys/created', 303);
   });

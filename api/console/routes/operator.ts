@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import { openClip } from '../../services/task-clips.ts';
 import { sendClip } from '../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
-import { addCreditsForm, createAccountForm, parseForm, signInCredentialsForm } from '../forms.ts';
+import { addCreditsForm, createAccountForm, formReference, parseForm, signInCredentialsForm } from '../forms.ts';
 import { sessionBoundTo, sessionOrRedirect } from '../sessions.ts';
 import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
@@ -72,7 +71,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       usageByKey,
       tasks: latestTasks,
       taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames, gatewayClipHref: (taskId) => `/console/operator/accounts/${encodeURIComponent(accountId)}/tasks/${taskId}/clip` },
-      creditReference: randomBytes(16).toString('base64url'),
+      creditReference: formReference(),
       defaultLimits: configuredLimits(config),
       notice: noticeFrom(request),
       ...forms,

@@ -75,7 +75,7 @@ interface KeysPageInput {
 
 export function keysPage(
   frame: AccountFrame,
-  input: KeysPageInput & { limitsOf: (key: ApiKeyDocument) => EffectiveLimits; models: readonly CatalogModel[]; state?: FormState; chosenModels?: string[]; notice?: Notice | null },
+  input: KeysPageInput & { limitsOf: (key: ApiKeyDocument) => EffectiveLimits; models: readonly CatalogModel[]; state?: FormState; chosenModels?: string[]; notice?: Notice | null; formReference: string },
 ): Html {
   const state = input.state ?? {};
   const table = input.keys.length === 0 && !input.isFirstPage ? html`<p class="muted">No older keys.</p>` : keysTable(input.keys, input.limitsOf);
@@ -89,6 +89,7 @@ export function keysPage(
   ${formError(state)}
   <form method="post" action="/console/keys">
     ${csrfField(frame.csrfToken)}
+    <input type="hidden" name="reference" value="${input.formReference}">
     ${textField(state, { name: 'name', label: 'Name', required: true, placeholder: 'e.g. production', autocomplete: 'off' })}
     ${modelChoices(input.models, state, input.chosenModels ?? [])}
     <div class="actions"><button type="submit">Create key</button></div>
