@@ -65,14 +65,16 @@ function adminToken(): { token: string; source: string } {
 const children: ManagedProcess[] = [];
 /** The stop under way, once one began. */
 let stopped: Promise<void> | undefined;
+const running = () => [...children].reverse().filter((child) => child.running());
 async function stopAll(exitCode: number): Promise<never> {
   // A second reason to stop (npm gone right after passing on a Ctrl-C, say) waits for the stop
   // under way: exiting at once left the api settling its leases while this process's exit
   // signalled the store and Temporal away from under it, and the api hung.
   stopped ??= (async () => {
     console.log('\n[framegate] stopping…');
-    // Reverse start order: the api stops taking requests before the engines go away.
-    for (const child of [...children].reverse()) await child.stop();
+    // Reverse start order: the api stops taking requests before the engines go away. Again
+    // while any runs: a stop during start-up meets processes the start sequence made meanwhile.
+    for (let left = running(); left.length > 0; left = running()) for (const child of left) await child.stop();
     console.log('[framegate] stopped.');
   })();
   await stopped;
@@ -101,6 +103,8 @@ process.on('exit', () => {
  * the stack. */
 function watch(child: ManagedProcess): ManagedProcess {
   children.push(child);
+  // Made while the stack was being stopped (a Ctrl-C during start-up): it goes at once.
+  if (stopped) void child.stop();
   void child.exited.then((code) => {
     if (stopped) return;
     // Its own words on why (a port taken, a locked file): engines print little otherwise.
@@ -120,6 +124,7 @@ const RESTARTS_PER_MINUTE = 5;
 function supervise(start: () => ManagedProcess): ManagedProcess {
   const first = start();
   const slot = children.push(first) - 1;
+  if (stopped) void first.stop();
   const exits: number[] = [];
   const follow = (child: ManagedProcess) => {
     void child.exited.then((code) => {
@@ -227,6 +232,9 @@ try {
     ].join('\n'),
   );
 } catch (error) {
-  console.error(`[framegate] ${error instanceof Error ? error.message : String(error)}`);
+  // A stop under way (a Ctrl-C during start-up) makes the start sequence fail where it was: that
+  // is no error of its own to report.
+  if (stopped) await stopped;
+  else console.error(`[framegate] ${error instanceof Error ? error.message : String(error)}`);
   await stopAll(1);
 }

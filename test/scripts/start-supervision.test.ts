@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { request } from 'undici';
 import { projectRoot } from '../../scripts/lib/engines.ts';
 import { freePort } from '../../scripts/lib/processes.ts';
+import { STACK_DATA_VARIABLE } from '../../scripts/lib/stack-guard.ts';
 import { testTemporalAddress, uniqueName } from '../helpers/engines.ts';
 
 // `npm start` (scripts/start.ts) on the suite's store and Temporal: a worker or api that dies is
@@ -54,6 +55,38 @@ describe('npm start', () => {
       assert.match(output, said);
       // Nothing was started: the simulator (the first process) never was.
       assert.doesNotMatch(output, /\[simulator\]|starting/);
+    }
+  });
+
+  it('stopped during its start-up, stops everything it started, the processes it was starting included', { timeout: 120_000 }, async () => {
+    const database = uniqueName('start_stopped_early');
+    /** The processes npm start made for this test (its marker and this test's database in their
+     * environment), by pid: they run in process groups of their own and outlive it if left. */
+    const leftBehind = () =>
+      readdirSync('/proc').filter((entry) => {
+        if (!/^\d+$/.test(entry)) return false;
+        try {
+          const environment = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+          return environment.includes(`MONGODB_DB=${database}`) && environment.some((variable) => variable.startsWith(`${STACK_DATA_VARIABLE}=`));
+        } catch {
+          return false;
+        }
+      });
+    for (const afterMs of [300, 1_500, 3_000]) {
+      const stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+        cwd: projectRoot,
+        env: { ...process.env, MONGODB_URI: process.env.FRAMEGATE_TEST_MONGODB_URI, MONGODB_DB: database, TEMPORAL_ADDRESS: testTemporalAddress(), TEMPORAL_TASK_QUEUE: uniqueName('start-stopped-early'), ADMIN_TOKEN, PORT: String(await freePort()), SIMULATOR_PORT: String(await freePort()) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      stack.stdout.on('data', (chunk: Buffer) => (output += chunk));
+      stack.stderr.on('data', (chunk: Buffer) => (output += chunk));
+      const exited = new Promise<number | null>((resolve) => stack.on('close', resolve));
+      await new Promise((resolve) => setTimeout(resolve, afterMs));
+      stack.kill('SIGINT');
+      await exited;
+      assert.deepEqual(leftBehind(), [], `nothing left after a Ctrl-C at ${afterMs} ms:\n${output}`);
+      assert.doesNotMatch(output, /exited before listening|did not print/, `a stop is not reported as a failure (Ctrl-C at ${afterMs} ms):\n${output}`);
     }
   });
 
