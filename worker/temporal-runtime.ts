@@ -1,8 +1,8 @@
-import { createServer } from 'node:net';
 import { Runtime } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import type { Config } from '../core/config.ts';
+import { freePort } from '../core/free-port.ts';
 import { sdkLevel, sdkLogger } from './worker-log.ts';
 
 // The Temporal SDK's runtime for the worker process: its log into the worker's (worker-log.ts),
@@ -16,7 +16,7 @@ import { sdkLevel, sdkLogger } from './worker-log.ts';
  * them. Must run before the worker's first Temporal connection. */
 export async function installTemporalRuntime(options: { log: Logger; logLevel: Config['LOG_LEVEL']; metrics: boolean }): Promise<string | undefined> {
   const level = sdkLevel(options.logLevel);
-  const port = options.metrics ? await freeLoopbackPort() : undefined;
+  const port = options.metrics ? await freePort() : undefined;
   Runtime.install({
     logger: sdkLogger(options.log, level),
     telemetryOptions: {
@@ -45,15 +45,4 @@ export async function readTemporalSdkMetrics(url: string): Promise<string | null
   } catch {
     return null;
   }
-}
-
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readSync, fstatSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 
 // Child-process supervision shared by `npm start` and `npm test`: start a program with its
 // output prefixed by a name, wait for its port, and stop it politely (SIGTERM, then SIGKILL).
@@ -113,17 +113,7 @@ export function startProcess(name: string, command: string, args: string[], opti
   };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../core/free-port.ts';
 
 function canConnect(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {

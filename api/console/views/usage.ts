@@ -61,14 +61,15 @@ export function usageByKeyTable(keys: ApiKeyDocument[], byKey: Map<string, Usage
 </table></div>`;
 }
 
-function rangeForm(view: UsageView): Html {
+/** `menuKeys`: the keys the menu offers (those the page lists, and the chosen one). */
+function rangeForm(view: UsageView, menuKeys: ApiKeyDocument[]): Html {
   const errors = view.state?.errors ?? {};
   return html`<form method="get" action="/console/usage" class="inline-form card" aria-label="Date range">
   <div><label for="from">From (UTC)</label><input id="from" name="from" type="date" value="${view.fromDay}"></div>
   <div><label for="to">To (UTC)</label><input id="to" name="to" type="date" value="${view.toDay}"></div>
   <div><label for="key">Key</label><select id="key" name="key">
     <option value="">All keys</option>
-    ${keysShown(view.keys, view.byKey, view.selectedKeyId).keys.map((key) => html`<option value="${key._id}"${key._id === view.selectedKeyId ? html` selected` : ''}>${key.name} (${maskedKey(key)})</option>`)}
+    ${menuKeys.map((key) => html`<option value="${key._id}"${key._id === view.selectedKeyId ? html` selected` : ''}>${key.name} (${maskedKey(key)})</option>`)}
   </select></div>
   <div class="submit"><button type="submit">Show</button></div>
   ${Object.values(errors).map((message) => html`<p class="field-error" role="alert">${message}</p>`)}
@@ -76,14 +77,15 @@ function rangeForm(view: UsageView): Html {
 }
 
 export function usagePage(frame: AccountFrame, view: UsageView): Html {
-  const shown = view.selectedKeyId ? { keys: view.keys.filter((key) => key._id === view.selectedKeyId), hidden: 0 } : keysShown(view.keys, view.byKey);
+  const listed = keysShown(view.keys, view.byKey, view.selectedKeyId);
+  const shown = view.selectedKeyId ? { keys: view.keys.filter((key) => key._id === view.selectedKeyId), hidden: 0 } : listed;
   const shownKeys = shown.keys;
   const totals = [...view.byKey.entries()].filter(([keyId]) => !view.selectedKeyId || keyId === view.selectedKeyId).reduce((sum, [, usage]) => addUsage(sum, usage), ZERO_USAGE);
   const spendByDay = new Map([...view.byDay.entries()].map(([day, usage]) => [day, usage.spend_micros]));
   return layout(frame, {
     title: 'Usage & spend',
     body: html`<h1>Usage &amp; spend</h1>
-${rangeForm(view)}
+${rangeForm(view, listed.keys)}
 <p class="muted">${view.fromDay} to ${view.toDay} (UTC)${view.selectedKeyId ? html`, key ${shownKeys[0]?.name ?? view.selectedKeyId}` : ', all keys'}.</p>
 ${headline(totals)}
 <div class="card"><h2>Spend per day</h2>${spendChart({ days: view.days, spendByDay })}</div>
