@@ -28,6 +28,8 @@ export const errorCatalog = {
   conflict: { status: 409, type: 'conflict_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  // A Range past the end of a clip streamed through (the caller asked; the vendor said 416).
+  range_not_satisfiable: { status: 416, type: 'invalid_request_error' },
   idempotency_mismatch: { status: 422, type: 'invalid_request_error' },
   headers_too_large: { status: 431, type: 'invalid_request_error' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },

@@ -11,7 +11,7 @@ import { readUpstreamError } from '../core/upstream-error-body.ts';
 
 export const DEFAULT_VENDOR_TIMEOUT_MS = 30_000;
 
-export type VendorHttpMethod = 'GET' | 'POST' | 'DELETE';
+export type VendorHttpMethod = 'GET' | 'HEAD' | 'POST' | 'DELETE';
 
 export interface VendorHttpOptions {
   /** Names the vendor in error messages, e.g. "seedance". */
@@ -23,8 +23,22 @@ export interface VendorHttpOptions {
 }
 
 export interface VendorStream {
+  /** 2xx, or 416 for a range the vendor cannot serve (its body already drained). */
+  status: number;
   body: AsyncIterable<Uint8Array>;
-  contentType: string | undefined;
+  /** The response headers a download passes on; absent when the vendor sent none. */
+  headers: { contentType?: string; contentLength?: string; contentRange?: string; acceptRanges?: string };
+}
+
+/** What a download asks of the vendor beyond the file: a part of it, or only its headers. */
+export interface VendorStreamRequest {
+  method?: 'GET' | 'HEAD';
+  range?: string;
+  ifRange?: string;
+}
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /** Turns a non-2xx answer into the error the workflow's retry policy understands. */
@@ -68,9 +82,9 @@ export function createVendorHttp(options: VendorHttpOptions) {
   async function send(
     method: VendorHttpMethod,
     path: string,
-    init: { json?: unknown; accept?: string; dispatcher?: Dispatcher; idempotencyKey?: string } = {},
+    init: { json?: unknown; accept?: string; dispatcher?: Dispatcher; idempotencyKey?: string; headers?: Record<string, string>; passStatus?: number } = {},
   ): Promise<Dispatcher.ResponseData> {
-    const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}`, accept: init.accept ?? 'application/json' };
+    const headers: Record<string, string> = { ...init.headers, authorization: `Bearer ${options.apiKey}`, accept: init.accept ?? 'application/json' };
     if (init.json !== undefined) headers['content-type'] = 'application/json';
     if (init.idempotencyKey !== undefined) headers['idempotency-key'] = init.idempotencyKey;
     let response: Dispatcher.ResponseData;
@@ -87,7 +101,7 @@ export function createVendorHttp(options: VendorHttpOptions) {
       // Refused, reset, DNS or timeout: the vendor never answered, so another try may work.
       throw new VendorTransientError(`${vendor}: ${method} ${path} got no answer: ${describeNetworkError(error)}`);
     }
-    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    if ((response.statusCode >= 200 && response.statusCode < 300) || response.statusCode === init.passStatus) return response;
     const text = await readText(method, path, response.body).catch(() => '');
     throw classifyVendorFailure(vendor, response.statusCode, response.headers, text);
   }
@@ -133,11 +147,21 @@ export function createVendorHttp(options: VendorHttpOptions) {
 
     /** A binary download, streamed. Redirects are followed because a download endpoint may hand
      * off to storage; undici drops the Authorization header when the redirect leaves the origin. */
-    async stream(path: string): Promise<VendorStream> {
+    async stream(path: string, ask: VendorStreamRequest = {}): Promise<VendorStream> {
       const dispatcher = getGlobalDispatcher().compose(interceptors.redirect({ maxRedirections: 3 }));
-      const response = await send('GET', path, { accept: '*/*', dispatcher });
-      const contentType = response.headers['content-type'];
-      return { body: response.body, contentType: Array.isArray(contentType) ? contentType[0] : contentType };
+      const headers: Record<string, string> = {};
+      if (ask.range !== undefined) headers.range = ask.range;
+      if (ask.ifRange !== undefined) headers['if-range'] = ask.ifRange;
+      // A range past the file's end is the caller's to hear about (416), not a vendor failure.
+      const response = await send(ask.method ?? 'GET', path, { accept: '*/*', dispatcher, headers, passStatus: ask.range === undefined ? undefined : 416 });
+      if (response.statusCode === 416) await response.body.dump();
+      const pick = (name: string) => firstHeader(response.headers[name]);
+      const found = { contentType: pick('content-type'), contentLength: pick('content-length'), contentRange: pick('content-range'), acceptRanges: pick('accept-ranges') };
+      return {
+        status: response.statusCode,
+        body: response.body,
+        headers: Object.fromEntries(Object.entries(found).filter(([, value]) => value !== undefined)),
+      };
     },
   };
 }

@@ -51,8 +51,28 @@ export interface VideoVendor {
   status(vendorTaskId: string): Promise<VendorTaskStatus>;
   /** Best effort cancellation of a vendor task (deadline exceeded). */
   cancel(vendorTaskId: string): Promise<void>;
-  /** Streams the finished clip when the vendor gives no public URL. */
-  openContent?(vendorTaskId: string): Promise<{ body: AsyncIterable<Uint8Array>; contentType: string }>;
+  /** Streams the finished clip when the vendor gives no public URL; `request` carries the
+   * caller's Range (a player seeking, a download resumed) and whether only headers are wanted. */
+  openContent?(vendorTaskId: string, request?: ClipRequest): Promise<VendorClip>;
+}
+
+/** What a caller asked of a clip download, passed on to the vendor as is. */
+export interface ClipRequest {
+  /** HEAD: the vendor is asked for the headers only, so no clip is downloaded to be dropped. */
+  headOnly?: boolean;
+  range?: string;
+  ifRange?: string;
+}
+
+/** A clip download as the vendor answered it: 200 whole, 206 a part, 416 a range past its end
+ * (`body` then is empty). The length and range headers are the vendor's, for the caller. */
+export interface VendorClip {
+  status: 200 | 206 | 416;
+  body: AsyncIterable<Uint8Array>;
+  contentType: string;
+  contentLength?: string;
+  contentRange?: string;
+  acceptRanges?: string;
 }
 
 /** Worth retrying: network failure, 408, 429 or 5xx. `retryAfterMs` echoes the vendor's Retry-After. */

@@ -19,6 +19,7 @@ const descriptions: Record<ErrorStatus, string> = {
   409: 'The request conflicts with the state of the resource.',
   413: 'The request body is larger than the configured limit.',
   415: 'The body is not `application/json`.',
+  416: 'The `Range` asked for starts past the end of the clip; `Content-Range` gives its length.',
   422: 'The request repeats an idempotency key with a different body.',
   429: 'Rate limit exceeded; retry after the delay in `Retry-After` when it is given, else with backoff.',
   431: 'The request line and headers are larger than 16 KB (answered before any route runs).',

@@ -1,7 +1,7 @@
 import { GatewayError } from '../../core/errors.ts';
 import { vendorErrors } from '../../core/metrics.ts';
 import type { TaskDocument } from '../../store/tasks.ts';
-import { VendorRejectedError, VendorTransientError, type VideoVendor } from '../../vendors/types.ts';
+import { VendorRejectedError, VendorTransientError, type ClipRequest, type VendorClip, type VideoVendor } from '../../vendors/types.ts';
 
 // A finished task's clip, for the API's content route and the console's clip link alike: a
 // public address to redirect to, or, for vendors whose downloads need the vendor's key, the
@@ -12,11 +12,12 @@ export interface ClipSources {
   upstreamOf: (modelId: string) => string | undefined;
 }
 
-export type Clip = { redirectTo: string } | { contentType: string; body: AsyncIterable<Uint8Array> };
+/** A clip streamed through is 200 (whole) or 206 (the range asked for). */
+export type Clip = { redirectTo: string } | (VendorClip & { status: 200 | 206 });
 
 const NO_RETRY = { 'x-should-retry': 'false' };
 
-export async function openClip(task: TaskDocument, sources: ClipSources): Promise<Clip> {
+export async function openClip(task: TaskDocument, sources: ClipSources, ask: ClipRequest = {}): Promise<Clip> {
   // 409: the request is fine, the task is not there (400 would blame the request). A failed
   // task never will be, so its answer does not say to wait; one still running takes minutes.
   // OpenAI's clients retry a 409 at once unless told not to.
@@ -28,7 +29,7 @@ export async function openClip(task: TaskDocument, sources: ClipSources): Promis
   const upstream = sources.upstreamOf(task.model);
   const vendor = upstream ? sources.vendorFor(upstream) : undefined;
   if (!vendor?.openContent || !task.vendor_task_id) throw new GatewayError('clip_not_found', 'The clip of this task is no longer available.');
-  return vendor.openContent(task.vendor_task_id).catch((error: unknown) => {
+  const clip = await vendor.openContent(task.vendor_task_id, ask).catch((error: unknown) => {
     // The vendor's trouble, not the caller's and not a gateway bug: a 502 the caller may retry.
     // In the gateway's words: the vendor's name its hosts, ports and the operator's account; they
     // go to the log (the error handler logs a 5xx with its `upstream`).
@@ -45,4 +46,10 @@ export async function openClip(task: TaskDocument, sources: ClipSources): Promis
     }
     throw error;
   });
+  if (clip.status === 416) {
+    // The vendor's Content-Range (`bytes */<length>`) tells the caller how long the clip is.
+    const length: Record<string, string> = clip.contentRange === undefined ? {} : { 'content-range': clip.contentRange };
+    throw new GatewayError('range_not_satisfiable', 'The clip has no bytes in the Range asked for; ask for one that starts before its end (Content-Range gives its length).', undefined, length);
+  }
+  return { ...clip, status: clip.status };
 }

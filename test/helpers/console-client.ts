@@ -33,8 +33,8 @@ export class ConsoleClient {
     return { ...this.headers, cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ') };
   }
 
-  async get(url: string): Promise<LightMyRequestResponse> {
-    const response = await this.app.inject({ method: 'GET', url, headers: this.cookieHeader(), ...(this.remoteAddress ? { remoteAddress: this.remoteAddress } : {}) });
+  async get(url: string, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+    const response = await this.app.inject({ method: 'GET', url, headers: { ...headers, ...this.cookieHeader() }, ...(this.remoteAddress ? { remoteAddress: this.remoteAddress } : {}) });
     this.remember(response);
     return response;
   }

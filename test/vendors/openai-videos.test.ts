@@ -163,6 +163,27 @@ describe('OpenAI videos adapter', () => {
       assert.ok((await collect(content.body)).bytes.equals(clip));
     });
 
+    it('passes the caller\'s Range and HEAD on, and the vendor\'s part, length and 416 back', async () => {
+      server.answer('GET', `${VIDEOS}/${VIDEO_ID}/content`, { status: 206, headers: { 'content-type': 'video/mp4', 'content-range': 'bytes 0-3/1024', 'accept-ranges': 'bytes', 'content-length': '4' }, body: Buffer.from('abcd') });
+      const part = await vendor.openContent!(VIDEO_ID, { range: 'bytes=0-3', ifRange: '"v1"' });
+      assert.deepEqual([part.status, part.contentRange, part.contentLength, part.acceptRanges], [206, 'bytes 0-3/1024', '4', 'bytes']);
+      assert.equal((await collect(part.body)).bytes.toString(), 'abcd');
+      assert.deepEqual([server.requests[0]!.headers.range, server.requests[0]!.headers['if-range']], ['bytes=0-3', '"v1"']);
+
+      server.answer('GET', `${VIDEOS}/${VIDEO_ID}/content`, { status: 416, headers: { 'content-range': 'bytes */1024' }, body: Buffer.from('') });
+      const pastEnd = await vendor.openContent!(VIDEO_ID, { range: 'bytes=2000-' });
+      assert.deepEqual([pastEnd.status, pastEnd.contentRange], [416, 'bytes */1024']);
+
+      server.answer('HEAD', `${VIDEOS}/${VIDEO_ID}/content`, { status: 200, headers: { 'content-type': 'video/mp4', 'content-length': '1024' } });
+      const head = await vendor.openContent!(VIDEO_ID, { headOnly: true });
+      assert.deepEqual([head.status, head.contentLength, server.requests[2]!.method], [200, '1024', 'HEAD']);
+    });
+
+    it('takes a 416 for a vendor failure when no range was asked for', async () => {
+      server.answer('GET', `${VIDEOS}/${VIDEO_ID}/content`, { status: 416, body: Buffer.from('') });
+      await assert.rejects(vendor.openContent!(VIDEO_ID), (error: unknown) => error instanceof VendorRejectedError && error.status === 416);
+    });
+
     it('rejects a missing clip with the vendor status', async () => {
       server.answer('GET', `${VIDEOS}/gone/content`, { status: 404, body: fixture('openai-videos', 'error-404') });
       await assert.rejects(vendor.openContent!('gone'), (error: unknown) => error instanceof VendorRejectedError && error.status === 404);

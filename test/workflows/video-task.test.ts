@@ -153,7 +153,20 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     const clip = await request(task.url!, { headers: { authorization: `Bearer ${key.key}` } });
     assert.equal(clip.statusCode, 200);
     assert.match(String(clip.headers['content-type']), /video\/mp4/);
-    assert.equal(Buffer.from(await clip.body.arrayBuffer()).subarray(4, 8).toString('latin1'), 'ftyp');
+    const whole = Buffer.from(await clip.body.arrayBuffer());
+    assert.equal(whole.subarray(4, 8).toString('latin1'), 'ftyp');
+    // The vendor's length and range support come through, so a player can seek and a download
+    // resume: a part is a 206 with its Content-Range, HEAD the headers alone.
+    assert.deepEqual([clip.headers['content-length'], clip.headers['accept-ranges']], [String(whole.length), 'bytes']);
+    const part = await request(task.url!, { headers: { authorization: `Bearer ${key.key}`, range: 'bytes=4-7' } });
+    assert.deepEqual([part.statusCode, part.headers['content-range'], part.headers['content-length']], [206, `bytes 4-7/${whole.length}`, '4']);
+    assert.equal(Buffer.from(await part.body.arrayBuffer()).toString('latin1'), 'ftyp');
+    const head = await request(task.url!, { method: 'HEAD', headers: { authorization: `Bearer ${key.key}` } });
+    assert.deepEqual([head.statusCode, head.headers['content-length'], (await head.body.arrayBuffer()).byteLength], [200, String(whole.length), 0]);
+    const pastEnd = await request(task.url!, { headers: { authorization: `Bearer ${key.key}`, range: `bytes=${whole.length}-` } });
+    assert.equal(pastEnd.statusCode, 416);
+    assert.equal(pastEnd.headers['content-range'], `bytes */${whole.length}`);
+    assert.equal(((await pastEnd.body.json()) as { error: { code: string } }).error.code, 'range_not_satisfiable');
 
     // A browser sends no key: the console links the clip to an address of its own.
     const holder = new ConsoleClient(stack.app);
@@ -165,6 +178,8 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     assert.equal(viaConsole.statusCode, 200, viaConsole.body.slice(0, 300));
     assert.match(String(viaConsole.headers['content-type']), /video\/mp4/);
     assert.equal(viaConsole.rawPayload.subarray(4, 8).toString('latin1'), 'ftyp');
+    const consolePart = await holder.get(href, { range: 'bytes=0-7' });
+    assert.deepEqual([consolePart.statusCode, consolePart.headers['content-range'], consolePart.rawPayload.length], [206, `bytes 0-7/${whole.length}`, 8]);
     // Another holder's session cannot fetch it.
     const otherEmail = `${uniqueName('other')}@example.com`;
     await createAccountWithSignIn(stack.app, { name: 'other', balance_usd: 1, console_email: otherEmail, console_password: 'correct horse battery staple' });

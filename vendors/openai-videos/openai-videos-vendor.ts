@@ -61,9 +61,11 @@ export function createOpenAiVideosVendor(connection: VendorConnection, options: 
       await http.deleteUnlessGone(videoPath(vendorTaskId));
     },
 
-    async openContent(vendorTaskId) {
-      const content = await http.stream(`${videoPath(vendorTaskId)}/content`);
-      return { body: content.body, contentType: clipContentType(content.contentType) };
+    async openContent(vendorTaskId, ask = {}) {
+      const content = await http.stream(`${videoPath(vendorTaskId)}/content`, { method: ask.headOnly ? 'HEAD' : 'GET', range: ask.range, ifRange: ask.ifRange });
+      const { contentType, ...lengths } = content.headers;
+      const status = content.status === 206 || content.status === 416 ? content.status : 200;
+      return { status, body: content.body, contentType: clipContentType(contentType), ...lengths };
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import { openClip } from '../../services/task-clips.ts';
-import { sendClip } from '../clip-reply.ts';
+import { CONSOLE_CLIP_CACHING, clipRequestOf, sendClip } from '../../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { addCreditsForm, createAccountForm, formReference, parseForm, signInCredentialsForm } from '../forms.ts';
 import { sessionBoundTo, sessionOrRedirect } from '../sessions.ts';
@@ -122,7 +122,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
   app.get('/accounts/:accountId/tasks/:taskId/clip', async (request, reply) => {
     const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountIdParam(request));
     if (!task) throw new GatewayError('task_not_found', 'There is no such task in this account.');
-    return sendClip(reply, await openClip(task, context.clipSources));
+    return sendClip(reply, await openClip(task, context.clipSources, clipRequestOf(request)), CONSOLE_CLIP_CACHING);
   });
 
   await app.register(operatorLimitRoutes, { context, renderAccount });

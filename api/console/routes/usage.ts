@@ -3,7 +3,7 @@ import { GatewayError } from '../../../core/errors.ts';
 import type { TaskDocument } from '../../../store/tasks.ts';
 import { utcDay } from '../../../store/usage.ts';
 import { openClip } from '../../services/task-clips.ts';
-import { sendClip } from '../clip-reply.ts';
+import { CONSOLE_CLIP_CACHING, clipRequestOf, sendClip } from '../../clip-reply.ts';
 import { accountFrame, accountIdOf } from '../account-area.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { parseQueryFields, usageQuery, type FormErrors } from '../forms.ts';
@@ -87,7 +87,7 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
 
   // The clip of a finished task, for a signed-in holder: the API's content address needs a
   // key, which a browser following the console's link does not send.
-  app.get('/tasks/:taskId/clip', async (request, reply) => sendClip(reply, await openClip(await ownTask(request), context.clipSources)));
+  app.get('/tasks/:taskId/clip', async (request, reply) => sendClip(reply, await openClip(await ownTask(request), context.clipSources, clipRequestOf(request)), CONSOLE_CLIP_CACHING));
 
   app.get('/tasks/:taskId', async (request, reply) => {
     const accountId = accountIdOf(request);

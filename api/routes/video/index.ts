@@ -7,6 +7,7 @@ import { taskView, taskViewJson } from '../../../core/task-view.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
+import { clipRequestOf, sendClip } from '../../clip-reply.ts';
 import { openClip, type ClipSources } from '../../services/task-clips.ts';
 import type { VideoTaskService } from '../../services/video-tasks.ts';
 import { idempotencyHeaders } from '../idempotency-header.ts';
@@ -22,6 +23,11 @@ export interface VideoRouteOptions extends ClipSources {
 
 const clipResponse = {
   description: 'The clip, streamed from a vendor whose downloads need the vendor key.',
+  content: { 'video/mp4': { schema: z.string().meta({ contentMediaType: 'video/mp4' }) } },
+};
+
+const clipPart = {
+  description: 'The part of a streamed clip the `Range` header asked for; `Content-Range` says which.',
   content: { 'video/mp4': { schema: z.string().meta({ contentMediaType: 'video/mp4' }) } },
 };
 
@@ -117,14 +123,12 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
           "Works for every model with the API key: a clip the vendor serves publicly is a 302 to the vendor's address (which expires when the vendor says: Seedance's after 24 hours), any other is streamed through the gateway. A task's `url` is this address for vendors whose downloads need the vendor's key (sora-2), and the vendor's own address otherwise.",
         security: apiKeySecurity,
         params: taskParams,
-        response: { 200: clipResponse, 302: clipRedirect, ...errorResponses(400, 404, 409, 502, ...AUTHENTICATED_ERRORS) },
+        response: { 200: clipResponse, 206: clipPart, 302: clipRedirect, ...errorResponses(400, 404, 409, 416, 502, ...AUTHENTICATED_ERRORS) },
       },
     },
     async (request, reply) => {
-      const clip = await openClip(await options.service.find(principalOf(request), request.params.task_id), options);
-      if ('redirectTo' in clip) return reply.redirect(clip.redirectTo, 302);
-      // A stream, which Fastify pipes as is; the typed send() only knows the documented string.
-      return reply.type(clip.contentType).send(clip.body as unknown as string);
+      const clip = await openClip(await options.service.find(principalOf(request), request.params.task_id), options, clipRequestOf(request));
+      return sendClip(reply, clip);
     },
   );
 };
