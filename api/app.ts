@@ -173,7 +173,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(jsonBody);
   // Before any route: the document is collected from the routes as they are registered.
   await app.register(openApiDocument, { publicBaseUrl: publicBaseUrl(config) });
-  await app.register(metrics);
+  await app.register(metrics, { token: config.METRICS_TOKEN });
   await app.register(apiKeyAuth, { apiKeys });
   await app.register(adminAuth, { adminToken: config.ADMIN_TOKEN });
 

@@ -27,6 +27,10 @@ export const environmentSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().default('framegate-video-v1'),
   TEMPORAL_UI_URL: z.string().default('http://127.0.0.1:8233'),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
+  // When set, /metrics (the api's, and the worker's on WORKER_METRICS_PORT) asks for it as a
+  // bearer token: Prometheus sends one with `authorization: {credentials: …}`. Unset, /metrics is
+  // open like /healthz, for a port kept off the public internet.
+  METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
   // The proxies in front of the api whose X-Forwarded-For names the caller (core/trusted-proxies.ts).
   TRUST_PROXY: z
     .string()

@@ -14,6 +14,7 @@ export const errorCatalog = {
   unsupported_value: { status: 400, type: 'invalid_request_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   invalid_admin_token: { status: 401, type: 'authentication_error' },
+  invalid_metrics_token: { status: 401, type: 'authentication_error' },
   model_not_allowed: { status: 403, type: 'permission_error' },
   insufficient_balance: { status: 403, type: 'insufficient_quota' },
   model_not_found: { status: 404, type: 'not_found_error' },

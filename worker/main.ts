@@ -29,7 +29,7 @@ const temporalSdkMetricsUrl = await installTemporalRuntime({ log, logLevel: conf
 const metricsServer =
   config.WORKER_METRICS_PORT === undefined
     ? undefined
-    : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT, ...(temporalSdkMetricsUrl ? { temporalSdkMetricsUrl } : {}) }).catch(
+    : await startMetricsServer({ host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT, ...(temporalSdkMetricsUrl ? { temporalSdkMetricsUrl } : {}), ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}) }).catch(
         (error: NodeJS.ErrnoException) => exitForSetting('worker', `WORKER_METRICS_PORT: cannot listen on ${config.WORKER_METRICS_HOST}:${config.WORKER_METRICS_PORT} (${error.code ?? error.message})`),
       );
 if (metricsServer) announce.info({ url: metricsServer.url }, `worker metrics at ${metricsServer.url}`);

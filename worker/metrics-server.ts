@@ -1,19 +1,21 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { enableProcessMetrics, metricsRegistry } from '../core/metrics.ts';
+import { bearerToken, secretMatches } from '../core/secret-match.ts';
 import { readTemporalSdkMetrics } from './temporal-runtime.ts';
 
 // The worker's own /metrics: task transitions, webhook attempts, vendor errors and video spend
 // happen in this process, which has no HTTP server of its own, so a tiny one serves the
 // Prometheus text on WORKER_METRICS_PORT (off when unset), followed by the Temporal SDK's own
-// (temporal-runtime.ts). Nothing else is served.
+// (temporal-runtime.ts). Nothing else is served. With `token` (METRICS_TOKEN) set, a scrape must
+// send it as a bearer token.
 
 export interface MetricsServer {
   url: string;
   close(): Promise<void>;
 }
 
-export async function startMetricsServer(options: { host: string; port: number; temporalSdkMetricsUrl?: string }): Promise<MetricsServer> {
+export async function startMetricsServer(options: { host: string; port: number; temporalSdkMetricsUrl?: string; token?: string }): Promise<MetricsServer> {
   enableProcessMetrics();
   const { temporalSdkMetricsUrl } = options;
   const collect = async () => {
@@ -24,6 +26,11 @@ export async function startMetricsServer(options: { host: string; port: number; 
   const server = createServer((request, response) => {
     if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Only GET /metrics is served here.\n');
+      return;
+    }
+    const token = bearerToken(request.headers.authorization);
+    if (options.token !== undefined && (!token || !secretMatches(token, options.token))) {
+      response.writeHead(401, { 'content-type': 'text/plain; charset=utf-8', 'www-authenticate': 'Bearer' }).end('Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).\n');
       return;
     }
     collect().then(

@@ -13,9 +13,16 @@ export const securitySchemes = {
     scheme: 'bearer',
     description: 'The operator token (`ADMIN_TOKEN`), sent as `Authorization: Bearer <token>`.',
   },
+  metricsToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The scrape token (`METRICS_TOKEN`), sent as `Authorization: Bearer <token>`; only when the operator set one.',
+  },
 } as const;
 
 export const apiKeySecurity = [{ apiKey: [] as string[] }];
 export const adminTokenSecurity = [{ adminToken: [] as string[] }];
-/** Open to anyone: liveness, readiness and metrics probes. */
+/** The metrics token when METRICS_TOKEN is set, nothing otherwise (the empty alternative). */
+export const metricsTokenSecurity: Array<Record<string, string[]>> = [{ metricsToken: [] }, {}];
+/** Open to anyone: liveness and readiness probes. */
 export const openAccess: Array<Record<string, string[]>> = [];

@@ -1,7 +1,7 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../../core/errors.ts';
+import { bearerToken, secretMatches } from '../../core/secret-match.ts';
 import { soleAuthorization } from './authorization-header.ts';
 
 declare module 'fastify' {
@@ -11,23 +11,13 @@ declare module 'fastify' {
   }
 }
 
-function digest(text: string): Buffer {
-  // Hashing first gives both sides the same length, so timingSafeEqual never throws and the
-  // comparison time does not depend on how long the guess was.
-  return createHash('sha256').update(text).digest();
-}
-
-export function isAdminToken(candidate: string, adminToken: string): boolean {
-  return timingSafeEqual(digest(candidate), digest(adminToken));
-}
-
 async function adminAuthPlugin(app: FastifyInstance, options: { adminToken: string | undefined }): Promise<void> {
   app.decorate('requireAdmin', async (request: FastifyRequest) => {
     if (!options.adminToken) {
       throw new GatewayError('service_unavailable', 'The admin API is disabled: set ADMIN_TOKEN for the api process.');
     }
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(soleAuthorization(request) ?? '')?.[1];
-    if (!token || !isAdminToken(token, options.adminToken)) {
+    const token = bearerToken(soleAuthorization(request));
+    if (!token || !secretMatches(token, options.adminToken)) {
       throw new GatewayError('invalid_admin_token', 'Missing or invalid admin token (Authorization: Bearer <ADMIN_TOKEN>).', undefined, {
         'www-authenticate': 'Bearer',
       });

@@ -1,28 +1,34 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
+import { GatewayError } from '../../core/errors.ts';
 import { enableProcessMetrics, httpRequestDuration, metricsRegistry } from '../../core/metrics.ts';
-import { openAccess } from '../openapi/security.ts';
+import { bearerToken, secretMatches } from '../../core/secret-match.ts';
+import { errorResponses } from '../openapi/error-responses.ts';
+import { metricsTokenSecurity } from '../openapi/security.ts';
+import { soleAuthorization } from './authorization-header.ts';
 
 // GET /metrics in the Prometheus text format, and the request duration histogram behind it.
-// Open like /healthz: scrapers rarely carry credentials; keep the port off the public internet
-// (the figures are totals, never per key or account). Requests nobody routed are counted under
+// Open like /healthz unless METRICS_TOKEN is set (then a scraper sends it as a bearer token):
+// the figures are totals, never per key or account, but spend per model is the operator's
+// business, and in a deployment the api's port is the public one. Requests nobody routed are counted under
 // the route "unmatched", so probes of random URLs cannot blow up the label set.
 
 const metricsSchema = {
   tags: ['operations'],
   operationId: 'metrics',
   summary: 'Prometheus metrics of this api process',
-  security: openAccess,
+  security: metricsTokenSecurity,
   response: {
     200: {
       description: 'The Prometheus text exposition format.',
       content: { 'text/plain': { schema: z.string() } },
     },
+    ...errorResponses(401),
   },
 };
 
-async function metricsPlugin(app: FastifyInstance): Promise<void> {
+async function metricsPlugin(app: FastifyInstance, options: { token?: string | undefined }): Promise<void> {
   enableProcessMetrics();
 
   app.addHook('onResponse', (request, reply, done) => {
@@ -33,7 +39,13 @@ async function metricsPlugin(app: FastifyInstance): Promise<void> {
     done();
   });
 
-  app.get('/metrics', { schema: metricsSchema }, async (_request, reply) => {
+  app.get('/metrics', { schema: metricsSchema }, async (request, reply) => {
+    if (options.token !== undefined) {
+      const token = bearerToken(soleAuthorization(request));
+      if (!token || !secretMatches(token, options.token)) {
+        throw new GatewayError('invalid_metrics_token', 'Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).', undefined, { 'www-authenticate': 'Bearer' });
+      }
+    }
     const text = await metricsRegistry.metrics();
     return reply.type(metricsRegistry.contentType).send(text);
   });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { bearer, createAccount, createKey } from '../helpers/app.ts';
+import { loadConfig } from '../../core/config.ts';
+import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 import { videoClient } from '../helpers/video-client.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
@@ -108,5 +109,32 @@ describe('GET /metrics', () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe('GET /metrics with METRICS_TOKEN set', () => {
+  const token = 'scrape-token-0123456789';
+  let api: TestApp;
+  before(async () => {
+    api = await startTestApp('metrics-token', { METRICS_TOKEN: token });
+  });
+  after(() => api.close());
+
+  it('answers a scrape without the token, or with another, 401 in the spec\'s error body', async () => {
+    for (const headers of [{}, { authorization: 'Bearer scrape-token-9876543210' }, { authorization: `Basic ${token}` }]) {
+      const refused = await api.app.inject({ method: 'GET', url: '/metrics', headers });
+      assert.equal(refused.statusCode, 401, JSON.stringify(headers));
+      assert.equal(refused.headers['www-authenticate'], 'Bearer');
+      assert.deepEqual(refused.json(), { error: { message: 'Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).', type: 'authentication_error', code: 'invalid_metrics_token' } });
+    }
+    const scraped = await api.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(scraped.statusCode, 200);
+    assert.match(scraped.body, /# TYPE framegate_http_request_duration_seconds histogram/);
+    // Probes stay open.
+    assert.equal((await api.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+  });
+
+  it('refuses a token shorter than 16 characters at start-up', () => {
+    assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN must be at least 16 characters/);
   });
 });

@@ -124,6 +124,10 @@ describe('the OpenAPI document', () => {
         assert.deepEqual(operation.security, [{ [expectedScheme]: [] }], `${label} security`);
         assert.ok(operation.responses['401'], `${label} declares 401`);
         assert.ok(operation.responses['500'], `${label} declares 500`);
+      } else if (documentPath === '/metrics') {
+        // METRICS_TOKEN when the operator set one, nothing otherwise.
+        assert.deepEqual(operation.security, [{ metricsToken: [] }, {}], `${label} security`);
+        assert.ok(operation.responses['401'], `${label} declares 401`);
       } else {
         assert.deepEqual(operation.security, [], `${label} is open`);
       }

@@ -31,7 +31,8 @@ describe('docker-compose.yml', () => {
     for (const name of ['api', 'worker']) {
       const environment = compose.services[name]!.environment ?? {};
       for (const variable of Object.keys(environment)) assert.ok(knownVariables.has(variable), `${name} sets ${variable}, which core/config.ts does not read`);
-      for (const required of ['MONGODB_URI', 'TEMPORAL_ADDRESS', 'ADMIN_TOKEN', 'TEMPORAL_TASK_QUEUE']) {
+      // METRICS_TOKEN: the api's /metrics is on the port compose publishes.
+      for (const required of ['MONGODB_URI', 'TEMPORAL_ADDRESS', 'ADMIN_TOKEN', 'METRICS_TOKEN', 'TEMPORAL_TASK_QUEUE']) {
         assert.ok(required in environment, `${name} lacks ${required}`);
       }
     }

@@ -66,6 +66,22 @@ describe('worker metrics listener', () => {
     await post.body.dump();
   });
 
+  it('asks for METRICS_TOKEN as a bearer token when it is set', async () => {
+    const guarded = await startMetricsServer({ host: '127.0.0.1', port: 0, token: 'scrape-token-0123456789' });
+    try {
+      for (const authorization of [undefined, 'Bearer scrape-token-9876543210']) {
+        const refused = await request(guarded.url, { headers: authorization === undefined ? {} : { authorization } });
+        assert.deepEqual([refused.statusCode, refused.headers['www-authenticate']], [401, 'Bearer']);
+        await refused.body.dump();
+      }
+      const scraped = await request(guarded.url, { headers: { authorization: 'Bearer scrape-token-0123456789' } });
+      assert.equal(scraped.statusCode, 200);
+      assert.match(await scraped.body.text(), /process_resident_memory_bytes/);
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it('a worker process with WORKER_METRICS_PORT serves the Temporal SDK\'s metrics beside its own', { timeout: 90_000 }, async () => {
     // Slots and pollers per task queue, schedule-to-start latencies: what tells an operator
     // when to add workers.

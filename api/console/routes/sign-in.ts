@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HashingBusy, spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
-import { isAdminToken } from '../../plugins/admin-auth.ts';
+import { secretMatches } from '../../../core/secret-match.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
 import { SignInThrottle, type AdmittedAttempt, type SignInAttempt } from '../sign-in-throttle.ts';
 import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
@@ -100,7 +100,7 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     const decision = await admitOrRefuse(throttle, { who: OPERATOR, address: request.ip }, request, reply);
     if ('refusal' in decision) return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: decision.refusal } }, disabled }), 429);
     const attempt = decision.admitted;
-    if (!isAdminToken(form.data.admin_token, config.ADMIN_TOKEN)) {
+    if (!secretMatches(form.data.admin_token, config.ADMIN_TOKEN)) {
       request.log.info('console operator sign-in refused');
       return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: 'That is not the admin token.' } }, disabled }), 401);
     }
