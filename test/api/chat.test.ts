@@ -250,6 +250,14 @@ describe('POST /v1/chat/completions through the openai client', () => {
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'proxy [sim:error=407]' }] }, { maxRetries: 0 }), (error: unknown) => {
       assert.ok(error instanceof OpenAI.InternalServerError, String(error));
       assert.equal(error.message, '502 The model provider answered 407. Nothing was charged.');
+      // Asking again gets the same answer, and would make the operator pay for another call.
+      assert.equal(error.headers?.get('x-should-retry'), 'false');
+      return true;
+    });
+    // Except a 408: the provider's own timeout, which another try may beat.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'slow provider [sim:error=408]' }] }, { maxRetries: 0 }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
+      assert.equal(error.headers?.get('x-should-retry'), null);
       return true;
     });
 

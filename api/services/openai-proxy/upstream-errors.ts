@@ -86,8 +86,10 @@ export function upstreamRefusal(answer: WholeAnswer, upstream: string): GatewayE
   const code = status === 400 && detail.code !== undefined && providerCodes.has(detail.code) ? (detail.code as ErrorCode) : codeByStatus[status];
   if (code) return new GatewayError(code, detail.message, detail.param, headers);
   // Any other status (402, 407, 451, ...): unexpected from a model provider, and a proxy's
-  // page in front of it may name hosts; its words go to the log.
-  return forLog(new GatewayError('upstream_error', `The model provider answered ${status}. Nothing was charged.`, undefined, headers));
+  // page in front of it may name hosts; its words go to the log. Another try gets the same
+  // answer (and the OpenAI SDKs make two on a 502 unless told not to), except after a 408.
+  const retry = status === 408 ? headers : { ...headers, ...noRetry };
+  return forLog(new GatewayError('upstream_error', `The model provider answered ${status}. Nothing was charged.`, undefined, retry));
 }
 
 /** upstreamRefusal for an answer whose body was left to stream: reads what the message needs
