@@ -9,13 +9,16 @@ import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.t
 
 const valid = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 
-const cases: Array<{ name: string; body: unknown; field: string }> = [
+const cases: Array<{ name: string; body: unknown; field: string; says?: string }> = [
   { name: 'model missing', body: { messages: valid.messages }, field: 'model' },
   { name: 'messages missing', body: { model: 'gpt-4o-mini' }, field: 'messages' },
   { name: 'messages empty', body: { ...valid, messages: [] }, field: 'messages' },
   { name: 'messages one object, not an array', body: { ...valid, messages: { role: 'user', content: 'hi' } }, field: 'messages' },
   { name: 'model empty', body: { ...valid, model: '' }, field: 'model' },
   { name: 'unknown role', body: { ...valid, messages: [{ role: 'robot', content: 'hi' }] }, field: 'messages.0.role' },
+  { name: 'a message that is null', body: { ...valid, messages: [null] }, field: 'messages.0', says: 'must be a message: {"role": ..., "content": ...}' },
+  { name: 'a message that is a bare string', body: { ...valid, messages: ['hi'] }, field: 'messages.0', says: 'must be a message' },
+  { name: 'stream_options a string', body: { ...valid, stream: true, stream_options: 'x' }, field: 'stream_options', says: 'must be an object: {"include_usage": true}' },
   { name: 'function result without a name', body: { ...valid, messages: [{ role: 'function', content: 'sunny' }] }, field: 'messages.0.name' },
   { name: 'content a number', body: { ...valid, messages: [{ role: 'user', content: 42 }] }, field: 'messages.0.content' },
   { name: 'temperature above 2', body: { ...valid, temperature: 2.1 }, field: 'temperature' },
@@ -54,7 +57,7 @@ describe('POST /v1/chat/completions validation', () => {
   const postChat = (payload: object | string, callerKey = key) =>
     stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(callerKey), 'content-type': 'application/json' }, payload });
 
-  for (const { name, body, field } of cases) {
+  for (const { name, body, field, says } of cases) {
     it(`400 naming '${field}': ${name}`, async () => {
       const response = await postChat(body as object);
       assert.equal(response.statusCode, 400, response.body);
@@ -62,6 +65,7 @@ describe('POST /v1/chat/completions validation', () => {
       assert.equal(error.type, 'invalid_request_error');
       assert.equal(error.param, field);
       assert.ok(error.message.includes(`'${field}'`), error.message);
+      if (says) assert.ok(error.message.includes(says), error.message);
     });
   }
 

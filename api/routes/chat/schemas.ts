@@ -29,7 +29,14 @@ const message = z.discriminatedUnion(
       name: z.string({ error: requiredAs('a string', 'the name of the function this answers') }),
     }),
   ],
-  { error: 'must be one of system, developer, user, assistant, tool, function' },
+  {
+    // The union's one message for both: an element with a role this does not know, and one
+    // that is no message at all (null, a bare string), where a list of roles would mislead.
+    error: (issue) =>
+      typeof issue.input === 'object' && issue.input !== null && !Array.isArray(issue.input)
+        ? 'must be one of system, developer, user, assistant, tool, function'
+        : 'must be a message: {"role": ..., "content": ...}',
+  },
 );
 
 /** A JSON schema describing the function's arguments: an object schema. */
@@ -67,7 +74,7 @@ export const chatCompletionBody = z.looseObject({
     .union([z.string(), z.array(z.string()).max(4, 'allows at most 4 stop sequences')], { error: 'must be a string or an array of up to 4 strings' })
     .nullish(),
   stream: z.boolean({ error: 'must be a boolean' }).nullish(),
-  stream_options: z.looseObject({ include_usage: z.boolean({ error: 'must be a boolean' }).nullish() }).nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean({ error: 'must be a boolean' }).nullish() }, { error: 'must be an object: {"include_usage": true}' }).nullish(),
   tools: z.array(functionTool, { error: 'must be an array of function definitions' }).nullish(),
 });
 

@@ -120,9 +120,7 @@ export function translate(event: EventSourceMessage, state: RelayState, forwardU
   // otherwise turn a whole answer into a failure at the body timeout).
   if (usage && choices.length === 0 && allChoicesFinished(state)) state.sawDone = true;
   // The usage the gateway asked for, which the caller did not: a usage-only chunk goes (even
-  // one whose counts could not be read), and usage on another chunk is cut out of it. A
-  // `usage: null` stays (every chunk carries one once usage is asked for): rewriting every
-  // chunk for it would cost a stringify a chunk.
+  // one whose counts could not be read), and usage on another chunk is cut out of it.
   const hideUsage = !forwardUsage && chunk.usage !== undefined && chunk.usage !== null;
   if (hideUsage && choices.length === 0) return '';
   countDelivered(choices, state);
@@ -135,6 +133,38 @@ export function translate(event: EventSourceMessage, state: RelayState, forwardU
     if (!forwardUsage) delete chunk.usage;
     return `data: ${JSON.stringify(chunk)}\n\n`;
   }
+  // Once usage is asked for, every chunk carries `usage: null`, which OpenAI sends only to a
+  // caller who asked: it is cut out of the text, as a stringify a chunk would cost more.
+  if (!forwardUsage && chunk.usage === null) {
+    const trimmed = withoutNullUsage(data);
+    if (trimmed === undefined) {
+      delete chunk.usage;
+      return `data: ${JSON.stringify(chunk)}\n\n`;
+    }
+    return sseData(trimmed);
+  }
   return sseData(data);
+}
+
+const NULL_USAGE = /"usage"\s*:\s*null\s*/y;
+
+/** The chunk's JSON text without its top-level `"usage": null` member, or undefined when the
+ * text names `"usage"` more than once (then which one is top-level takes a parse to tell). A
+ * `"usage"` with both quotes bare is a key or a whole string value, never part of a longer
+ * string (a quote inside a string is escaped). */
+export function withoutNullUsage(json: string): string | undefined {
+  const at = json.indexOf('"usage"');
+  if (at < 0 || json.indexOf('"usage"', at + 1) >= 0) return undefined;
+  NULL_USAGE.lastIndex = at;
+  const member = NULL_USAGE.exec(json);
+  if (!member) return undefined;
+  let start = at;
+  let end = at + member[0].length;
+  let before = start - 1;
+  while (before >= 0 && /\s/.test(json[before]!)) before--;
+  if (json[before] === ',') start = before;
+  else if (json[end] === ',') end++;
+  else return undefined;
+  return json.slice(0, start) + json.slice(end);
 }
 

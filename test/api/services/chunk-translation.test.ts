@@ -34,3 +34,25 @@ describe('chunk translation: output delivered', () => {
     assert.deepEqual(state.delivered, { pieces: 0, characters: 0 });
   });
 });
+
+describe('chunk translation: the usage the gateway asked for', () => {
+  const chunk = (rest: string) => `{"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]${rest}}`;
+
+  it('cuts a `usage: null` the caller did not ask for out of each chunk, and keeps it for one who did', () => {
+    for (const [label, data] of [
+      ['compact', chunk(',"usage":null')],
+      ['spaced', chunk(', "usage": null')],
+      ['first', chunk('').replace('{"id"', '{"usage":null,"id"')],
+      ['beside a later member', chunk(',"usage":null,"obfuscation":"x"')],
+      // A text that says "usage" is a string value, told apart by a parse.
+      ['with "usage" in the text', chunk(',"usage":null').replace('"Hi"', '"usage"')],
+    ] as const) {
+      const sent = translate({ data }, newRelayState(1), false, 'm');
+      const parsed = JSON.parse(sent.replace(/^data: /, '')) as Record<string, unknown>;
+      assert.ok(!('usage' in parsed), `${label}: ${sent}`);
+      assert.deepEqual(parsed.choices, (JSON.parse(data) as { choices: unknown }).choices, label);
+      const asked = translate({ data }, newRelayState(1), true, 'm');
+      assert.equal(asked, `data: ${data}\n\n`, `${label}: passed on as it came`);
+    }
+  });
+});
