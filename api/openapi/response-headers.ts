@@ -37,6 +37,11 @@ const replayed = {
 /** On 429s, and on 502s and 503s that know when to come back. */
 const retryAfter = { 'retry-after': text('Seconds to wait before retrying, when known.') };
 
+/** Beside Retry-After when a model provider gave its wait in milliseconds, which OpenAI sends
+ * and its SDKs read first (api/services/openai-proxy/upstream-errors.ts). */
+const retryAfterMs = { 'retry-after-ms': text('The model provider\'s wait in milliseconds, when it gave one (Retry-After then says it in whole seconds).') };
+const UPSTREAM_OPERATIONS = new Set(['createChatCompletion', 'createImage']);
+
 /** On 502s a retry cannot cure (the operator's upstream setup; api/services/openai-proxy/upstream-errors.ts),
  * and on a clip asked for before its task succeeded (api/services/task-clips.ts). */
 const shouldRetry = { 'x-should-retry': { description: '`false` when retrying at once cannot help: the operator must fix the upstream setup, or the task has no clip yet (or ever).', schema: { type: 'string', enum: ['false'] } } satisfies Header };
@@ -63,6 +68,7 @@ export function withResponseHeaders<Document extends object>(document: Document)
           ...(operation.operationId === 'createChatCompletion' && code !== 401 && code !== 404 ? tokenLimits : {}),
           ...(IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200 ? replayed : {}),
           ...(code === 429 || code === 502 || code === 503 ? retryAfter : {}),
+          ...(UPSTREAM_OPERATIONS.has(operation.operationId ?? '') && (code === 429 || code === 502 || code === 503) ? retryAfterMs : {}),
           ...(code === 502 || (operation.operationId === 'downloadVideoContent' && code === 409) ? shouldRetry : {}),
         };
       }

@@ -23,7 +23,7 @@ export function modelIdField(catalog: Catalog, kind: CatalogModel['kind']) {
     .filter((model) => model.kind === kind)
     .map((model) => model.id);
   if (ids.length === 0) return z.never({ error: `this gateway serves no ${kind} models` });
-  return z.enum(ids as [string, ...string[]], { error: modelIdRefusal(kind) }).describe(`A ${kind} model id (GET /v1/models lists those your key may use).`);
+  return z.enum(ids as [string, ...string[]], { error: modelIdRefusal(kind) }).describe(`${withArticle(kind)} model id (GET /v1/models lists those your key may use).`);
 }
 
 /** preValidation hook: 404 for an unknown model, 403 for one the key may not use, 400 for a

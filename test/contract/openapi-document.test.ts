@@ -166,8 +166,10 @@ describe('the OpenAPI document', () => {
     const tokens = ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'];
     assert.deepEqual(headersOf('/v1/chat/completions', 'post', '200'), [...limits, ...tokens, 'x-request-id'].sort());
     // A token-limit refusal and a shed call carry the tokens trio too; an unknown model does not.
-    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '429'), ['retry-after', ...limits, ...tokens, 'x-request-id'].sort());
-    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '503'), ['retry-after', ...limits, ...tokens, 'x-request-id'].sort());
+    // A provider's wait in milliseconds is passed on beside Retry-After (chat and images only).
+    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '429'), ['retry-after', 'retry-after-ms', ...limits, ...tokens, 'x-request-id'].sort());
+    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '503'), ['retry-after', 'retry-after-ms', ...limits, ...tokens, 'x-request-id'].sort());
+    assert.ok(headersOf('/v1/images/generations', 'post', '502').includes('retry-after-ms'));
     assert.deepEqual(headersOf('/v1/chat/completions', 'post', '404'), [...limits, 'x-request-id'].sort());
     assert.deepEqual(headersOf('/v1/video/generations', 'post', '200'), ['idempotent-replayed', ...limits, 'x-request-id'].sort());
     assert.deepEqual(headersOf('/v1/video/generations', 'post', '429'), ['retry-after', ...limits, 'x-request-id'].sort());
