@@ -168,6 +168,22 @@ describe('console usage and spend', () => {
     assert.ok(detail.body.includes('could not &lt;render&gt; this'));
     assert.match(text, /Not delivered yet \(it is tried again on a schedule\) to https:\/\/hooks\.example\/video : pending 1 attempt/);
     assert.match(visibleText(section(detail.body, 'webhook-attempts')), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC retry 503 42 ms HTTP 503/);
+    // A task closed before it started sends no webhook: its pending state promises nothing.
+    await new TaskStore(harness.database.db).insert(
+      taskDocument({
+        _id: 'task_usage_unstarted',
+        account_id: accountId,
+        key_id: production.id,
+        status: 'failed',
+        url: undefined,
+        error: { code: 'gateway_unavailable', message: 'The task could not be stored.' },
+        webhook: { url: 'https://hooks.example/video', state: 'pending', attempts: [] },
+        created_at: new Date(Date.now() - 120 * 60_000),
+      }),
+    );
+    const unstarted = visibleText((await browser.get('/console/tasks/task_usage_unstarted')).body);
+    assert.match(unstarted, /Not sent \(the submission failed inside the gateway before the task started, so no callback is made\) to https:\/\/hooks\.example\/video : unsent 0 attempts/);
+    assert.doesNotMatch(unstarted, /tried again/);
     const foreign = await browser.get(`/console/tasks/${foreignTaskId}`);
     assert.equal(foreign.statusCode, 404);
     assert.match(foreign.headers['content-type'] as string, /^text\/html/);

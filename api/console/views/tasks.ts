@@ -1,4 +1,5 @@
 import { taskView } from '../../../core/task-view.ts';
+import { ABANDONED_TASK_ERROR } from '../../../store/abandoned-tasks.ts';
 import type { TaskDocument } from '../../../store/tasks.ts';
 import { html, safeHref, type Html } from '../html.ts';
 import { formatTime, formatUsd } from './format.ts';
@@ -30,19 +31,30 @@ function clipLink(task: TaskDocument, links: TaskLinks): Html {
   return href ? html`<a href="${href}" rel="noopener noreferrer">clip</a>` : html`<span class="muted">—</span>`;
 }
 
+type ShownWebhookState = NonNullable<TaskDocument['webhook']>['state'] | 'unsent';
+
 /** What the webhook's state says about its destination, in the holder's words. */
-const WEBHOOK_STATES: Record<NonNullable<TaskDocument['webhook']>['state'], string> = {
+const WEBHOOK_STATES: Record<ShownWebhookState, string> = {
   pending: 'Not delivered yet (it is tried again on a schedule) to',
+  unsent: 'Not sent (the submission failed inside the gateway before the task started, so no callback is made) to',
   delivered: 'Delivered to',
   gone: 'Stopped (the receiver answered 410 Gone) for',
   refused: 'Not sent (the destination is not allowed) to',
   exhausted: 'Not delivered (every attempt failed) to',
 };
 
+/** A task closed before it started (gateway_unavailable) never sends its webhook (README,
+ * Errors), yet its stored state stays `pending`, which would promise an attempt to come. */
+function shownWebhookState(task: TaskDocument & { webhook: NonNullable<TaskDocument['webhook']> }): ShownWebhookState {
+  const closedUnstarted = task.status === 'failed' && task.error?.code === ABANDONED_TASK_ERROR;
+  return task.webhook.state === 'pending' && task.webhook.attempts.length === 0 && closedUnstarted ? 'unsent' : task.webhook.state;
+}
+
 function webhookSummary(task: TaskDocument): Html {
   if (!task.webhook) return html`<span class="muted">none</span>`;
   const attempts = task.webhook.attempts.length;
-  return html`<span class="badge ${task.webhook.state}">${task.webhook.state}</span> ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}`;
+  const state = shownWebhookState({ ...task, webhook: task.webhook });
+  return html`<span class="badge ${state}">${state}</span> ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}`;
 }
 
 export function tasksTable(tasks: TaskDocument[], links: TaskLinks, whenEmpty = 'No video tasks yet.'): Html {
@@ -106,7 +118,7 @@ export function taskDetailPage(frame: PageFrame, task: TaskDocument, links: Task
 </dl></div>
 <h2>Webhook</h2>
 <div class="card">
-  ${task.webhook ? html`<p>${WEBHOOK_STATES[task.webhook.state]} <span class="mono">${task.webhook.url}</span>: ${webhookSummary(task)}</p>` : html`<p class="muted">This task was submitted without a callback_url.</p>`}
+  ${task.webhook ? html`<p>${WEBHOOK_STATES[shownWebhookState({ ...task, webhook: task.webhook })]} <span class="mono">${task.webhook.url}</span>: ${webhookSummary(task)}</p>` : html`<p class="muted">This task was submitted without a callback_url.</p>`}
   ${task.webhook ? attemptsTable(task) : ''}
 </div>
 <p><a href="/console/usage">← Usage &amp; spend</a></p>`,
