@@ -67,7 +67,8 @@ export function withResponseHeaders<Document extends object>(document: Document)
           ...(path.startsWith('/v1/') && code !== 401 ? requestLimits : {}),
           ...(operation.operationId === 'createChatCompletion' && code !== 401 && code !== 404 ? tokenLimits : {}),
           ...(IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200 ? replayed : {}),
-          ...(code === 429 || code === 502 || code === 503 ? retryAfter : {}),
+          // And on the 409 for a duplicate of an Idempotency-Key request still in progress.
+          ...(code === 429 || code === 502 || code === 503 || (IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 409) ? retryAfter : {}),
           ...(UPSTREAM_OPERATIONS.has(operation.operationId ?? '') && (code === 429 || code === 502 || code === 503) ? retryAfterMs : {}),
           ...(code === 502 || (operation.operationId === 'downloadVideoContent' && code === 409) ? shouldRetry : {}),
         };

@@ -56,9 +56,19 @@ declare module 'fastify' {
 }
 
 const HEADER = 'idempotency-key';
+
 /** Refreshes per stale window: one lost or late (a slow store) still leaves two before a retry
  * would take a running request's record over. */
 const REFRESHES_PER_STALE_WINDOW = 3;
+
+/** When a duplicate should come back. A record refreshed lately belongs to a request still
+ * running, which may end any moment: a second. One silent past a refresh or two was most
+ * likely cut off with its process: the time until a retry may take it over (stale). */
+export function retryAfterSeconds(staleAfterMs: number, silentMs: number): number {
+  const alive = silentMs < (2 * staleAfterMs) / REFRESHES_PER_STALE_WINDOW;
+  return alive ? 1 : Math.max(1, Math.ceil((staleAfterMs - silentMs) / 1000));
+}
+
 /** Pauses before writing a record again that the store refused as its request ended: about
  * a minute in all, past the stale window of every route. */
 const LATER_WRITE_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
@@ -142,8 +152,11 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     if (record.state === 'completed') {
       return replay(reply, { statusCode: record.status_code ?? 200, body: record.body ?? '', ...(record.content_type ? { contentType: record.content_type } : {}) });
     }
-    if (now.getTime() - lastSignOfLife(record).getTime() < route.staleAfterMs) {
-      throw new GatewayError('conflict', 'A request with this Idempotency-Key is still in progress. Retry after it finishes to get its answer.', 'Idempotency-Key');
+    const silentMs = now.getTime() - lastSignOfLife(record).getTime();
+    if (silentMs < route.staleAfterMs) {
+      throw new GatewayError('conflict', 'A request with this Idempotency-Key is still in progress. Retry after it finishes to get its answer.', 'Idempotency-Key', {
+        'retry-after': String(retryAfterSeconds(route.staleAfterMs, silentMs)),
+      });
     }
     const recovery: Recovery = (await route.recover?.(record, request)) ?? { rerun: 'same-task' };
     if ('replay' in recovery) {

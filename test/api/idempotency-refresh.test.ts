@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { request } from 'undici';
 import { errorHandler } from '../../api/plugins/error-handler.ts';
-import { idempotency } from '../../api/plugins/idempotency.ts';
+import { idempotency, retryAfterSeconds } from '../../api/plugins/idempotency.ts';
 import { IdempotencyStore } from '../../store/idempotency.ts';
 import { testDatabase } from '../helpers/engines.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
@@ -132,6 +132,12 @@ describe('Idempotency-Key records of requests still running', () => {
     );
     const tooSoon = await call('/work', 'orphan-key', 'orphan');
     assert.equal(tooSoon.statusCode, 409, 'refreshed within the window: still running');
+    // Refreshed lately, so likely running: come back in a second.
+    assert.equal(tooSoon.headers['retry-after'], '1');
+    await tooSoon.body.dump();
+    // Silent for most of a window: likely cut off with its process, to be taken over once the
+    // window is out (a video submission's is 30 s).
+    assert.deepEqual([retryAfterSeconds(30_000, 5_000), retryAfterSeconds(30_000, 24_200), retryAfterSeconds(30_000, 29_900)], [1, 6, 1]);
     // Its process died: no refresh for longer than the window.
     await store.collection.updateOne({ _id: recordId }, { $set: { refreshed_at: new Date(now - 2 * STALE_MS) } });
     const retried = await call('/work', 'orphan-key', 'orphan');
