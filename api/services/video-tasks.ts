@@ -16,6 +16,7 @@ import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
 import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
 import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
+import { HoldAdmission } from './hold-admission.ts';
 import type { UnansweredLeases } from './billing/lease-recall.ts';
 
 export interface VideoTaskServiceOptions {
@@ -43,8 +44,8 @@ const START_DEADLINE_MS = 3_000;
  * 503. Generous: a burst of 50 submissions of one account that mostly end in 403 (each refusal
  * costs a dozen store round trips, queued per account) takes about 3.5 s here when all is well. */
 const HOLD_DEADLINE_MS = 8_000;
-/** An account's submissions count as stalled once the oldest still waiting for its hold has
- * waited this long; new ones are then refused at once (a hold takes tens of ms when all is well). */
+/** An account's queue of submissions waiting for their hold counts as stalled once none got its
+ * hold for this long; new ones are then refused at once (a hold takes tens of ms when all is well). */
 const STALLED_AFTER_MS = 2_000;
 /** How long a submission that failed halfway keeps trying to close its task (the store may be
  * down); its backoff between attempts. */
@@ -64,10 +65,11 @@ function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise
 const settledOk = () => undefined;
 
 export class VideoTaskService {
-  /** Per account: when each submission of this process still waiting for its hold began. */
-  private readonly waiting = new Map<string, Set<{ since: number }>>();
+  private readonly admission: HoldAdmission;
 
-  constructor(private readonly options: VideoTaskServiceOptions) {}
+  constructor(private readonly options: VideoTaskServiceOptions) {
+    this.admission = new HoldAdmission({ stalledAfterMs: options.stalledAfterMs ?? STALLED_AFTER_MS, deadlineMs: options.holdDeadlineMs ?? HOLD_DEADLINE_MS });
+  }
 
   // Order matters for crash safety: the snapshot exists before money moves (so a hold is never
   // orphaned without a task the sweeper can find), and the workflow re-applies the hold
@@ -125,17 +127,9 @@ export class VideoTaskService {
     // The hold waits behind the account's other ledger movements (store/ledger.ts queues them per
     // process, chat's spend leases included). When the store is slow, that queue outgrows any
     // caller's patience. So: a submission that does not get its hold in time is answered 503
-    // (nothing charged), and while the account's oldest waiting submission has waited more than
-    // STALLED_AFTER_MS, new ones are refused at once instead of lengthening the queue.
-    const { accountId } = principal;
-    const waiting = this.waiting.get(accountId) ?? new Set<{ since: number }>();
-    const entry = { since: Date.now() };
-    const stalledAfterMs = this.options.stalledAfterMs ?? STALLED_AFTER_MS;
-    if ([...waiting].some((other) => entry.since - other.since > stalledAfterMs)) {
-      throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.');
-    }
-    waiting.add(entry);
-    this.waiting.set(accountId, waiting);
+    // (nothing charged), and one that could not get it in time, the queue being stalled or too
+    // long, is refused at once instead of lengthening the queue (hold-admission.ts).
+    const leaveQueue = this.admission.join(principal.accountId);
     const storing = (async () => {
       // Under an Idempotency-Key the task may be stored already, by a first attempt whose
       // process died before it held the price and started the workflow (api/routes/idempotent-routes.ts).
@@ -148,11 +142,7 @@ export class VideoTaskService {
       }
       await this.hold(principal, taskId, priceMicros);
     })();
-    const settled = () => {
-      waiting.delete(entry);
-      if (waiting.size === 0 && this.waiting.get(accountId) === waiting) this.waiting.delete(accountId);
-    };
-    storing.then(settled, settled);
+    storing.then(leaveQueue, leaveQueue);
     try {
       await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.'));
     } catch (error) {

@@ -62,6 +62,25 @@ class LedgerStuckOnHolds extends Ledger {
   }
 }
 
+/** A ledger whose holds take `holdMs` each, one after another: a slow store that keeps up. */
+class LedgerSlowOnHolds extends Ledger {
+  private turns: Promise<unknown> = Promise.resolve();
+  constructor(
+    db: ConstructorParameters<typeof Ledger>[0],
+    private readonly holdMs: number,
+  ) {
+    super(db);
+  }
+  override async apply(input: Parameters<Ledger['apply']>[0]) {
+    if (input.operation === 'hold') {
+      const turn = this.turns.then(() => new Promise((resolve) => setTimeout(resolve, this.holdMs)));
+      this.turns = turn;
+      await turn;
+    }
+    return super.apply(input);
+  }
+}
+
 /** The api's task store as seen from a process that dies as it claims its task for the caller:
  * the claim never comes back (and the answer never goes out). */
 class TasksDyingOnClaim extends TaskStore {
@@ -173,6 +192,36 @@ describe('video submissions that fail halfway', () => {
     assert.equal((await stack.temporal.client.workflow.getHandle(accepted.task_id).result()).status, 'succeeded');
     const totals = await ledger.totals(principal.accountId);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [10_000_000 - PRICE, 0, PRICE]);
+  });
+
+  it('holds that come slowly but steadily: a submission joining a queue whose oldest waited past the stall limit is accepted', async () => {
+    // Holds 300 ms apart; the stall limit is 1 s. The queue moves, so it is not stalled.
+    const principal = await fundedPrincipal('slow-holds', 10_000_000);
+    const submissions = service({ ledger: new LedgerSlowOnHolds(stack.database.db, 300) });
+    const first = Array.from({ length: 4 }, (_, index) => submissions.submit(principal, body, `req_slow_${index}`));
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const late = await submissions.submit(principal, body, 'req_slow_late');
+    assert.equal(late.status, 'submitted');
+    for (const answer of await Promise.all(first)) assert.equal(answer.status, 'submitted');
+  });
+
+  it('a queue too long to reach a hold in time: the newcomer is refused at once, with the wait in Retry-After', async () => {
+    // Holds 300 ms apart and a 2 s deadline: about six can be waiting; the rest are told at once.
+    const principal = await fundedPrincipal('long-queue', 10_000_000);
+    const submissions = service({ ledger: new LedgerSlowOnHolds(stack.database.db, 300) });
+    const early = Array.from({ length: 3 }, (_, index) => submissions.submit(principal, body, `req_queue_${index}`));
+    await Promise.all(early);
+    const started = performance.now();
+    const burst = await Promise.allSettled(Array.from({ length: 12 }, (_, index) => submissions.submit(principal, body, `req_queue_burst_${index}`)));
+    const refusedAtOnce = burst.flatMap((outcome) => (outcome.status === 'rejected' && outcome.reason instanceof GatewayError && outcome.reason.headers['retry-after'] ? [outcome.reason] : []));
+    assert.ok(refusedAtOnce.length >= 3, `${refusedAtOnce.length} of 12 refused with Retry-After: ${burst.map((outcome) => outcome.status === 'rejected' ? String(outcome.reason) : 'accepted').join('; ')}`);
+    for (const refusal of refusedAtOnce) {
+      assert.equal(refusal.code, 'service_unavailable');
+      assert.match(refusal.message, /waiting for their hold on its balance here/);
+    }
+    assert.ok(burst.some((outcome) => outcome.status === 'fulfilled'), 'the queue still takes what it can hold in time');
+    assert.ok(performance.now() - started < 4_000);
+    await eventually(async () => (await ledger.totals(principal.accountId)).held_micros + (await ledger.totals(principal.accountId)).spent_micros > 0, 'holds landed');
   });
 
   it('a "started" flag the store drops: the caller still gets its task, which runs and is charged once', async () => {

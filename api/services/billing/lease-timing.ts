@@ -52,7 +52,7 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = {
   reservationsPerLease: 8,
   recallPollMs: 500,
   // An idle lease comes back within a poll and a dozen store round trips (0.6 s). Shorter than
-  // the 2 s after which a video submission's wait for its hold counts as stalled
-  // (video-tasks.ts): the submissions behind it are then refused with 503.
+  // the 2 s without a hold after which an account's queue of video submissions counts as
+  // stalled (hold-admission.ts): newcomers are then refused with 503.
   recallWaitMs: 1_500,
 };

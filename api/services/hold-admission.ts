@@ -1,0 +1,84 @@
+import { GatewayError } from '../../core/errors.ts';
+
+// Which video submissions may join their account's queue for a hold on its balance. The holds
+// of one account wait for each other in this process (store/ledger.ts queues its movements),
+// and a submission that does not get its hold within its deadline is answered 503. Two cases
+// are refused at once instead, costing the store nothing:
+// - the queue is not moving: nothing in it has got its hold for `stalledAfterMs` (the store is
+//   slow or gone), so a newcomer would only wait for its own 503;
+// - the queue moves, but too slowly for a newcomer to reach its hold within `deadlineMs`:
+//   the time between holds, times the submissions ahead, says so.
+// A queue that moves is otherwise joined, however long its oldest has waited: a few submissions
+// of one account at once, on a store that takes a second a hold, wait a few seconds and are
+// accepted (judged by its oldest, three at once were refused on FerretDB under load).
+
+interface AccountQueue {
+  /** Submissions of this process waiting for their hold. */
+  waiting: number;
+  /** When the queue last moved: a hold got (or refused), or the queue began. */
+  movedAt: number;
+  /** Moving average of the time between holds, once one came. */
+  holdEveryMs?: number;
+}
+
+/** Weight of the latest time between holds in the moving average. */
+const LATEST_WEIGHT = 0.3;
+/** How long an empty queue keeps its time between holds, for the next burst to be judged by;
+ * idle queues older than that are forgotten. */
+const KEPT_IDLE_MS = 60_000;
+/** Idle queues are looked for once the map holds this many. */
+const PRUNE_AT = 1_000;
+
+export class HoldAdmission {
+  private readonly queues = new Map<string, AccountQueue>();
+
+  constructor(private readonly limits: { stalledAfterMs: number; deadlineMs: number }) {}
+
+  /** Joins the account's queue or throws the 503 that says why not; the function returned
+   * leaves it, once the submission's hold was settled either way. */
+  join(accountId: string, now = Date.now()): () => void {
+    const queue = this.queues.get(accountId) ?? this.newQueue(accountId, now);
+    if (queue.waiting === 0) {
+      // An empty queue begins again now; its time between holds stands if it is recent.
+      if (now - queue.movedAt > KEPT_IDLE_MS) delete queue.holdEveryMs;
+      queue.movedAt = now;
+    }
+    this.refuseIfHopeless(queue, now);
+    queue.waiting++;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      const at = Date.now();
+      const since = at - queue.movedAt;
+      queue.holdEveryMs = queue.holdEveryMs === undefined ? since : queue.holdEveryMs + LATEST_WEIGHT * (since - queue.holdEveryMs);
+      queue.movedAt = at;
+      queue.waiting--;
+    };
+  }
+
+  private newQueue(accountId: string, now: number): AccountQueue {
+    if (this.queues.size >= PRUNE_AT) {
+      for (const [id, queue] of this.queues) if (queue.waiting === 0 && now - queue.movedAt > KEPT_IDLE_MS) this.queues.delete(id);
+    }
+    const queue: AccountQueue = { waiting: 0, movedAt: now };
+    this.queues.set(accountId, queue);
+    return queue;
+  }
+
+  private refuseIfHopeless(queue: AccountQueue, now: number): void {
+    if (now - queue.movedAt > this.limits.stalledAfterMs) {
+      throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.');
+    }
+    const expectedWaitMs = queue.holdEveryMs === undefined ? 0 : (queue.waiting + 1) * queue.holdEveryMs;
+    if (expectedWaitMs > this.limits.deadlineMs) {
+      const seconds = Math.max(1, Math.ceil((queue.waiting * queue.holdEveryMs!) / 1000));
+      throw new GatewayError(
+        'service_unavailable',
+        `This account has ${queue.waiting} video submissions waiting for their hold on its balance here, too many for another to get one in time; nothing was charged. Retry in about ${seconds} s.`,
+        undefined,
+        { 'retry-after': String(seconds) },
+      );
+    }
+  }
+}
