@@ -62,6 +62,9 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['metadata an array', { model: 'seedance-2.0', prompt: 'x', metadata: [] }, 400, 'metadata', /'metadata': must be an object/],
   ['seconds with a leading zero', { model: 'seedance-2.0', prompt: 'x', seconds: '05' }, 400, 'seconds', /without leading zeros/],
   ['an unknown top-level field', { model: 'seedance-2.0', prompt: 'x', duration: 5 }, 400, undefined, /duration/],
+  ['an unknown field in a content entry', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ ...image(1), weight: 0.5 }] } }, 400, 'metadata.content.0.weight', /Unknown field 'metadata\.content\.0\.weight'/],
+  ['a second url object in a content entry', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ ...image(1), video_url: { url: 'https://media.example/a.mp4' } }] } }, 400, 'metadata.content.0.video_url', /Unknown field/],
+  ['an unknown field beside url', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ ...image(1), image_url: { url: 'https://media.example/a.png', detail: 'high' } }] } }, 400, 'metadata.content.0.image_url.detail', /Unknown field/],
 ];
 
 describe('POST /v1/video/generations refuses bad requests', () => {

@@ -69,8 +69,10 @@ function roleRefusal(model: VideoModel, type: ReferenceMediaType, roles: Content
 
 function entrySchema(model: VideoModel, type: ReferenceMediaType, roles: ContentRoles) {
   const allowed = roles[type] as [string, ...string[]];
-  const media = z.object({ url: httpUrl }, { error: `is required for a ${type} entry: {"url": "https://…"}` });
-  return z.object({
+  // Strict, as the body and metadata are: a field the gateway does not read (a `weight`, a
+  // `video_url` on an image_url entry) would otherwise be dropped without a word.
+  const media = z.strictObject({ url: httpUrl }, { error: `is required for a ${type} entry: {"url": "https://…"}` });
+  return z.strictObject({
     type: z.literal(type, { error: `must be ${either(allowedEntryTypes(roles))} for '${model.id}'` }),
     [type]: media,
     role: z.enum(allowed, { error: (issue) => roleRefusal(model, type, roles, issue.input) }),
