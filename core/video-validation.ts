@@ -1,5 +1,6 @@
 import type { VideoModel } from './catalog.ts';
 import { GatewayError } from './errors.ts';
+import { withArticle } from './characters.ts';
 import type { ReferenceMedia, VideoGenerationRequest } from '../vendors/types.ts';
 
 // Model-dependent rules for a video submission (spec 4.1 rules 1-4 and section 8). Each
@@ -46,7 +47,7 @@ function validateContent(model: VideoModel, content: NonNullable<SubmissionInput
   const media: ReferenceMedia[] = content.map((entry, index) => {
     const allowed = ROLE_FOR_TYPE[entry.type];
     if (!allowed.includes(entry.role as ReferenceMedia['role'])) {
-      refuse(`metadata.content.${index}.role`, `metadata.content[${index}].role must be ${allowed.join(' or ')} for a ${entry.type} entry, got '${entry.role}'.`);
+      refuse(`metadata.content.${index}.role`, `metadata.content[${index}].role must be ${allowed.join(' or ')} for ${withArticle(entry.type)} entry, got '${entry.role}'.`);
     }
     return { type: entry.type, url: entry[entry.type]!.url, role: entry.role as ReferenceMedia['role'] };
   });

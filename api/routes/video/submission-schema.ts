@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Catalog, VideoModel } from '../../../core/catalog.ts';
+import { withArticle } from '../../../core/characters.ts';
 import type { SubmissionInput } from '../../../core/video-validation.ts';
 import type { ReferenceMediaType } from '../../../vendors/types.ts';
 import { modelIdRefusal } from '../model-resolution.ts';
@@ -63,15 +64,15 @@ function roleRefusal(model: VideoModel, type: ReferenceMediaType, roles: Content
   const allowed = roles[type];
   const takenByAnyType = Object.values(roles).some((typeRoles: string[]) => typeRoles.includes(role as string));
   const label = typeof role === 'string' && !takenByAnyType ? ROLE_LABELS[role] : undefined;
-  if (label) return `The model '${model.id}' does not accept ${label}; a ${type} entry's role must be ${either(allowed)} here.`;
-  return `must be ${either(allowed)} for a ${type} entry of '${model.id}'`;
+  if (label) return `The model '${model.id}' does not accept ${label}; ${withArticle(type)} entry's role must be ${either(allowed)} here.`;
+  return `must be ${either(allowed)} for ${withArticle(type)} entry of '${model.id}'`;
 }
 
 function entrySchema(model: VideoModel, type: ReferenceMediaType, roles: ContentRoles) {
   const allowed = roles[type] as [string, ...string[]];
   // Strict, as the body and metadata are: a field the gateway does not read (a `weight`, a
   // `video_url` on an image_url entry) would otherwise be dropped without a word.
-  const media = z.strictObject({ url: httpUrl }, { error: `is required for a ${type} entry: {"url": "https://…"}` });
+  const media = z.strictObject({ url: httpUrl }, { error: `is required for ${withArticle(type)} entry: {"url": "https://…"}` });
   return z.strictObject({
     type: z.literal(type, { error: `must be ${either(allowedEntryTypes(roles))} for '${model.id}'` }),
     [type]: media,
