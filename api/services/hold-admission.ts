@@ -35,22 +35,24 @@ export class HoldAdmission {
   constructor(private readonly limits: { stalledAfterMs: number; deadlineMs: number }) {}
 
   /** Joins the account's queue or throws the 503 that says why not; the function returned
-   * leaves it, once the submission's hold was settled either way. */
-  join(accountId: string, now = Date.now()): () => void {
+   * leaves it, once the submission's hold was settled either way (`at` is for tests). */
+  join(accountId: string, now = Date.now()): (at?: number) => void {
     const queue = this.queues.get(accountId) ?? this.newQueue(accountId, now);
     if (queue.waiting === 0) {
-      // An empty queue begins again now; its time between holds stands if it is recent.
+      // An empty queue is always joined: it begins again now, and its time between holds stands
+      // only if recent. (Refusing there on a slow average would refuse for good: only holds
+      // that come move the average.)
       if (now - queue.movedAt > KEPT_IDLE_MS) delete queue.holdEveryMs;
       queue.movedAt = now;
-    }
-    this.refuseIfHopeless(queue, now);
+    } else this.refuseIfHopeless(queue, now);
     queue.waiting++;
     let left = false;
-    return () => {
+    return (at = Date.now()) => {
       if (left) return;
       left = true;
-      const at = Date.now();
-      const since = at - queue.movedAt;
+      // A hold that came after its caller's deadline (a store that hung) counts as the deadline:
+      // its whole wait would tell the next callers to stay away for longer than a hold takes.
+      const since = Math.min(at - queue.movedAt, this.limits.deadlineMs);
       queue.holdEveryMs = queue.holdEveryMs === undefined ? since : queue.holdEveryMs + LATEST_WEIGHT * (since - queue.holdEveryMs);
       queue.movedAt = at;
       queue.waiting--;
@@ -70,9 +72,11 @@ export class HoldAdmission {
     if (now - queue.movedAt > this.limits.stalledAfterMs) {
       throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.');
     }
-    const expectedWaitMs = queue.holdEveryMs === undefined ? 0 : (queue.waiting + 1) * queue.holdEveryMs;
-    if (expectedWaitMs > this.limits.deadlineMs) {
-      const seconds = Math.max(1, Math.ceil((queue.waiting * queue.holdEveryMs!) / 1000));
+    const every = queue.holdEveryMs;
+    if (every !== undefined && (queue.waiting + 1) * every > this.limits.deadlineMs) {
+      // Until enough holds came for a newcomer to fit within the deadline.
+      const fit = Math.max(0, Math.floor(this.limits.deadlineMs / every) - 1);
+      const seconds = Math.max(1, Math.ceil(((queue.waiting - fit) * every) / 1000));
       throw new GatewayError(
         'service_unavailable',
         `This account has ${queue.waiting} video submissions waiting for their hold on its balance here, too many for another to get one in time; nothing was charged. Retry in about ${seconds} s.`,

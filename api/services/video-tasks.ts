@@ -142,7 +142,8 @@ export class VideoTaskService {
       }
       await this.hold(principal, taskId, priceMicros);
     })();
-    storing.then(leaveQueue, leaveQueue);
+    const leave = () => leaveQueue();
+    storing.then(leave, leave);
     try {
       await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.'));
     } catch (error) {

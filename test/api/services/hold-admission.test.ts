@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { GatewayError } from '../../../core/errors.ts';
+import { HoldAdmission } from '../../../api/services/hold-admission.ts';
+
+// Which video submissions of one account may wait for a hold on its balance (the service's
+// integration tests in test/workflows/abandoned-submission.test.ts run it against a slow ledger;
+// these run it on a clock of their own).
+
+const limits = { stalledAfterMs: 2_000, deadlineMs: 8_000 };
+
+function refusal(attempt: () => unknown): GatewayError | undefined {
+  try {
+    attempt();
+    return undefined;
+  } catch (error) {
+    assert.ok(error instanceof GatewayError);
+    return error;
+  }
+}
+
+describe('hold admission', () => {
+  it('joins a queue that moves, however long its oldest has waited', () => {
+    const admission = new HoldAdmission(limits);
+    const leaves = [0, 1, 2].map(() => admission.join('acct', 0));
+    leaves[0]!(1_000);
+    leaves[1]!(2_000);
+    // The last still waits, 2.5 s on: the queue moved half a second ago.
+    assert.equal(refusal(() => admission.join('acct', 2_500)), undefined);
+  });
+
+  it('refuses a newcomer at once when nothing got its hold for the stall limit', () => {
+    const admission = new HoldAdmission(limits);
+    admission.join('acct', 0);
+    const refused = refusal(() => admission.join('acct', 2_100));
+    assert.equal(refused?.code, 'service_unavailable');
+    assert.match(refused!.message, /cannot be reserved quickly right now/);
+    // Another account's queue is its own.
+    assert.equal(refusal(() => admission.join('other', 2_100)), undefined);
+  });
+
+  it('refuses a newcomer the queue cannot bring to a hold in time, saying when one would fit', () => {
+    const admission = new HoldAdmission(limits);
+    // Holds a second apart.
+    let clock = 0;
+    const first = admission.join('acct', clock);
+    const waiting = Array.from({ length: 7 }, () => admission.join('acct', clock));
+    first((clock += 1_000));
+    waiting[0]!((clock += 1_000));
+    // Six wait, a hold a second: a seventh and an eighth fit in 8 s, a ninth does not.
+    assert.equal(refusal(() => admission.join('acct', clock)), undefined);
+    assert.equal(refusal(() => admission.join('acct', clock)), undefined);
+    const refused = refusal(() => admission.join('acct', clock));
+    assert.equal(refused?.code, 'service_unavailable');
+    assert.match(refused!.message, /has 8 video submissions waiting/);
+    assert.equal(refused!.headers['retry-after'], '1');
+  });
+
+  it('always joins an empty queue, so one hold that hung does not shut the account out', () => {
+    const admission = new HoldAdmission(limits);
+    // A store that hung: the hold came 30 s on, long after its caller's 503.
+    admission.join('acct', 0)(30_000);
+    let clock = 31_000;
+    for (let attempt = 0; attempt < 5; attempt++, clock += 1_000) {
+      const leave = admission.join('acct', clock);
+      assert.ok(leave, `attempt ${attempt} joined`);
+      // The store is quick again.
+      leave(clock + 50);
+    }
+    // The quick holds have brought the time between holds back down: a few may wait at once.
+    const together = [0, 1, 2, 3].map(() => refusal(() => admission.join('acct', clock)));
+    assert.deepEqual(together, [undefined, undefined, undefined, undefined]);
+  });
+});
