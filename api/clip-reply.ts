@@ -9,10 +9,13 @@ import type { ClipRequest } from '../vendors/types.ts';
 /** What the caller asked of the clip: a part of it (Range), or only its headers (HEAD). */
 export function clipRequestOf(request: FastifyRequest): ClipRequest {
   const { range, 'if-range': ifRange } = request.headers;
+  // One range only: several would come back as multipart/byteranges, which is no mp4 (and what
+  // players send is one). Without it the vendor answers the whole clip, as HTTP allows.
+  const single = range !== undefined && !range.includes(',');
   return {
     ...(request.method === 'HEAD' ? { headOnly: true } : {}),
-    ...(range === undefined ? {} : { range }),
-    ...(typeof ifRange === 'string' ? { ifRange } : {}),
+    ...(single ? { range } : {}),
+    ...(single && typeof ifRange === 'string' ? { ifRange } : {}),
   };
 }
 
@@ -26,6 +29,9 @@ export function sendClip(reply: FastifyReply, clip: Clip, headers: Record<string
   if (clip.contentLength !== undefined) reply.header('content-length', clip.contentLength);
   if (clip.contentRange !== undefined) reply.header('content-range', clip.contentRange);
   if (clip.acceptRanges !== undefined) reply.header('accept-ranges', clip.acceptRanges);
+  // The validators a resumed download sends back in If-Range.
+  if (clip.etag !== undefined) reply.header('etag', clip.etag);
+  if (clip.lastModified !== undefined) reply.header('last-modified', clip.lastModified);
   // A stream, which Fastify pipes as is (for HEAD, it drains the empty body).
   return reply.send(clip.body);
 }

@@ -27,7 +27,7 @@ export interface VendorStream {
   status: number;
   body: AsyncIterable<Uint8Array>;
   /** The response headers a download passes on; absent when the vendor sent none. */
-  headers: { contentType?: string; contentLength?: string; contentRange?: string; acceptRanges?: string };
+  headers: { contentType?: string; contentLength?: string; contentRange?: string; acceptRanges?: string; etag?: string; lastModified?: string };
 }
 
 /** What a download asks of the vendor beyond the file: a part of it, or only its headers. */
@@ -156,7 +156,14 @@ export function createVendorHttp(options: VendorHttpOptions) {
       const response = await send(ask.method ?? 'GET', path, { accept: '*/*', dispatcher, headers, passStatus: ask.range === undefined ? undefined : 416 });
       if (response.statusCode === 416) await response.body.dump();
       const pick = (name: string) => firstHeader(response.headers[name]);
-      const found = { contentType: pick('content-type'), contentLength: pick('content-length'), contentRange: pick('content-range'), acceptRanges: pick('accept-ranges') };
+      const found = {
+        contentType: pick('content-type'),
+        contentLength: pick('content-length'),
+        contentRange: pick('content-range'),
+        acceptRanges: pick('accept-ranges'),
+        etag: pick('etag'),
+        lastModified: pick('last-modified'),
+      };
       return {
         status: response.statusCode,
         body: response.body,

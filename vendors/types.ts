@@ -73,6 +73,8 @@ export interface VendorClip {
   contentLength?: string;
   contentRange?: string;
   acceptRanges?: string;
+  etag?: string;
+  lastModified?: string;
 }
 
 /** Worth retrying: network failure, 408, 429 or 5xx. `retryAfterMs` echoes the vendor's Retry-After. */

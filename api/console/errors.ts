@@ -34,6 +34,8 @@ export function registerConsoleErrorPages(app: FastifyInstance): void {
       );
     }
     const title = gatewayError.status === 404 ? 'Not found' : 'Request refused';
+    // What the error says beside its message: Retry-After on a 429, Content-Range on a clip's 416.
+    reply.headers(gatewayError.headers);
     return sendPage(reply, errorPage({ status: gatewayError.status, title, message: gatewayError.message }), gatewayError.status);
   });
 

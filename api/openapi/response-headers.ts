@@ -46,6 +46,15 @@ const UPSTREAM_OPERATIONS = new Set(['createChatCompletion', 'createImage']);
  * and on a clip asked for before its task succeeded (api/services/task-clips.ts). */
 const shouldRetry = { 'x-should-retry': { description: '`false` when retrying at once cannot help: the operator must fix the upstream setup, or the task has no clip yet (or ever).', schema: { type: 'string', enum: ['false'] } } satisfies Header };
 
+/** On a clip streamed through the gateway (api/clip-reply.ts): the vendor's, when it sent them. */
+const clipHeaders = {
+  'content-length': text('The clip’s length in bytes (of the part, on a 206).'),
+  'accept-ranges': text('`bytes` when the vendor serves parts of the clip (Range).'),
+  etag: text('The vendor’s validator of the clip, for If-Range.'),
+  'last-modified': text('The vendor’s date of the clip, for If-Range.'),
+};
+const contentRange = { 'content-range': text('Which bytes of the clip this is (`bytes 0-99/2503`), or, on a 416, its length (`bytes */2503`).') };
+
 const IDEMPOTENT_OPERATIONS = new Set(['createVideoTask', 'createImage']);
 
 interface Operation {
@@ -69,8 +78,10 @@ export function withResponseHeaders<Document extends object>(document: Document)
           ...(IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200 ? replayed : {}),
           // And on the 409 for a duplicate of an Idempotency-Key request still in progress.
           ...(code === 429 || code === 502 || code === 503 || (IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 409) ? retryAfter : {}),
-          ...(UPSTREAM_OPERATIONS.has(operation.operationId ?? '') && (code === 429 || code === 502 || code === 503) ? retryAfterMs : {}),
+          ...(UPSTREAM_OPERATIONS.has(operation.operationId ?? '') && (code === 429 || code === 502) ? retryAfterMs : {}),
           ...(code === 502 || (operation.operationId === 'downloadVideoContent' && code === 409) ? shouldRetry : {}),
+          ...(operation.operationId === 'downloadVideoContent' && (code === 200 || code === 206) ? clipHeaders : {}),
+          ...(operation.operationId === 'downloadVideoContent' && (code === 206 || code === 416) ? contentRange : {}),
         };
       }
     }

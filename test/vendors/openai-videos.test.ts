@@ -164,9 +164,9 @@ describe('OpenAI videos adapter', () => {
     });
 
     it('passes the caller\'s Range and HEAD on, and the vendor\'s part, length and 416 back', async () => {
-      server.answer('GET', `${VIDEOS}/${VIDEO_ID}/content`, { status: 206, headers: { 'content-type': 'video/mp4', 'content-range': 'bytes 0-3/1024', 'accept-ranges': 'bytes', 'content-length': '4' }, body: Buffer.from('abcd') });
+      server.answer('GET', `${VIDEOS}/${VIDEO_ID}/content`, { status: 206, headers: { 'content-type': 'video/mp4', 'content-range': 'bytes 0-3/1024', 'accept-ranges': 'bytes', 'content-length': '4', etag: '"v1"' }, body: Buffer.from('abcd') });
       const part = await vendor.openContent!(VIDEO_ID, { range: 'bytes=0-3', ifRange: '"v1"' });
-      assert.deepEqual([part.status, part.contentRange, part.contentLength, part.acceptRanges], [206, 'bytes 0-3/1024', '4', 'bytes']);
+      assert.deepEqual([part.status, part.contentRange, part.contentLength, part.acceptRanges, part.etag], [206, 'bytes 0-3/1024', '4', 'bytes', '"v1"']);
       assert.equal((await collect(part.body)).bytes.toString(), 'abcd');
       assert.deepEqual([server.requests[0]!.headers.range, server.requests[0]!.headers['if-range']], ['bytes=0-3', '"v1"']);
 
@@ -177,6 +177,17 @@ describe('OpenAI videos adapter', () => {
       server.answer('HEAD', `${VIDEOS}/${VIDEO_ID}/content`, { status: 200, headers: { 'content-type': 'video/mp4', 'content-length': '1024' } });
       const head = await vendor.openContent!(VIDEO_ID, { headOnly: true });
       assert.deepEqual([head.status, head.contentLength, server.requests[2]!.method], [200, '1024', 'HEAD']);
+    });
+
+    it('asks with GET when the download endpoint refuses HEAD', async () => {
+      for (const status of [405, 501]) {
+        server.requests.length = 0;
+        server.answer('HEAD', `${VIDEOS}/${VIDEO_ID}/content`, { status });
+        server.answer('GET', `${VIDEOS}/${VIDEO_ID}/content`, { status: 200, headers: { 'content-type': 'video/mp4', 'content-length': '4' }, body: 'abcd' });
+        const head = await vendor.openContent!(VIDEO_ID, { headOnly: true });
+        assert.deepEqual([head.status, head.contentLength, server.requests.map((sent) => sent.method)], [200, '4', ['HEAD', 'GET']], String(status));
+        await collect(head.body);
+      }
     });
 
     it('takes a 416 for a vendor failure when no range was asked for', async () => {

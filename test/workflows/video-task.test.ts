@@ -180,6 +180,12 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     assert.equal(viaConsole.rawPayload.subarray(4, 8).toString('latin1'), 'ftyp');
     const consolePart = await holder.get(href, { range: 'bytes=0-7' });
     assert.deepEqual([consolePart.statusCode, consolePart.headers['content-range'], consolePart.rawPayload.length], [206, `bytes 0-7/${whole.length}`, 8]);
+    const consolePastEnd = await holder.get(href, { range: `bytes=${whole.length}-` });
+    assert.deepEqual([consolePastEnd.statusCode, consolePastEnd.headers['content-range']], [416, `bytes */${whole.length}`]);
+    // Several ranges at once are not passed on (a multipart answer is no mp4): the whole clip.
+    const ranges = await request(task.url!, { headers: { authorization: `Bearer ${key.key}`, range: 'bytes=0-1,4-7' } });
+    assert.deepEqual([ranges.statusCode, ranges.headers['content-length'], ranges.headers['content-type']], [200, String(whole.length), 'video/mp4']);
+    await ranges.body.dump();
     // Another holder's session cannot fetch it.
     const otherEmail = `${uniqueName('other')}@example.com`;
     await createAccountWithSignIn(stack.app, { name: 'other', balance_usd: 1, console_email: otherEmail, console_password: 'correct horse battery staple' });

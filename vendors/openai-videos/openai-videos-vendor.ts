@@ -1,5 +1,5 @@
 import { createVendorHttp } from '../http.ts';
-import { isContentPolicyCode, VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
+import { isContentPolicyCode, VendorRejectedError, VendorTransientError, type VendorConnection, type VendorTaskStatus, type VideoVendor } from '../types.ts';
 import { OPENAI_VIDEOS_PATH, openAiVideo, toOpenAiCreateVideoBody, type OpenAiVideo } from './openai-videos-wire.ts';
 
 export interface OpenAiVideosVendorOptions {
@@ -62,10 +62,19 @@ export function createOpenAiVideosVendor(connection: VendorConnection, options: 
     },
 
     async openContent(vendorTaskId, ask = {}) {
-      const content = await http.stream(`${videoPath(vendorTaskId)}/content`, { method: ask.headOnly ? 'HEAD' : 'GET', range: ask.range, ifRange: ask.ifRange });
-      const { contentType, ...lengths } = content.headers;
+      const path = `${videoPath(vendorTaskId)}/content`;
+      const get = () => http.stream(path, { range: ask.range, ifRange: ask.ifRange });
+      // HEAD spares downloading a clip only to drop it; a download endpoint that does not take
+      // HEAD (405, 501) gets the GET, whose body the caller's HEAD answer leaves out.
+      const content = ask.headOnly
+        ? await http.stream(path, { method: 'HEAD', range: ask.range, ifRange: ask.ifRange }).catch((error: unknown) => {
+            if ((error instanceof VendorRejectedError || error instanceof VendorTransientError) && (error.status === 405 || error.status === 501)) return get();
+            throw error;
+          })
+        : await get();
+      const { contentType, ...sent } = content.headers;
       const status = content.status === 206 || content.status === 416 ? content.status : 200;
-      return { status, body: content.body, contentType: clipContentType(contentType), ...lengths };
+      return { status, body: content.body, contentType: clipContentType(contentType), ...sent };
     },
   };
 }
