@@ -17,13 +17,15 @@ export function modelIdRefusal(kind: CatalogModel['kind']) {
 }
 
 /** The `model` field of an endpoint: the catalog's ids of that kind. */
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
 export function modelIdField(catalog: Catalog, kind: CatalogModel['kind']) {
   const ids = catalog
     .all()
     .filter((model) => model.kind === kind)
     .map((model) => model.id);
   if (ids.length === 0) return z.never({ error: `this gateway serves no ${kind} models` });
-  return z.enum(ids as [string, ...string[]], { error: modelIdRefusal(kind) }).describe(`${withArticle(kind)} model id (GET /v1/models lists those your key may use).`);
+  return z.enum(ids as [string, ...string[]], { error: modelIdRefusal(kind) }).describe(`${capitalized(withArticle(kind))} model id (GET /v1/models lists those your key may use).`);
 }
 
 /** preValidation hook: 404 for an unknown model, 403 for one the key may not use, 400 for a

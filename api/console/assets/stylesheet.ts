@@ -63,6 +63,7 @@ td.text { white-space: normal; overflow-wrap: anywhere; min-width: 8rem; max-wid
 .badge.active, .badge.succeeded, .badge.delivered { background: var(--ok-bg); color: var(--ok); }
 .badge.revoked, .badge.failed, .badge.exhausted, .badge.gone, .badge.refused { background: var(--error-bg); color: var(--danger); }
 .badge.running, .badge.submitted, .badge.pending { background: #e7eefc; color: var(--accent); }
+.badge.unsent { background: var(--bg); color: var(--muted); }
 .secret-box { display: flex; gap: .5rem; flex-wrap: wrap; align-items: center; }
 .secret-box input { flex: 1 1 18rem; font-family: ui-monospace, Menlo, Consolas, monospace; }
 .stats { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: .6rem; margin-bottom: 1rem; }

@@ -149,12 +149,12 @@ export function translate(event: EventSourceMessage, state: RelayState, forwardU
 const NULL_USAGE = /"usage"\s*:\s*null\s*/y;
 
 /** The chunk's JSON text without its top-level `"usage": null` member, or undefined when the
- * text names `"usage"` more than once (then which one is top-level takes a parse to tell). A
- * `"usage"` with both quotes bare is a key or a whole string value, never part of a longer
- * string (a quote inside a string is escaped). */
+ * text does not tell which member that is without a parse: `"usage"` found more than once, or a
+ * `\u` escape in the text (a key may be spelt `"us\u0061ge"`, and then the one found is not it).
+ * Otherwise the top-level key is spelt out, so it is the one `"usage"` found. */
 export function withoutNullUsage(json: string): string | undefined {
   const at = json.indexOf('"usage"');
-  if (at < 0 || json.indexOf('"usage"', at + 1) >= 0) return undefined;
+  if (at < 0 || json.indexOf('"usage"', at + 1) >= 0 || json.includes('\\u')) return undefined;
   NULL_USAGE.lastIndex = at;
   const member = NULL_USAGE.exec(json);
   if (!member) return undefined;

@@ -46,11 +46,14 @@ describe('chunk translation: the usage the gateway asked for', () => {
       ['beside a later member', chunk(',"usage":null,"obfuscation":"x"')],
       // A text that says "usage" is a string value, told apart by a parse.
       ['with "usage" in the text', chunk(',"usage":null').replace('"Hi"', '"usage"')],
+      // The top-level key spelt with an escape, and a nested member spelt out: the nested one stays.
+      ['escaped, beside a nested one', chunk(',"us\\u0061ge":null').replace('"finish_reason":null', '"finish_reason":null,"logprobs":{"usage":null}')],
     ] as const) {
       const sent = translate({ data }, newRelayState(1), false, 'm');
       const parsed = JSON.parse(sent.replace(/^data: /, '')) as Record<string, unknown>;
       assert.ok(!('usage' in parsed), `${label}: ${sent}`);
       assert.deepEqual(parsed.choices, (JSON.parse(data) as { choices: unknown }).choices, label);
+      assert.deepEqual({ ...parsed }, (({ usage: _usage, ...rest }) => rest)(JSON.parse(data) as Record<string, unknown>), `${label}: nothing else changed`);
       const asked = translate({ data }, newRelayState(1), true, 'm');
       assert.equal(asked, `data: ${data}\n\n`, `${label}: passed on as it came`);
     }
