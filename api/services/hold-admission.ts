@@ -10,7 +10,9 @@ import { GatewayError } from '../../core/errors.ts';
 //   the time between holds, times the submissions ahead, says so.
 // A queue that moves is otherwise joined, however long its oldest has waited: a few submissions
 // of one account at once, on a store that takes a second a hold, wait a few seconds and are
-// accepted (judged by its oldest, three at once were refused on FerretDB under load).
+// accepted (judged by its oldest, three at once were refused on FerretDB under load). A queue
+// with no pace of its own yet (a burst from an account that was idle) is judged by the pace of
+// this process's holds for every account: the store's, mostly.
 
 interface AccountQueue {
   /** Submissions of this process waiting for their hold. */
@@ -29,8 +31,14 @@ const KEPT_IDLE_MS = 60_000;
 /** Idle queues are looked for once the map holds this many. */
 const PRUNE_AT = 1_000;
 
+function averaged(average: number | undefined, latest: number): number {
+  return average === undefined ? latest : average + LATEST_WEIGHT * (latest - average);
+}
+
 export class HoldAdmission {
   private readonly queues = new Map<string, AccountQueue>();
+  /** Every account's holds in this process: the pace a queue without its own is judged by. */
+  private readonly process: { holdEveryMs?: number; at: number } = { at: 0 };
 
   constructor(private readonly limits: { stalledAfterMs: number; deadlineMs: number }) {}
 
@@ -53,7 +61,9 @@ export class HoldAdmission {
       // A hold that came after its caller's deadline (a store that hung) counts as the deadline:
       // its whole wait would tell the next callers to stay away for longer than a hold takes.
       const since = Math.min(at - queue.movedAt, this.limits.deadlineMs);
-      queue.holdEveryMs = queue.holdEveryMs === undefined ? since : queue.holdEveryMs + LATEST_WEIGHT * (since - queue.holdEveryMs);
+      queue.holdEveryMs = averaged(queue.holdEveryMs, since);
+      this.process.holdEveryMs = averaged(at - this.process.at > KEPT_IDLE_MS ? undefined : this.process.holdEveryMs, since);
+      this.process.at = at;
       queue.movedAt = at;
       queue.waiting--;
     };
@@ -72,7 +82,8 @@ export class HoldAdmission {
     if (now - queue.movedAt > this.limits.stalledAfterMs) {
       throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.');
     }
-    const every = queue.holdEveryMs;
+    const processPace = now - this.process.at > KEPT_IDLE_MS ? undefined : this.process.holdEveryMs;
+    const every = queue.holdEveryMs ?? processPace;
     if (every !== undefined && (queue.waiting + 1) * every > this.limits.deadlineMs) {
       // Until enough holds came for a newcomer to fit within the deadline.
       const fit = Math.max(0, Math.floor(this.limits.deadlineMs / every) - 1);

@@ -56,6 +56,21 @@ describe('hold admission', () => {
     assert.equal(refused!.headers['retry-after'], '1');
   });
 
+  it('judges a burst from an idle account by the pace of the process\'s other holds', () => {
+    const admission = new HoldAdmission(limits);
+    // Another account's holds came a second apart.
+    let clock = 0;
+    for (let hold = 0; hold < 3; hold++) admission.join('busy', clock)((clock += 1_000));
+    const burst = Array.from({ length: 12 }, () => refusal(() => admission.join('idle', clock)));
+    // Eight fit within the 8 s deadline at a hold a second (the first is always taken).
+    assert.equal(burst.filter((refused) => refused === undefined).length, 8);
+    assert.ok(burst.slice(8).every((refused) => refused?.headers['retry-after'] === '1'));
+    // A minute of quiet later, that pace is forgotten.
+    clock += 61_000;
+    const later = Array.from({ length: 12 }, () => refusal(() => admission.join('quiet', clock)));
+    assert.ok(later.every((refused) => refused === undefined));
+  });
+
   it('always joins an empty queue, so one hold that hung does not shut the account out', () => {
     const admission = new HoldAdmission(limits);
     // A store that hung: the hold came 30 s on, long after its caller's 503.
