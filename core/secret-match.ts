@@ -12,7 +12,8 @@ export function secretMatches(candidate: string, secret: string): boolean {
   return timingSafeEqual(digest(candidate), digest(secret));
 }
 
-/** The token of an `Authorization: Bearer <token>` header, if it is one. */
-export function bearerToken(header: string | undefined): string | undefined {
-  return /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+/** Whether an `Authorization` header is `Bearer <secret>`. */
+export function bearerMatches(header: string | undefined, secret: string): boolean {
+  const token = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+  return token !== undefined && secretMatches(token, secret);
 }

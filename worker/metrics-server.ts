@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { enableProcessMetrics, metricsRegistry } from '../core/metrics.ts';
-import { bearerToken, secretMatches } from '../core/secret-match.ts';
+import { bearerMatches } from '../core/secret-match.ts';
 import { readTemporalSdkMetrics } from './temporal-runtime.ts';
 
 // The worker's own /metrics: task transitions, webhook attempts, vendor errors and video spend
@@ -28,8 +28,7 @@ export async function startMetricsServer(options: { host: string; port: number; 
       response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Only GET /metrics is served here.\n');
       return;
     }
-    const token = bearerToken(request.headers.authorization);
-    if (options.token !== undefined && (!token || !secretMatches(token, options.token))) {
+    if (options.token !== undefined && !bearerMatches(request.headers.authorization, options.token)) {
       response.writeHead(401, { 'content-type': 'text/plain; charset=utf-8', 'www-authenticate': 'Bearer' }).end('Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).\n');
       return;
     }

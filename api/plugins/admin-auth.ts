@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../../core/errors.ts';
-import { bearerToken, secretMatches } from '../../core/secret-match.ts';
+import { bearerMatches } from '../../core/secret-match.ts';
 import { soleAuthorization } from './authorization-header.ts';
 
 declare module 'fastify' {
@@ -16,8 +16,7 @@ async function adminAuthPlugin(app: FastifyInstance, options: { adminToken: stri
     if (!options.adminToken) {
       throw new GatewayError('service_unavailable', 'The admin API is disabled: set ADMIN_TOKEN for the api process.');
     }
-    const token = bearerToken(soleAuthorization(request));
-    if (!token || !secretMatches(token, options.adminToken)) {
+    if (!bearerMatches(soleAuthorization(request), options.adminToken)) {
       throw new GatewayError('invalid_admin_token', 'Missing or invalid admin token (Authorization: Bearer <ADMIN_TOKEN>).', undefined, {
         'www-authenticate': 'Bearer',
       });

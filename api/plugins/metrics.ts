@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { GatewayError } from '../../core/errors.ts';
 import { enableProcessMetrics, httpRequestDuration, metricsRegistry } from '../../core/metrics.ts';
-import { bearerToken, secretMatches } from '../../core/secret-match.ts';
+import { bearerMatches } from '../../core/secret-match.ts';
 import { errorResponses } from '../openapi/error-responses.ts';
 import { metricsTokenSecurity } from '../openapi/security.ts';
 import { soleAuthorization } from './authorization-header.ts';
@@ -40,11 +40,8 @@ async function metricsPlugin(app: FastifyInstance, options: { token?: string | u
   });
 
   app.get('/metrics', { schema: metricsSchema }, async (request, reply) => {
-    if (options.token !== undefined) {
-      const token = bearerToken(soleAuthorization(request));
-      if (!token || !secretMatches(token, options.token)) {
-        throw new GatewayError('invalid_metrics_token', 'Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).', undefined, { 'www-authenticate': 'Bearer' });
-      }
+    if (options.token !== undefined && !bearerMatches(soleAuthorization(request), options.token)) {
+      throw new GatewayError('invalid_metrics_token', 'Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).', undefined, { 'www-authenticate': 'Bearer' });
     }
     const text = await metricsRegistry.metrics();
     return reply.type(metricsRegistry.contentType).send(text);
