@@ -69,14 +69,18 @@ describe('rate limiter: rounds on its own timer', () => {
   });
 
   it('does not read an account nobody calls for', async () => {
+    const minuteOf = (time: number) => Math.floor(time / 60_000);
+    const startedIn = minuteOf(Date.now());
     const { limits, caller, changeLimit } = await accountInUse('idle', 30);
     await changeLimit(40);
     // Several rounds without a call: the account was not due, so the old limit still answers
     // (the first call after the pause only makes it due).
     await pause(4 * REFRESH_MS);
     const status = limits.admitRequest(caller);
-    assert.ok(!(status instanceof Promise));
-    assert.equal(status.limit, 30);
+    // From memory, unless a new UTC minute began meanwhile (a slow store can stretch the test
+    // over one): its first block is claimed from the store, which reads no account either.
+    if (minuteOf(Date.now()) === startedIn) assert.ok(!(status instanceof Promise), 'answered from memory');
+    assert.equal((await status).limit, 30);
   });
 
   it('counts tokens in the minute they are spent in, whichever minute admitted the call', async () => {
