@@ -35,6 +35,11 @@ function averaged(average: number | undefined, latest: number): number {
   return average === undefined ? latest : average + LATEST_WEIGHT * (latest - average);
 }
 
+/** A time between holds last moved at `movedAt`, if that was recent enough to go by. */
+function recent(everyMs: number | undefined, movedAt: number, now: number): number | undefined {
+  return now - movedAt > KEPT_IDLE_MS ? undefined : everyMs;
+}
+
 export class HoldAdmission {
   private readonly queues = new Map<string, AccountQueue>();
   /** Every account's holds in this process: the pace a queue without its own is judged by. */
@@ -50,7 +55,7 @@ export class HoldAdmission {
       // An empty queue is always joined: it begins again now, and its time between holds stands
       // only if recent. (Refusing there on a slow average would refuse for good: only holds
       // that come move the average.)
-      if (now - queue.movedAt > KEPT_IDLE_MS) delete queue.holdEveryMs;
+      queue.holdEveryMs = recent(queue.holdEveryMs, queue.movedAt, now);
       queue.movedAt = now;
     } else this.refuseIfHopeless(queue, now);
     queue.waiting++;
@@ -62,7 +67,7 @@ export class HoldAdmission {
       // its whole wait would tell the next callers to stay away for longer than a hold takes.
       const since = Math.min(at - queue.movedAt, this.limits.deadlineMs);
       queue.holdEveryMs = averaged(queue.holdEveryMs, since);
-      this.process.holdEveryMs = averaged(at - this.process.at > KEPT_IDLE_MS ? undefined : this.process.holdEveryMs, since);
+      this.process.holdEveryMs = averaged(recent(this.process.holdEveryMs, this.process.at, at), since);
       this.process.at = at;
       queue.movedAt = at;
       queue.waiting--;
@@ -82,8 +87,7 @@ export class HoldAdmission {
     if (now - queue.movedAt > this.limits.stalledAfterMs) {
       throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.');
     }
-    const processPace = now - this.process.at > KEPT_IDLE_MS ? undefined : this.process.holdEveryMs;
-    const every = queue.holdEveryMs ?? processPace;
+    const every = queue.holdEveryMs ?? recent(this.process.holdEveryMs, this.process.at, now);
     if (every !== undefined && (queue.waiting + 1) * every > this.limits.deadlineMs) {
       // Until enough holds came for a newcomer to fit within the deadline.
       const fit = Math.max(0, Math.floor(this.limits.deadlineMs / every) - 1);
