@@ -43,8 +43,9 @@ const retryAfterMs = { 'retry-after-ms': text('The model provider\'s wait in mil
 const UPSTREAM_OPERATIONS = new Set(['createChatCompletion', 'createImage']);
 
 /** On 502s a retry cannot cure (the operator's upstream setup; api/services/openai-proxy/upstream-errors.ts),
- * and on a clip asked for before its task succeeded (api/services/task-clips.ts). */
-const shouldRetry = { 'x-should-retry': { description: '`false` when retrying at once cannot help: the operator must fix the upstream setup, or the task has no clip yet (or ever).', schema: { type: 'string', enum: ['false'] } } satisfies Header };
+ * on a clip asked for before its task succeeded (api/services/task-clips.ts), and on a chat
+ * call larger than its key's whole minute of tokens (api/services/rate-limits/rate-limiter.ts). */
+const shouldRetry = { 'x-should-retry': { description: '`false` when retrying at once cannot help: the operator must fix the upstream setup, the task has no clip yet (or ever), or a chat call\'s prompt alone is more than its key\'s tokens per minute.', schema: { type: 'string', enum: ['false'] } } satisfies Header };
 
 /** On a clip streamed through the gateway (api/clip-reply.ts): the vendor's, when it sent them. */
 const clipHeaders = {
@@ -79,7 +80,7 @@ export function withResponseHeaders<Document extends object>(document: Document)
           // And on the 409 for a duplicate of an Idempotency-Key request still in progress.
           ...(code === 429 || code === 502 || code === 503 || (IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 409) ? retryAfter : {}),
           ...(UPSTREAM_OPERATIONS.has(operation.operationId ?? '') && (code === 429 || code === 502) ? retryAfterMs : {}),
-          ...(code === 502 || (operation.operationId === 'downloadVideoContent' && code === 409) ? shouldRetry : {}),
+          ...(code === 502 || (operation.operationId === 'downloadVideoContent' && code === 409) || (operation.operationId === 'createChatCompletion' && code === 429) ? shouldRetry : {}),
           ...(operation.operationId === 'downloadVideoContent' && (code === 200 || code === 206) ? clipHeaders : {}),
           ...(operation.operationId === 'downloadVideoContent' && (code === 206 || code === 416) ? contentRange : {}),
         };

@@ -141,6 +141,37 @@ describe('rate limits', () => {
     assert.ok(admitted >= 2 && admitted <= 4, `admitted ${admitted} of 12: ${statuses.join()}`);
   });
 
+  it('refuses at once, and for good, a chat call whose prompt alone is more than the whole minute', async () => {
+    const caller = await stack.newCaller('token-too-large');
+    await awayFromMinuteEdge();
+    // The minute is fresh, so before, the call was admitted and overdrew it alone. The SDK
+    // would retry a 429 twice: x-should-retry tells it none would ever pass.
+    let attempts = 0;
+    const client = new OpenAI({
+      baseURL: `${stack.baseUrl}/v1`,
+      apiKey: caller.key,
+      maxRetries: 2,
+      fetch: (url, init) => {
+        attempts++;
+        return fetch(url, init);
+      },
+    });
+    const long = 'word '.repeat(80);
+    const refused = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: long }] }).then(
+      () => assert.fail('a prompt of 400 characters was admitted under a limit of 60 tokens a minute'),
+      (error: unknown) => error,
+    );
+    assert.ok(refused instanceof OpenAI.RateLimitError, String(refused));
+    assert.equal(attempts, 1);
+    assert.equal(refused.headers?.get('x-should-retry'), 'false');
+    assert.match(refused.message, /Request too large: its prompt is about \d+ tokens, and this key may use 60 tokens per minute/);
+    // Nothing was counted: the minute is whole for a call that fits.
+    const next = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(caller.key), payload: { model: 'gpt-4o-mini', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(next.statusCode, 200, next.body);
+    const remaining = Number(next.headers['x-ratelimit-remaining-tokens']);
+    assert.ok(remaining > 30 && remaining < 60, `remaining ${remaining}`);
+  });
+
   it('counts the prompt, not the output limit, when it admits a chat call', async () => {
     const caller = await stack.newCaller('token-output-limit');
     await awayFromMinuteEdge();

@@ -158,13 +158,15 @@ export class RateLimiter {
    * read after the count, so the headers show what is left for the next call. */
   admitTokens(caller: LimitedCaller, expectedTokens: number, now = Date.now()): TokenCount | Promise<TokenCount> {
     const allowance = this.allowanceInMemory(caller, 'tokens', now);
+    if (allowance && expectedTokens > allowance.limit) throw this.tooLarge(expectedTokens, this.status(allowance, now));
     if (allowance?.hasAtHand(1)) {
       allowance.spend(expectedTokens, this.tokensNotCounted);
       return new TokenCount(allowance, expectedTokens, this.status(allowance, now));
     }
-    return this.admit(allowance ?? this.allowance(caller, 'tokens', now), 'tokens', now, (claimed) => claimed.spendOnceAvailable(expectedTokens, this.tokensNotCounted)).then(
-      ({ allowance: claimed, counted }) => new TokenCount(claimed, counted ? expectedTokens : 0, this.status(claimed, now)),
-    );
+    return this.admit(allowance ?? this.allowance(caller, 'tokens', now), 'tokens', now, (claimed) => {
+      if (expectedTokens > claimed.limit) throw this.tooLarge(expectedTokens, this.status(claimed, now));
+      return claimed.spendOnceAvailable(expectedTokens, this.tokensNotCounted);
+    }).then(({ allowance: claimed, counted }) => new TokenCount(claimed, counted ? expectedTokens : 0, this.status(claimed, now)));
   }
 
   /** The slow path: the allowance found in memory (no units at hand) or being read, and `claim`
@@ -175,6 +177,8 @@ export class RateLimiter {
     try {
       if (await claim(allowance)) return { allowance, counted: true };
     } catch (error) {
+      // A refusal from the claim itself (a call larger than the whole minute) is no outage.
+      if (error instanceof GatewayError) throw error;
       this.options.log.warn({ err: error, kind }, 'rate limit store unreachable; let through');
       return { allowance, counted: false };
     }
@@ -208,6 +212,18 @@ export class RateLimiter {
 
   private status(allowance: WindowAllowance, now: number): LimitStatus {
     return { limit: allowance.limit, remaining: allowance.remaining, resetMs: allowance.endsAt - now };
+  }
+
+  /** A chat call whose prompt alone is more than its key's whole minute: no wait would admit
+   * it, so it is refused at once and told not to retry (OpenAI's "Request too large"). Before,
+   * it was admitted whenever a minute was fresh, and overdrew that minute alone. */
+  private tooLarge(expectedTokens: number, status: LimitStatus): GatewayError {
+    return new GatewayError(
+      'rate_limit_exceeded',
+      `Request too large: its prompt is about ${expectedTokens} tokens, and this key may use ${status.limit} tokens per minute. Shorten the messages, or ask the operator for a higher limit.`,
+      undefined,
+      { 'x-should-retry': 'false', ...limitHeaders('tokens', status) },
+    );
   }
 
   private refusal(kind: LimitKind, status: LimitStatus): GatewayError {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as pause } from 'node:timers/promises';
+import { GatewayError } from '../../../core/errors.ts';
 import { RateLimiter, type LimitStatus } from '../../../api/services/rate-limits/rate-limiter.ts';
 import { accountOverrides } from '../../../store/rate-limit-overrides.ts';
 import { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
@@ -112,6 +113,28 @@ describe('rate limiter: rounds on its own timer', () => {
     for (const call of admitted) limits.settleTokens(caller, call, 20, at(2_000));
     const next = await limits.admitTokens(caller, 0, at(3_000));
     assert.equal(next.status.remaining, 1_000 - 7 * 20);
+  });
+
+  it('refuses a call expecting more tokens than the whole minute, whether or not the minute was claimed yet, and counts nothing for it', async () => {
+    const limits = limiter();
+    const caller = { accountId: 'acct_large', keyId: 'key_large', rateLimits: { tokens_per_minute: 1_000 } };
+    const minute = Math.floor(Date.now() / 60_000) + 30;
+    const at = (offsetMs: number) => minute * 60_000 + offsetMs;
+    const tooLarge = (error: unknown) => {
+      assert.ok(error instanceof GatewayError, String(error));
+      const refusal = error;
+      assert.equal(refusal.code, 'rate_limit_exceeded');
+      assert.equal(refusal.headers['x-should-retry'], 'false');
+      assert.equal(refusal.headers['retry-after'], undefined);
+      assert.match(refusal.message, /about 1001 tokens, and this key may use 1000 tokens per minute/);
+      return true;
+    };
+    // First on a fresh minute (the allowance is read from the store), then from memory.
+    await assert.rejects(async () => limits.admitTokens(caller, 1_001, at(1_000)), tooLarge);
+    assert.equal((await limits.admitTokens(caller, 0, at(2_000))).status.remaining, 1_000);
+    assert.throws(() => limits.admitTokens(caller, 1_001, at(3_000)), tooLarge);
+    const whole = await limits.admitTokens(caller, 1_000, at(4_000));
+    assert.equal(whole.status.remaining, 0);
   });
 
   it('lets a chat call through uncounted while the store cannot be reached, so its settlement gives nothing back', async () => {
