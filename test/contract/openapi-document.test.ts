@@ -166,8 +166,9 @@ describe('the OpenAPI document', () => {
     const tokens = ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'];
     assert.deepEqual(headersOf('/v1/chat/completions', 'post', '200'), [...limits, ...tokens, 'x-request-id'].sort());
     // A token-limit refusal and a shed call carry the tokens trio too; an unknown model does not.
-    // A provider's wait in milliseconds is passed on beside Retry-After (chat and images only).
-    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '429'), ['retry-after', 'retry-after-ms', ...limits, ...tokens, 'x-request-id'].sort());
+    // A provider's wait in milliseconds is passed on beside Retry-After (chat and images only);
+    // a call larger than the whole minute is told not to retry.
+    assert.deepEqual(headersOf('/v1/chat/completions', 'post', '429'), ['retry-after', 'retry-after-ms', ...limits, ...tokens, 'x-request-id', 'x-should-retry'].sort());
     // A 503 is the gateway's own (an upstream's 5xx becomes a 502): no provider's wait on it.
     assert.deepEqual(headersOf('/v1/chat/completions', 'post', '503'), ['retry-after', ...limits, ...tokens, 'x-request-id'].sort());
     assert.ok(headersOf('/v1/images/generations', 'post', '502').includes('retry-after-ms'));
