@@ -26,6 +26,9 @@ const unavailableMessages: Record<Dependency, string> = {
   temporal: 'The task queue is unavailable right now; retry with backoff.',
 };
 
+/** How a message names a field, by where it was sent. */
+const fieldWords: Record<string, string> = { body: 'field', querystring: 'query parameter', params: 'path parameter', headers: 'header' };
+
 function describePath(instancePath: string): string {
   return instancePath.replace(/^\//, '').replaceAll('/', '.');
 }
@@ -35,7 +38,7 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
   if (hasZodFastifySchemaValidationErrors(error)) {
     const first = error.validation[0]!;
     const field = describePath(first.instancePath);
-    const where = error.validationContext === 'body' || !error.validationContext ? '' : `${error.validationContext} `;
+    const what = fieldWords[error.validationContext ?? 'body'] ?? `${error.validationContext} field`;
     // A field the schema does not name (strict objects: the video body, the admin API): named
     // as `param` like any other field at fault.
     const keys = first.keyword === 'unrecognized_keys' ? (first.params as { keys?: unknown }).keys : undefined;
@@ -44,9 +47,9 @@ export function toGatewayError(error: FastifyError, bodyLimit: number): GatewayE
       // Cut like any id a caller sends (core/characters.ts quotedId): a name can be a megabyte.
       const unknown = (field ? `${field}.${unknownKey}` : unknownKey).slice(0, 100);
       const more = (keys as string[]).length > 1 ? ` (and ${(keys as string[]).length - 1} more)` : '';
-      return new GatewayError('invalid_request', `Unknown ${where}field '${unknown}'${more}: this endpoint does not take it.`, unknown);
+      return new GatewayError('invalid_request', `Unknown ${what} '${unknown}'${more}: this endpoint does not take it.`, unknown);
     }
-    const message = field ? `Invalid ${where}field '${field}': ${first.message}` : `Invalid ${where}request: ${first.message}`;
+    const message = field ? `Invalid ${what} '${field}': ${first.message}` : `Invalid request: ${first.message}`;
     return new GatewayError('invalid_request', message, field || undefined);
   }
   const mapped = error.code ? fastifyCodeMap[error.code] : undefined;

@@ -48,7 +48,7 @@ describe('admin: account usage', () => {
     }
   });
 
-  it('refuses an unknown account, a day that does not exist, and no token', async () => {
+  it('refuses an unknown account, a day that does not exist, an unknown parameter, and no token', async () => {
     const caller = await stack.newCaller('usage-refusals');
     assert.equal((await usage('acct_nobody')).statusCode, 404);
     for (const query of ['?from=2025-02-31', '?to=2025-13-01', '?from=yesterday', '?to=2025-02-29']) {
@@ -56,6 +56,10 @@ describe('admin: account usage', () => {
       assert.equal(refused.statusCode, 400, query);
       assert.equal(refused.json().error.type, 'invalid_request_error', query);
     }
+    // A misspelt parameter is named, not ignored (which answered every day).
+    const misspelt = await usage(caller.accountId, '?since=2025-01-01');
+    assert.equal(misspelt.statusCode, 400);
+    assert.deepEqual([misspelt.json().error.param, misspelt.json().error.message], ['since', "Unknown query parameter 'since': this endpoint does not take it."]);
     const anonymous = await stack.app.inject({ method: 'GET', url: `/admin/accounts/${caller.accountId}/usage` });
     assert.equal(anonymous.statusCode, 401);
   });

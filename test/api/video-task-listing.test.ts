@@ -97,8 +97,14 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
     assert.equal(defaulted.json().data.length, Math.min(20, submitted.length));
   });
 
-  it('refuses a bad limit or state with a 400 naming it, and a cursor from another account with a 404', async () => {
-    for (const [query, param] of [['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?limit=two', 'limit'], ['?limit=1.5', 'limit'], ['?limit=0x10', 'limit'], ['?limit=1e1', 'limit'], ['?limit=%2B5', 'limit'], ['?status=done', 'status']]) {
+  it('refuses a bad limit or state, or an unknown parameter, with a 400 naming it, and a cursor from another account with a 404', async () => {
+    // A misspelt filter is named, not ignored (which listed every task).
+    const misspelt = await list(firstKey, '?state=failed&limit=2');
+    assert.equal(misspelt.statusCode, 400, misspelt.body);
+    assert.equal(misspelt.json().error.message, "Unknown query parameter 'state': this endpoint does not take it.");
+    const invalid = await list(firstKey, '?limit=0');
+    assert.match(invalid.json().error.message, /^Invalid query parameter 'limit': /);
+    for (const [query, param] of [['?state=failed', 'state'], ['?before=task_x&order=asc', 'before'], ['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?limit=two', 'limit'], ['?limit=1.5', 'limit'], ['?limit=0x10', 'limit'], ['?limit=1e1', 'limit'], ['?limit=%2B5', 'limit'], ['?status=done', 'status']]) {
       const refused = await list(firstKey, query);
       assert.equal(refused.statusCode, 400, `${query}: ${refused.body}`);
       assert.equal(refused.json().error.param, param, query);

@@ -17,7 +17,8 @@ import { accountIdParams } from './schemas.ts';
 // its `to` is empty, not an error.
 const utcDay = z.iso.date({ error: 'must be a date like 2025-01-31' });
 
-const usageQuery = z.object({
+// Strict: a misspelt day (`?since=`) would otherwise answer every day without a word.
+const usageQuery = z.strictObject({
   from: utcDay.optional().describe('First UTC day, inclusive; all days before `to` when left out.'),
   to: utcDay.optional().describe('Last UTC day, inclusive; all days from `from` when left out.'),
 });

@@ -47,7 +47,8 @@ export const submissionResponse = z.object({ task_id: z.string(), status: z.lite
  * (`?limit=`) means left out, as for `after`. */
 const decimalDigits = (value: unknown) => (value === '' ? undefined : typeof value === 'string' && !/^[0-9]+$/.test(value) ? Number.NaN : value);
 
-export const taskListQuery = z.object({
+// Strict: a misspelt filter (`?state=failed`) would otherwise list every task without a word.
+export const taskListQuery = z.strictObject({
   limit: z
     .preprocess(
       decimalDigits,
