@@ -51,6 +51,15 @@ describe('docker-compose.yml', () => {
     assert.ok(seconds('api') * 1000 > loadConfig({}).SHUTDOWN_GRACE_MS + 10_000, `api: ${seconds('api')} s`);
   });
 
+  it('publishes only the api beyond this host: Temporal, its Web UI and the simulator have no authentication', () => {
+    const published = Object.entries(compose.services).flatMap(([name, service]) => ((service as { ports?: string[] }).ports ?? []).map((port) => [name, port] as const));
+    assert.ok(published.length >= 4, `published: ${published.map(([name, port]) => `${name} ${port}`).join(', ')}`);
+    for (const [name, port] of published) {
+      if (name === 'api') assert.equal(port, '8080:8080');
+      else assert.match(port, /^127\.0\.0\.1:\d+:\d+$/, `${name} publishes ${port} on every interface`);
+    }
+  });
+
   it('lets the worker scale (no fixed name or host port)', () => {
     const worker = compose.services.worker as Record<string, unknown>;
     assert.equal(worker.container_name, undefined);
