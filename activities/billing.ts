@@ -43,12 +43,26 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
     }
   }
 
+  /**
+   * Temporal takes a workflow's input on trust: whoever can reach the server can start a run that
+   * names any account and any amount. The task the api stored before starting the run is the
+   * authority, so a run whose account, key or price is not its stored task's holds nothing: it
+   * fails here, at its first step, for an operator to see (no task of a caller is behind it).
+   */
+  async function refuseUnlessStored(input: { taskId: string; accountId: string; keyId: string; amountMicros: number }): Promise<void> {
+    const task = await deps.tasks.find(input.taskId);
+    if (task && task.account_id === input.accountId && task.key_id === input.keyId && task.price_micros === input.amountMicros) return;
+    const why = task ? `its input does not match the stored task (account, key or price)` : 'no task with this id was stored';
+    throw ApplicationFailure.nonRetryable(`task ${input.taskId}: ${why}; nothing was held, and a run not started by the gateway is not run`, 'TaskInputMismatch');
+  }
+
   return {
     /** Re-applies the hold the api placed (a no-op then); places it if an api crash skipped it.
      * Then learns whether the task runs (decisionOn): a task the api abandoned first (its
      * submission failed after the task was stored, and the caller was told so), or that no
      * caller ever got, is not run, its hold is returned and the workflow ends unbilled. */
     async holdFunds(input: { taskId: string; accountId: string; keyId: string; amountMicros: number }): Promise<'held' | 'insufficient_balance' | 'abandoned'> {
+      await refuseUnlessStored(input);
       const outcome = await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'hold', amountMicros: input.amountMicros });
       if (outcome !== 'applied') return 'insufficient_balance';
       // A task closed without a decision on record (abandoned by an api from before decisions).
