@@ -155,7 +155,7 @@ describe('chat billing', () => {
     assert.match(tooMuch.json().error.message, /free balance is \$0\.49/);
   });
 
-  it('charges nothing when the caller gives up on a non-streamed call before the answer', async () => {
+  it('charges the prompt alone when the caller gives up on a non-streamed call the provider had', async () => {
     const caller = await stack.newCaller('impatient');
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
@@ -167,13 +167,40 @@ describe('chat billing', () => {
       ),
       OpenAI.APIUserAbortError,
     );
-    const account = await stack.settledAccount(caller.accountId);
-    // Released as soon as the caller left, not when the upstream would have answered.
+    // The provider bills the prompt it was sent: before, the call was free, however large its
+    // prompt and however often it was abandoned.
+    await assertPromptOnlyCharged(caller.accountId, 10_000_000);
+    // Settled as soon as the caller left, not when the upstream would have answered.
     assert.ok(Date.now() - started < 2_500);
-    assert.equal(account.balance_micros, 10_000_000);
-    assert.equal(account.spent_micros, 0);
-    assert.deepEqual((await stack.ledgerEntries(caller.accountId)).map((entry) => entry.operation), ['hold', 'release']);
   });
+
+  it('charges the prompt alone for a stream abandoned once its head came, before any output', async () => {
+    const caller = await stack.newCaller('impatient-stream');
+    const controller = new AbortController();
+    const stream = await stack.client(caller.key).chat.completions.create(
+      { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'think before you speak [sim:chunks=3 gap_ms=3000]' }] },
+      { signal: controller.signal },
+    );
+    controller.abort();
+    // The SDK ends the iteration quietly once aborted: nothing of the answer came.
+    let output = '';
+    for await (const chunk of stream) output += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(output, '');
+    await assertPromptOnlyCharged(caller.accountId, 10_000_000);
+  });
+
+  /** The account paid the price of its one call's prompt estimate and no output. */
+  async function assertPromptOnlyCharged(accountId: string, startMicros: number): Promise<void> {
+    const [usage] = await stack.usageRecords(accountId, 1);
+    assert.ok(usage!.input_tokens > 5 && usage!.input_tokens < 60, `input tokens ${usage!.input_tokens}`);
+    assert.equal(usage!.output_tokens, 0);
+    const price = expectedChatMicros({ prompt_tokens: usage!.input_tokens, completion_tokens: 0 });
+    assert.equal(usage!.spend_micros, price);
+    const account = await stack.settledAccount(accountId);
+    assert.equal(account.spent_micros, price);
+    assert.equal(account.balance_micros, startMicros - price);
+    assert.deepEqual((await stack.ledgerEntries(accountId)).map((entry) => entry.operation), ['hold', 'capture']);
+  }
 
   it('cancels the upstream when the caller abandons a stream, and charges no more than the hold', async () => {
     const caller = await stack.newCaller('cancel');

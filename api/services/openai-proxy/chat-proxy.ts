@@ -116,6 +116,14 @@ function completionCharacters(completion: Json): number {
   return characters;
 }
 
+/** Charges a call its prompt estimate and no output: the caller left after the provider had
+ * the request, before any output reached them. */
+export function chargePromptOnly(call: AdmittedChatCall): void {
+  const tokens: TokenCounts = { inputTokens: call.holdTokens.inputTokens, outputTokens: 0 };
+  countChatCharge(call.model.id, tokens, call.reservation.charge(chatPriceMicros(call.model, tokens), tokens, { allowOverage: false }));
+  call.countTokens(tokens);
+}
+
 /** The usage an upstream reported, cut to what the call can have used (logged when cut). */
 export function reportedWithin(call: { model: ChatModel; ceiling: TokenCounts }, reported: TokenCounts, log: Pick<FastifyBaseLogger, 'warn'>): TokenCounts {
   const { tokens, cut } = withinCeiling(reported, call.ceiling);
@@ -148,6 +156,9 @@ export class ChatProxy {
       if (!isObject(completion)) throw malformedUpstreamAnswer('chat completion');
       if (completion.error !== undefined && completion.error !== null && !Array.isArray(completion.choices)) throw errorInSuccessfulAnswer('chat completion', completion.error);
     } catch (error) {
+      // A caller who left once the provider had the request pays for its prompt (the provider
+      // bills it): else a large prompt abandoned at once was free, as often as anyone liked.
+      if (context.signal.callerGone && context.signal.requestSent) chargePromptOnly(call);
       reservation.release();
       countTokens(NO_TOKENS);
       throw error;

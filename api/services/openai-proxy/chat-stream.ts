@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { chatPriceMicros, estimateTokens, NO_TOKENS, type TokenCounts } from '../../../core/chat-pricing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { countChatCharge, observeTimeToFirstToken } from '../../../core/metrics.ts';
-import { reportedWithin, type StartedChatCall } from './chat-proxy.ts';
+import { chargePromptOnly, reportedWithin, type StartedChatCall } from './chat-proxy.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
 import { sseData } from './chunk-translation.ts';
 import { relayChatStream, type RelayOutcome } from './sse-relay.ts';
@@ -18,8 +18,9 @@ import { relayChatStream, type RelayOutcome } from './sse-relay.ts';
 //   without a usage chunk, the prompt estimate plus the delivered text, capped at the hold.
 // - the caller disconnected: the upstream's usage if it already arrived, otherwise the prompt
 //   estimate plus what was delivered (max of chunks and characters/4 as output tokens), capped
-//   at the reservation; nothing at all when not a single piece of output had been delivered
-//   (chunk-translation.ts counts what output is), as for a call abandoned before its answer.
+//   at the reservation; the prompt estimate alone when not a single piece of output had been
+//   delivered (chunk-translation.ts counts what output is): the provider had the request and
+//   bills its prompt, as for a non-streamed call abandoned before its answer.
 // - the upstream failed mid-stream: nothing (spec 7 rule 4, failed requests are not billed).
 // - the gateway ended it (a shutdown past its grace, calls-in-flight.ts): nothing, as a failure
 //   of ours; the caller's last event is the error, so it knows to retry.
@@ -119,7 +120,8 @@ export class ChatStream {
         return;
       }
       case 'client_gone': {
-        if (!usage && outcome.delivered.pieces === 0) return reservation.release();
+        // The provider had the request (it answered its head): the prompt at least is billed.
+        if (!usage && outcome.delivered.pieces === 0) return chargePromptOnly(this.call);
         const tokens = usage ?? estimated;
         countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: false }));
         this.call.countTokens(tokens);

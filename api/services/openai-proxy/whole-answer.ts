@@ -64,6 +64,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     this.timing.sentAt = performance.now();
+    this.signal.requestSent = true;
     if (this.signal.aborted) controller.abort(this.signal.abortReason);
   }
 
