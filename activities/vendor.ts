@@ -28,16 +28,35 @@ export function nextTryDelayMs(info: Pick<Info, 'attempt' | 'retryPolicy'>, retr
   return Math.max(scheduled, retryAfterMs);
 }
 
+/** Statuses that refuse the request itself (its prompt, its parameters, its content): the
+ * vendor's words tell the caller what to change. */
+const REQUEST_REFUSALS = new Set([400, 409, 413, 422]);
+
+/**
+ * A vendor failure as the task's caller reads it (the workflow puts it in the task's error).
+ * The vendor's own words only for a refusal of the request itself; otherwise its status and
+ * code alone: its words for a 401 quote the operator's key ("Incorrect API key provided:
+ * sk-proj-AbC1****"), and a network error names the vendor's address. Those words stay in the
+ * failure's details, for operators in the Web UI.
+ */
+export function callerWording(error: VendorRejectedError | VendorTransientError): string {
+  if (error instanceof VendorRejectedError) {
+    if (REQUEST_REFUSALS.has(error.status)) return error.message;
+    return `it answered ${error.status}${error.vendorCode ? ` ${error.vendorCode}` : ''}`;
+  }
+  return error.status === undefined ? 'it did not answer' : `it answered ${error.status}`;
+}
+
 /** The Temporal failure for a vendor error, counted by upstream (a plain bug is not counted). */
 function asFailure(error: unknown, upstream: string): unknown {
   if (error instanceof VendorRejectedError) {
     vendorErrors.inc({ vendor: upstream, kind: 'rejected' });
     return ApplicationFailure.create({
-      message: error.message,
+      message: callerWording(error),
       type: 'VendorRejected',
       nonRetryable: true,
       // The workflow words the task's failure from these (workflows/video-task.ts generate).
-      details: [{ status: error.status, vendorCode: error.vendorCode ?? null, contentPolicy: isContentPolicyCode(error.vendorCode) }],
+      details: [{ status: error.status, vendorCode: error.vendorCode ?? null, contentPolicy: isContentPolicyCode(error.vendorCode), vendorMessage: error.message }],
     });
   }
   if (error instanceof UpstreamNotConfiguredError) {
@@ -48,10 +67,10 @@ function asFailure(error: unknown, upstream: string): unknown {
   if (error instanceof VendorTransientError) {
     vendorErrors.inc({ vendor: upstream, kind: 'transient' });
     return ApplicationFailure.create({
-      message: error.message,
+      message: callerWording(error),
       type: 'VendorTransient',
       nextRetryDelay: nextTryDelayMs(Context.current().info, error.retryAfterMs),
-      details: [{ status: error.status ?? null }],
+      details: [{ status: error.status ?? null, vendorMessage: error.message }],
     });
   }
   return error;

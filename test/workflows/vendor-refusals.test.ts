@@ -26,7 +26,13 @@ describe('a vendor that refuses to report a task', () => {
   before(async () => {
     stack = await startVideoStack('vendor-refusals', { withWorker: false });
     ({ stop: stopWorker } = await startStackWorker(stack, {
-      vendorOverrides: () => ({
+      vendorOverrides: (real) => ({
+        async start(request, taskId) {
+          // The operator's key refused, in the words OpenAI uses, which quote part of it.
+          if (request.prompt.includes('[key refused]')) throw new VendorRejectedError('sora answered 401 invalid_api_key: Incorrect API key provided: sk-proj-AbC1****wxyz', 401, 'invalid_api_key');
+          if (request.prompt.includes('[bad prompt]')) throw new VendorRejectedError('seedance answered 400 InvalidParameter: the prompt must not be empty of meaning', 400, 'InvalidParameter');
+          return real.start(request, taskId);
+        },
         async status(vendorTaskId) {
           statusReads.push(vendorTaskId);
           throw new VendorRejectedError('seedance: GET task answered 404: the task does not exist', 404);
@@ -56,6 +62,21 @@ describe('a vendor that refuses to report a task', () => {
     assert.deepEqual([totals.balance_usd, totals.held_usd, totals.spent_usd], [5, 0, 0]);
     await recordHistoryIfAsked(submitted.json.task_id, 'video-task-status-reads-refused');
   });
+  it("gives the caller the vendor's words for a refusal of the request, and only the status and code for one of the gateway's setup", async () => {
+    const account = await createAccount(stack.app, { name: 'refused-words', balance_usd: 5 });
+    const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+    const keyRefused = await client.waitForFinal((await client.submit({ model: 'seedance-2.0', prompt: 'a fox [key refused]' })).json.task_id);
+    assert.equal(keyRefused.error?.code, 'vendor_rejected');
+    assert.equal(keyRefused.error?.message, 'The vendor refused the task: it answered 401 invalid_api_key');
+    const badPrompt = await client.waitForFinal((await client.submit({ model: 'seedance-2.0', prompt: 'a fox [bad prompt]' })).json.task_id);
+    assert.equal(badPrompt.error?.message, 'The vendor refused the task: seedance answered 400 InvalidParameter: the prompt must not be empty of meaning');
+    // The operator still reads the vendor's words, in the failure's details in the Web UI.
+    const history = await stack.temporal.client.workflow.getHandle(keyRefused.task_id).fetchHistory();
+    const failure = history.events?.find((event) => event.activityTaskFailedEventAttributes)?.activityTaskFailedEventAttributes?.failure;
+    const details = JSON.stringify(failure?.applicationFailureInfo?.details?.payloads?.map((payload) => Buffer.from(payload.data ?? []).toString()));
+    assert.match(details, /Incorrect API key provided: sk-proj-AbC1/);
+  });
+
   it('ends a task whose upstream left the catalog at once, not after 30 minutes of submissions', async () => {
     // As after an operator removed the upstream while its tasks still ran: asking again cannot help.
     const accounts = new AccountStore(stack.database.db);
