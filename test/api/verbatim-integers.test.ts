@@ -73,6 +73,14 @@ describe('integers beyond a number, passed through', () => {
     });
   }
 
+  it('say an output limit that large is too large, and one that negative is no positive integer', async () => {
+    for (const [literal, said] of [['99999999999999999999', /^Invalid field 'max_tokens': must be at most \d+, the most output tokens a model here makes$/], ['-99999999999999999999', /^Invalid field 'max_tokens': must be a positive integer$/]] as const) {
+      const answer = await post('/chat/completions', `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":${literal}}`);
+      assert.equal(answer.statusCode, 400);
+      assert.match(((await answer.body.json()) as { error: { message: string } }).error.message, said);
+    }
+  });
+
   // JSON.parse reads 1e400 as Infinity, which JSON.stringify writes as null: passed on, the
   // parameter reached the upstream as null.
   const overflows: [string, string, string][] = [

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { requiredAs } from '../../../core/characters.ts';
+import { VerbatimInteger } from '../../../core/verbatim-integers.ts';
 import { modelIdField } from '../model-resolution.ts';
 
 // The OpenAI chat completion request (spec 4.3). Every object is loose: parameters this schema
@@ -87,7 +88,15 @@ export function chatCompletionBodyFor(catalog: Catalog) {
   const chatModels = catalog.all().filter((model) => model.kind === 'chat');
   const examples = chatModels[0] ? [{ model: chatModels[0].id, messages: [{ role: 'user', content: 'Write a haiku about rivers.' }], max_tokens: 64 }] : [];
   const largest = Math.max(1, ...chatModels.map((model) => model.max_output_tokens));
-  const outputLimit = positiveInteger.max(largest, `must be at most ${largest}, the most output tokens a model here makes`).nullish();
+  const tooMany = `must be at most ${largest}, the most output tokens a model here makes`;
+  // An integer past a double's exact range arrives kept as written (core/verbatim-integers.ts),
+  // not as a number: it is too large, not "not a positive integer".
+  const outputLimit = z
+    .number({ error: (issue) => (issue.input instanceof VerbatimInteger && !issue.input.literal.startsWith('-') ? tooMany : 'must be a positive integer') })
+    .int('must be a positive integer')
+    .positive('must be a positive integer')
+    .max(largest, tooMany)
+    .nullish();
   return chatCompletionBody.extend({ model: modelIdField(catalog, 'chat'), max_tokens: outputLimit, max_completion_tokens: outputLimit }).meta({ examples });
 }
 
