@@ -10,7 +10,7 @@ import { errorCatalog, type ErrorCode } from '../../core/errors.ts';
 export type ErrorStatus = (typeof errorCatalog)[ErrorCode]['status'];
 
 const descriptions: Record<ErrorStatus, string> = {
-  400: 'Missing required parameter or malformed body; `param` names the field.',
+  400: 'Missing required parameter or malformed body (`param` names the field), or more than one `Authorization` header.',
   401: 'Missing, invalid or revoked credentials.',
   403: 'The key may not use the model, or the balance does not cover the price.',
   404: 'Unknown model, task, account or key.',
@@ -64,8 +64,9 @@ export function errorResponses(...statuses: ErrorStatus[]): Record<number, z.Zod
   return Object.fromEntries(statuses.map((status) => [status, errorBodyFor(status)]));
 }
 
-/** What every route behind an API key or the admin token may answer besides its own errors. */
-export const AUTHENTICATED_ERRORS: ErrorStatus[] = [401, 429, 500, 503];
+/** What every route behind an API key or the admin token may answer besides its own errors
+ * (the 400: more than one Authorization header, api/plugins/authorization-header.ts). */
+export const AUTHENTICATED_ERRORS: ErrorStatus[] = [400, 401, 429, 500, 503];
 
 /** What a route that reads a JSON body may answer about the body itself. */
 export const BODY_ERRORS: ErrorStatus[] = [400, 413, 415];

@@ -185,6 +185,12 @@ describe('the OpenAPI document', () => {
     for (const header of headersOf('/v1/models', 'get', '200')) assert.ok(listed.headers[header], `GET /v1/models answers ${header}`);
     const refused = await harness.app.inject({ url: '/v1/models', headers: { authorization: 'Bearer fg_wrong' } });
     for (const header of headersOf('/v1/models', 'get', '401')) assert.ok(refused.headers[header], `a 401 answers ${header}`);
+    // Two Authorization headers are a 400 on any authenticated route: declared there too.
+    const twice = await harness.app.inject({ url: '/v1/models', headers: { authorization: [`Bearer ${key.json().key}`, `Bearer ${key.json().key}`] } });
+    assert.equal(twice.statusCode, 400);
+    for (const [documentPath, method] of [['/v1/models', 'get'], ['/admin/accounts', 'post'], ['/v1/video/generations/{task_id}', 'get']] as const) {
+      assert.ok(document.paths[documentPath][method].responses['400'], `${method} ${documentPath} declares its 400`);
+    }
   });
 
   it('serves a docs page whose assets come from the gateway itself', async () => {
