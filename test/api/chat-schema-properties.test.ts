@@ -53,6 +53,7 @@ const validBody = fc
       stream: fc.boolean(),
       stream_options: fc.record({ include_usage: fc.boolean() }),
       tools: fc.array(tool, { maxLength: 3 }),
+      service_tier: fc.constantFrom('auto', 'default', null),
     },
     { requiredKeys: ['messages'] },
   )
@@ -62,10 +63,13 @@ type Body = Record<string, any>;
 
 /** One way out of the limits, the field it must be refused at, and how to apply it. */
 const mutations: Array<[string, (body: Body) => fc.Arbitrary<[Body, string]>]> = [
-  ['temperature outside 0 to 2', (body) => fc.oneof(fc.double({ min: 2, max: 1e6, minExcluded: true, noNaN: true }), fc.double({ min: -1e6, max: 0, maxExcluded: true, noNaN: true })).map((temperature) => [{ ...body, temperature }, 'temperature'])],
-  ['top_p outside 0 to 1', (body) => fc.oneof(fc.double({ min: 1, max: 1e6, minExcluded: true, noNaN: true }), fc.double({ min: -1e6, max: 0, maxExcluded: true, noNaN: true })).map((top_p) => [{ ...body, top_p }, 'top_p'])],
+  // fast-check counts -0 as below 0, but it is 0 (within the limits): hence the filter.
+  ['temperature outside 0 to 2', (body) => fc.oneof(fc.double({ min: 2, max: 1e6, minExcluded: true, noNaN: true }), fc.double({ min: -1e6, max: 0, maxExcluded: true, noNaN: true }).filter((value) => value < 0)).map((temperature) => [{ ...body, temperature }, 'temperature'])],
+  ['top_p outside 0 to 1', (body) => fc.oneof(fc.double({ min: 1, max: 1e6, minExcluded: true, noNaN: true }), fc.double({ min: -1e6, max: 0, maxExcluded: true, noNaN: true }).filter((value) => value < 0)).map((top_p) => [{ ...body, top_p }, 'top_p'])],
   ['max_tokens not a positive integer', (body) => fc.oneof(fc.integer({ max: 0 }), fc.double({ min: 0.5, max: 1e6, noNaN: true }).filter((value) => !Number.isInteger(value))).map((max_tokens) => [{ ...body, max_tokens }, 'max_tokens'])],
   ['max_completion_tokens above every model\'s limit', (body) => fc.integer({ min: OUTPUT_LIMIT + 1 }).map((max_completion_tokens) => [{ ...body, max_completion_tokens }, 'max_completion_tokens'])],
+  ['a service tier the provider bills above or below the standard one', (body) => fc.constantFrom('priority', 'flex', 'scale', 'Priority').map((service_tier) => [{ ...body, service_tier }, 'service_tier'])],
+  ['a hosted web search, billed per call beyond the tokens', (body) => fc.constantFrom({}, { search_context_size: 'low' }).map((web_search_options) => [{ ...body, web_search_options }, 'web_search_options'])],
   ['n outside 1 to 128', (body) => fc.oneof(fc.integer({ max: 0 }), fc.integer({ min: 129 })).map((n) => [{ ...body, n }, 'n'])],
   ['more than 4 stop sequences', (body) => fc.array(text, { minLength: 5, maxLength: 12 }).map((stop) => [{ ...body, stop }, 'stop'])],
   ['no messages', (body) => fc.constant([{ ...body, messages: [] }, 'messages'])],

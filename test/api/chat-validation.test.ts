@@ -30,6 +30,9 @@ const cases: Array<{ name: string; body: unknown; field: string; says?: string }
   { name: 'five stop sequences', body: { ...valid, stop: ['a', 'b', 'c', 'd', 'e'] }, field: 'stop' },
   { name: 'stop a number', body: { ...valid, stop: 7 }, field: 'stop' },
   { name: 'stream a string', body: { ...valid, stream: 'yes' }, field: 'stream' },
+  // Billed by the provider beyond the catalog's token prices.
+  { name: 'the priority service tier', body: { ...valid, service_tier: 'priority' }, field: 'service_tier', says: "must be 'auto' or 'default'" },
+  { name: 'a hosted web search', body: { ...valid, web_search_options: {} }, field: 'web_search_options', says: 'is not offered here' },
   { name: 'tool of another type', body: { ...valid, tools: [{ type: 'retrieval', function: { name: 'x' } }] }, field: 'tools.0.type' },
   { name: 'tool without a name', body: { ...valid, tools: [{ type: 'function', function: { parameters: { type: 'object' } } }] }, field: 'tools.0.function.name' },
   {

@@ -77,6 +77,13 @@ export const chatCompletionBody = z.looseObject({
   stream: z.boolean({ error: 'must be a boolean' }).nullish(),
   stream_options: z.looseObject({ include_usage: z.boolean({ error: 'must be a boolean' }).nullish() }, { error: 'must be an object: {"include_usage": true}' }).nullish(),
   tools: z.array(functionTool, { error: 'must be an array of function definitions' }).nullish(),
+  // Parameters that change what the provider bills beyond the catalog's token prices: passed
+  // through, they had the operator pay a priority tier (about twice the standard price) or a
+  // hosted web search per call while the caller paid the catalog's price.
+  service_tier: z
+    .enum(['auto', 'default'], { error: "must be 'auto' or 'default': this gateway's prices are the provider's standard tier, and it bills 'flex', 'scale' and 'priority' at other prices" })
+    .nullish(),
+  web_search_options: z.null({ error: 'is not offered here: the provider bills each web search beyond the tokens, which this gateway\'s prices do not cover' }).optional(),
 });
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionBody>;
