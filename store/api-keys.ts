@@ -100,8 +100,11 @@ export class ApiKeyStore {
     return { key: { ...key, rate_limits: null }, plaintext: generated.plaintext };
   }
 
-  /** The live (unrevoked) key with this plaintext, or null. */
-  findActiveByPlaintext(plaintext: string, now = Date.now()): ApiKeyDocument | null | Promise<ApiKeyDocument | null> {
+  /** The live (unrevoked) key with this plaintext, or null. With `mayRead` false, a key that
+   * would need a store read is not read: undefined then. */
+  findActiveByPlaintext(plaintext: string, now?: number): ApiKeyDocument | null | Promise<ApiKeyDocument | null>;
+  findActiveByPlaintext(plaintext: string, now: number, mayRead: boolean): ApiKeyDocument | null | Promise<ApiKeyDocument | null> | undefined;
+  findActiveByPlaintext(plaintext: string, now = Date.now(), mayRead = true): ApiKeyDocument | null | Promise<ApiKeyDocument | null> | undefined {
     const { cache, revokedHere, feed, refresh } = this.shared;
     if (this.watching === 'not yet') this.watch();
     const hash = hashApiKey(plaintext);
@@ -114,6 +117,7 @@ export class ApiKeyStore {
       if (age >= KEY_REFRESH_AFTER_MS) refresh.markDue(id);
       return liveKey(cached.key, hash);
     }
+    if (!mayRead) return undefined;
     return this.read(id, now).then((key) => liveKey(key, hash));
   }
 

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { isWellFormedApiKey } from '../../core/api-keys.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { soleAuthorization } from './authorization-header.ts';
+import { UnknownKeyThrottle } from './unknown-key-throttle.ts';
 import type { ApiKeyDocument, ApiKeyStore } from '../../store/api-keys.ts';
 import type { RateLimitOverrides } from '../services/rate-limits/rate-limiter.ts';
 
@@ -39,8 +40,9 @@ function authenticate(request: FastifyRequest, key: ApiKeyDocument | null, apiKe
   return undefined;
 }
 
-async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKeyStore }): Promise<void> {
+async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKeyStore; unknownKeys?: UnknownKeyThrottle }): Promise<void> {
   app.decorateRequest('principal', null);
+  const unknownKeys = options.unknownKeys ?? new UnknownKeyThrottle();
 
   // A callback hook: a cached key (nearly every call) is found synchronously, and then the
   // request goes on without a promise being made.
@@ -56,14 +58,21 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
     if (!token) return done(missingKeyError('Malformed Authorization header: expected "Bearer <key>".'));
     // The checksum lets typos and foreign tokens be refused without touching the database.
     if (!isWellFormedApiKey(token)) return done(missingKeyError('Invalid API key.'));
-    let found: ReturnType<ApiKeyStore['findActiveByPlaintext']>;
+    // An address past its reads that found no key gets answers from the cache alone.
+    const throttled = unknownKeys.refusal(request.ip);
+    let found: ReturnType<ApiKeyStore['findActiveByPlaintext']> | undefined;
     try {
-      found = options.apiKeys.findActiveByPlaintext(token);
+      found = options.apiKeys.findActiveByPlaintext(token, Date.now(), throttled === undefined);
     } catch (error) {
       return done(error as Error);
     }
-    if (found instanceof Promise) found.then((key) => done(authenticate(request, key, options.apiKeys)), done);
-    else done(authenticate(request, found, options.apiKeys));
+    if (found === undefined) return done(throttled);
+    if (found instanceof Promise) {
+      found.then((key) => {
+        if (!key) unknownKeys.noteUnknown(request.ip);
+        done(authenticate(request, key, options.apiKeys));
+      }, done);
+    } else done(authenticate(request, found, options.apiKeys));
   });
 }
 

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
+import { setTimeout as pause } from 'node:timers/promises';
+import { READS_PER_WINDOW, WINDOW_MS } from '../../api/plugins/unknown-key-throttle.ts';
 import { generateApiKey } from '../../core/api-keys.ts';
 import { adminHeaders, bearer, createAccount, createKey, startTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 
@@ -41,6 +43,29 @@ describe('API key authentication on /v1', () => {
       const response = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: `${scheme} ${validKey}` } });
       assert.equal(response.statusCode, 200, response.body);
     }
+  });
+
+  it('answers an address that keeps sending unknown keys from the cache alone: 429 once its reads are used up', async () => {
+    // Fixed windows of 10 s: start clear of an edge, so the 40 calls fall in one.
+    const toEdge = WINDOW_MS - (Date.now() % WINDOW_MS);
+    if (toEdge < 2_000) await pause(toEdge + 50);
+    const get = (key: string, remoteAddress: string) => harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key), remoteAddress });
+    const address = '203.0.113.7';
+    assert.equal((await get(validKey, address)).statusCode, 200, 'the valid key is cached');
+    const statuses: number[] = [];
+    let refusal: Awaited<ReturnType<typeof get>> | undefined;
+    for (let index = 0; index < READS_PER_WINDOW + 10; index++) {
+      const answer = await get(generateApiKey().plaintext, address);
+      statuses.push(answer.statusCode);
+      if (answer.statusCode === 429) refusal = answer;
+    }
+    assert.deepEqual(statuses, [...Array(READS_PER_WINDOW).fill(401), ...Array(10).fill(429)]);
+    assert.equal(refusal!.json().error.code, 'rate_limit_exceeded');
+    assert.match(refusal!.json().error.message, /^Too many requests with unknown API keys from this address; retry in \d+ s/);
+    assert.ok(Number(refusal!.headers['retry-after']) >= 1 && Number(refusal!.headers['retry-after']) <= 10);
+    // A key in use still passes from that address; an unknown key from another is still read.
+    assert.equal((await get(validKey, address)).statusCode, 200);
+    assert.equal((await get(generateApiKey().plaintext, '198.51.100.9')).statusCode, 401);
   });
 
   it('refuses a request with two Authorization headers with 400, whichever comes first', async () => {
