@@ -73,6 +73,12 @@ export const UNANSWERED_SUBMISSION_GRACE_MS = 60_000;
 /** The published webhook retry schedule: the delay before each attempt, in seconds. */
 export const WEBHOOK_RETRY_SCHEDULE_SECONDS = [0, 5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600, 14 * 3600, 20 * 3600, 24 * 3600];
 
+/** The queue a task's webhook attempts run on, beside the task queue whose workflows send them:
+ * every worker serves both, with slots of its own for each (worker/create-worker.ts). */
+export function webhookTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-webhooks`;
+}
+
 /** How long a stopping worker lets its activities run: past the longest one's timeout (a vendor
  * submission 60 s, a webhook attempt 45 s). Docker Compose's stop_grace_period for the worker
  * and `npm start` allow a little more before they kill it. */

@@ -10,7 +10,7 @@ import type { Database } from '../store/database.ts';
 import { Ledger } from '../store/ledger.ts';
 import { TaskStore } from '../store/tasks.ts';
 import { UsageStore } from '../store/usage.ts';
-import { WORKER_STOP_MS } from '../core/video-task.ts';
+import { WORKER_STOP_MS, webhookTaskQueue } from '../core/video-task.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -29,8 +29,42 @@ export interface VideoWorkerOptions {
   vendorFor?: (upstream: string) => VideoVendor;
 }
 
-/** The worker for the video task queue: the bundled workflows plus activities wired to the store. */
-export async function createVideoWorker(options: VideoWorkerOptions): Promise<Worker> {
+/** Webhook attempts at once per worker process. Each waits on a receiver (up to 15 s, 30 s at
+ * most), so many fit; they have slots apart from the task queue's 200, so receivers slow for many
+ * tasks at once hold up other webhooks, never holds, submissions or status reads. */
+const WEBHOOK_SLOTS = 100;
+
+/** The task queue's worker (workflows, vendor calls, bookkeeping) and the webhook queue's
+ * (attempts alone), run and stopped together: one process serves both. */
+export class VideoWorker {
+  constructor(private readonly workers: readonly Worker[]) {}
+
+  /** Until both stop; if one fails, the other is stopped too and the failure thrown. */
+  async run(): Promise<void> {
+    const runs = this.workers.map((worker) => worker.run());
+    try {
+      await Promise.all(runs);
+    } catch (error) {
+      this.shutdown();
+      await Promise.allSettled(runs);
+      throw error;
+    }
+  }
+
+  /** Begins both workers' stop (activities under way finish first, up to WORKER_STOP_MS). */
+  shutdown(): void {
+    for (const worker of this.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+  }
+
+  /** The task queue worker's state. */
+  getState(): ReturnType<Worker['getState']> {
+    return this.workers[0]!.getState();
+  }
+}
+
+/** The worker for the video task queue: the bundled workflows plus activities wired to the
+ * store, and beside it the worker for the webhook attempts its workflows send. */
+export async function createVideoWorker(options: VideoWorkerOptions): Promise<VideoWorker> {
   const activities = createActivities({
     tasks: new TaskStore(options.database.db),
     accounts: new AccountStore(options.database.db),
@@ -42,7 +76,7 @@ export async function createVideoWorker(options: VideoWorkerOptions): Promise<Wo
     webhookTimeoutMs: options.webhookTimeoutMs,
     answerGraceMs: options.answerGraceMs,
   });
-  return Worker.create({
+  const tasks = await Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
@@ -56,4 +90,13 @@ export async function createVideoWorker(options: VideoWorkerOptions): Promise<Wo
     // abandoned, and Temporal retries it elsewhere, so a stop is never held open for good.
     shutdownForceTime: WORKER_STOP_MS,
   });
+  const webhooks = await Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: webhookTaskQueue(options.taskQueue),
+    activities: { deliverTaskWebhook: activities.deliverTaskWebhook },
+    maxConcurrentActivityTaskExecutions: WEBHOOK_SLOTS,
+    shutdownForceTime: WORKER_STOP_MS,
+  });
+  return new VideoWorker([tasks, webhooks]);
 }

@@ -10,6 +10,7 @@ import { Ledger } from '../store/ledger.ts';
 import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 import { TaskStore } from '../store/tasks.ts';
+import { webhookTaskQueue } from '../core/video-task.ts';
 import { createVideoWorker } from './create-worker.ts';
 import { startMetricsServer } from './metrics-server.ts';
 import { startSweeper } from './sweeper.ts';
@@ -64,7 +65,10 @@ const stopSweeper = startSweeper({
   log: (message) => log.info(message),
 });
 
-announce.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, `worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS}`);
+announce.info(
+  { taskQueue: config.TEMPORAL_TASK_QUEUE, webhookTaskQueue: webhookTaskQueue(config.TEMPORAL_TASK_QUEUE) },
+  `worker polling task queue ${config.TEMPORAL_TASK_QUEUE} (and its webhooks' ${webhookTaskQueue(config.TEMPORAL_TASK_QUEUE)}) on ${config.TEMPORAL_ADDRESS}`,
+);
 try {
   await worker.run();
 } finally {

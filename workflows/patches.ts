@@ -30,4 +30,7 @@ export const PATCHES = {
   /** A task the sweeper started (an api crash left it unstarted) counts its deadline from its
    * submission (`submittedAt` in its input), not from the sweep a minute or more later. */
   deadlineFromSubmission: 'deadline-from-submission',
+  /** Webhook attempts run on a queue of their own (core/video-task.ts webhookTaskQueue), not
+   * beside the task's holds, submissions and status reads. */
+  webhooksOwnQueue: 'webhooks-own-queue',
 } as const;

@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { loadCatalog } from '../../core/catalog.ts';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { buildSimulator } from '../../simulator/app.ts';
 import type { VideoVendor } from '../../vendors/types.ts';
-import { createVideoWorker } from '../../worker/create-worker.ts';
+import { createVideoWorker, type VideoWorker } from '../../worker/create-worker.ts';
 import { startTestApp, type TestApp } from './app.ts';
 import { testTemporalAddress, uniqueName } from './engines.ts';
 import { createVendorLookup } from '../../core/vendor-lookup.ts';
@@ -13,7 +13,7 @@ export interface VideoStack extends TestApp {
   baseUrl: string;
   simulatorUrl: string;
   taskQueue: string;
-  worker?: Worker;
+  worker?: VideoWorker;
 }
 
 /** Simulator, api (listening on an ephemeral port) and, unless told otherwise, an in-process
@@ -74,7 +74,7 @@ export async function startStackWorker(
     vendorOverrides?: (real: VideoVendor) => Partial<VideoVendor>;
     answerGraceMs?: number;
   } = {},
-): Promise<{ worker: Worker; stop: () => Promise<void> }> {
+): Promise<{ worker: VideoWorker; stop: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: testTemporalAddress() });
   const catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: stack.simulatorUrl });
   const { vendorOverrides } = options;

@@ -223,6 +223,15 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
       assert.equal(stored?.webhook.state, 'delivered');
       assert.equal(stored?.webhook.attempts.length, 1);
       assert.equal(stored?.webhook.attempts[0].status, 200);
+      // The attempt ran on the webhook queue, with slots apart from holds, submissions and status
+      // reads: receivers slow for many tasks at once cannot take those.
+      const history = await stack.temporal.client.workflow.getHandle(submitted.json.task_id).fetchHistory();
+      const queues = (history.events ?? []).flatMap((event) => {
+        const scheduled = event.activityTaskScheduledEventAttributes;
+        return scheduled ? [[scheduled.activityType?.name, scheduled.taskQueue?.name]] : [];
+      });
+      assert.deepEqual(queues.filter(([name]) => name === 'deliverTaskWebhook'), [['deliverTaskWebhook', `${stack.taskQueue}-webhooks`]]);
+      assert.ok(queues.filter(([name]) => name !== 'deliverTaskWebhook').every(([, queue]) => queue === stack.taskQueue), JSON.stringify(queues));
       await recordHistoryIfAsked(submitted.json.task_id, 'video-task-webhook-delivered');
     } finally {
       await receiver.close();
