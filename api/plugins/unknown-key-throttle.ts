@@ -34,7 +34,7 @@ export class UnknownKeyThrottle {
   refusal(address: string): GatewayError | undefined {
     const now = this.now();
     this.roll(now);
-    if ((this.misses.get(callerOf(address)) ?? 0) < READS_PER_WINDOW) return undefined;
+    if (this.misses.size === 0 || (this.misses.get(callerOf(address)) ?? 0) < READS_PER_WINDOW) return undefined;
     const seconds = Math.max(1, Math.ceil(((this.window + 1) * WINDOW_MS - now) / 1_000));
     return new GatewayError(
       'rate_limit_exceeded',
