@@ -59,6 +59,7 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
     // The checksum lets typos and foreign tokens be refused without touching the database.
     if (!isWellFormedApiKey(token)) return done(missingKeyError('Invalid API key.'));
     let found: ReturnType<ApiKeyStore['findActiveByPlaintext']> | undefined;
+    let throttled: GatewayError | undefined;
     try {
       // From the cache first (nearly every call): the throttle is asked only before a read, so
       // a call with a key in use pays nothing for it.
@@ -66,16 +67,16 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
       found = options.apiKeys.findActiveByPlaintext(token, now, false);
       if (found === undefined) {
         // An address past its reads that found no key gets answers from the cache alone.
-        const throttled = unknownKeys.refusal(request.ip);
-        if (throttled) return done(throttled);
-        found = options.apiKeys.findActiveByPlaintext(token, now);
+        throttled = unknownKeys.admitRead(request.ip);
+        if (!throttled) found = options.apiKeys.findActiveByPlaintext(token, now);
       }
     } catch (error) {
       return done(error as Error);
     }
+    if (throttled || found === undefined) return done(throttled);
     if (found instanceof Promise) {
       found.then((key) => {
-        if (!key) unknownKeys.noteUnknown(request.ip);
+        if (key) unknownKeys.keyFound(request.ip);
         done(authenticate(request, key, options.apiKeys));
       }, done);
     } else done(authenticate(request, found, options.apiKeys));

@@ -30,11 +30,18 @@ export class UnknownKeyThrottle {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** The 429 for a key that would need a read, when this address has used up its window. */
-  refusal(address: string): GatewayError | undefined {
+  /** Counts a read for a key of this address's that no cache holds, as one that will find no
+   * key, before it is made: counted only once it came back, any number sent at once all went
+   * through. The 429 instead, when the address has used up its window. */
+  admitRead(address: string): GatewayError | undefined {
     const now = this.now();
     this.roll(now);
-    if (this.misses.size === 0 || (this.misses.get(callerOf(address)) ?? 0) < READS_PER_WINDOW) return undefined;
+    const caller = callerOf(address);
+    const misses = this.misses.get(caller) ?? 0;
+    if (misses < READS_PER_WINDOW) {
+      this.misses.set(caller, misses + 1);
+      return undefined;
+    }
     const seconds = Math.max(1, Math.ceil(((this.window + 1) * WINDOW_MS - now) / 1_000));
     return new GatewayError(
       'rate_limit_exceeded',
@@ -44,11 +51,11 @@ export class UnknownKeyThrottle {
     );
   }
 
-  /** A read for this address's key found none (unknown or revoked). */
-  noteUnknown(address: string): void {
-    this.roll(this.now());
+  /** The read admitted for this address found its key: it does not count. */
+  keyFound(address: string): void {
     const caller = callerOf(address);
-    this.misses.set(caller, (this.misses.get(caller) ?? 0) + 1);
+    const misses = this.misses.get(caller);
+    if (misses !== undefined && misses > 0) this.misses.set(caller, misses - 1);
   }
 
   /** Fixed windows: the counts of a past one are dropped whole, so the map holds one window's callers. */

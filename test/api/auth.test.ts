@@ -66,6 +66,10 @@ describe('API key authentication on /v1', () => {
     // A key in use still passes from that address; an unknown key from another is still read.
     assert.equal((await get(validKey, address)).statusCode, 200);
     assert.equal((await get(generateApiKey().plaintext, '198.51.100.9')).statusCode, 401);
+    // Sent all at once, before any read came back, they are held to the same count.
+    const together = await Promise.all(Array.from({ length: READS_PER_WINDOW + 10 }, () => get(generateApiKey().plaintext, '198.51.100.10')));
+    const counted = together.map((answer) => answer.statusCode).sort();
+    assert.deepEqual(counted, [...Array(READS_PER_WINDOW).fill(401), ...Array(10).fill(429)]);
   });
 
   it('refuses a request with two Authorization headers with 400, whichever comes first', async () => {

@@ -2,25 +2,26 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { callerOf, READS_PER_WINDOW, UnknownKeyThrottle, WINDOW_MS } from '../../api/plugins/unknown-key-throttle.ts';
 
-// The count of store reads that found no key, per caller address and window of 10 s, on a clock
-// of the test's own (the plugin's wiring is tested in auth.test.ts).
+// The count of store reads for keys no cache holds, per caller address and window of 10 s, on a
+// clock of the test's own (the plugin's wiring is tested in auth.test.ts).
 
 describe('reads for unknown keys, per caller', () => {
-  it('refuses once an address used up its window, until the next window begins', () => {
+  it('counts a read when it is admitted, refuses past the window\'s reads until the next window, and takes back reads that found their key', () => {
     let now = 5 * WINDOW_MS + 1_000;
     const throttle = new UnknownKeyThrottle(() => now);
-    for (let index = 0; index < READS_PER_WINDOW; index++) {
-      assert.equal(throttle.refusal('192.0.2.1'), undefined, `read ${index + 1}`);
-      throttle.noteUnknown('192.0.2.1');
-    }
-    const refused = throttle.refusal('192.0.2.1');
+    // Admitted at once, none yet back: the count holds them all the same.
+    for (let index = 0; index < READS_PER_WINDOW; index++) assert.equal(throttle.admitRead('192.0.2.1'), undefined, `read ${index + 1}`);
+    const refused = throttle.admitRead('192.0.2.1');
     assert.equal(refused?.status, 429);
     assert.equal(refused?.headers['retry-after'], '9');
-    assert.equal(throttle.refusal('192.0.2.2'), undefined, 'another address has its own count');
+    assert.equal(throttle.admitRead('192.0.2.2'), undefined, 'another address has its own count');
+    // A read that found its key gives its place back.
+    throttle.keyFound('192.0.2.1');
+    assert.equal(throttle.admitRead('192.0.2.1'), undefined);
     now = 6 * WINDOW_MS - 1;
-    assert.equal(throttle.refusal('192.0.2.1')?.headers['retry-after'], '1');
+    assert.equal(throttle.admitRead('192.0.2.1')?.headers['retry-after'], '1');
     now = 6 * WINDOW_MS;
-    assert.equal(throttle.refusal('192.0.2.1'), undefined, 'a new window starts from nothing');
+    assert.equal(throttle.admitRead('192.0.2.1'), undefined, 'a new window starts from nothing');
   });
 
   it('counts an IPv6 caller per /64, and an IPv4-mapped address as its IPv4 one', () => {
@@ -29,8 +30,8 @@ describe('reads for unknown keys, per caller', () => {
     assert.equal(callerOf('::ffff:192.0.2.1'), '192.0.2.1');
     assert.equal(callerOf('192.0.2.1'), '192.0.2.1');
     const throttle = new UnknownKeyThrottle(() => 1_000);
-    for (let index = 0; index < READS_PER_WINDOW; index++) throttle.noteUnknown(`2001:db8:1:2::${index.toString(16)}`);
-    assert.equal(throttle.refusal('2001:db8:1:2:ffff::1')?.status, 429);
-    assert.equal(throttle.refusal('2001:db8:1:3::1'), undefined);
+    for (let index = 0; index < READS_PER_WINDOW; index++) assert.equal(throttle.admitRead(`2001:db8:1:2::${index.toString(16)}`), undefined);
+    assert.equal(throttle.admitRead('2001:db8:1:2:ffff::1')?.status, 429);
+    assert.equal(throttle.admitRead('2001:db8:1:3::1'), undefined);
   });
 });
