@@ -50,9 +50,13 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
    * fails here, at its first step, for an operator to see (no task of a caller is behind it).
    */
   async function refuseUnlessStored(input: { taskId: string; accountId: string; keyId: string; amountMicros: number }): Promise<void> {
-    const task = await deps.tasks.find(input.taskId);
+    // The gateway starts a task's run under the task's id, so only one runs at a time: a second
+    // run of a live task (another workflow id) would hold nothing new, yet reach the vendor.
+    const workflowId = Context.current().info.workflowExecution?.workflowId;
+    const task = workflowId === input.taskId ? await deps.tasks.find(input.taskId) : null;
     if (task && task.account_id === input.accountId && task.key_id === input.keyId && task.price_micros === input.amountMicros) return;
-    const why = task ? `its input does not match the stored task (account, key or price)` : 'no task with this id was stored';
+    const why =
+      workflowId !== input.taskId ? `the run's workflow id ${workflowId} is not the task's` : task ? 'its input does not match the stored task (account, key or price)' : 'no task with this id was stored';
     throw ApplicationFailure.nonRetryable(`task ${input.taskId}: ${why}; nothing was held, and a run not started by the gateway is not run`, 'TaskInputMismatch');
   }
 

@@ -69,9 +69,12 @@ describe('a task run not started by the gateway', () => {
       _id: taskId, account_id: bystander._id, key_id: 'key_victim', model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
       metadata: {}, price_micros: PRICE, progress: 0, request_id: 'req_forged', workflow_started: false, workflow_input: input, created_at: now, updated_at: now,
     });
-    // The workflow id is another one: the task's own would be refused as already started.
-    await failsUnheld(`${taskId}-other-account`, inputFor(taskId, victim._id, PRICE), /does not match the stored task/);
-    await failsUnheld(`${taskId}-other-price`, inputFor(taskId, bystander._id, 10 * PRICE), /does not match the stored task/);
+    // The task's own workflow id with another account, then another price (its first run is
+    // closed by then, so the id may be reused), then the task's input word for word under
+    // another id: a second run of a live task would reach the vendor.
+    await failsUnheld(taskId, inputFor(taskId, victim._id, PRICE), /does not match the stored task/);
+    await failsUnheld(taskId, inputFor(taskId, bystander._id, 10 * PRICE), /does not match the stored task/);
+    await failsUnheld(`${taskId}-again`, input, new RegExp(`workflow id ${taskId}-again is not the task's`));
     assert.equal((await tasks.find(taskId))?.status, 'submitted');
   });
 });
