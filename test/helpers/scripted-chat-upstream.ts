@@ -93,7 +93,7 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
   const said = String(recorded.body.messages?.at(-1)?.content ?? '');
   const attempt = (timesSaid.get(said) ?? 0) + 1;
   timesSaid.set(said, attempt);
-  if (said === 'reset first' && attempt === 1) {
+  if ((said === 'reset first' && attempt === 1) || said === 'reset always') {
     response.socket?.destroy();
     return;
   }

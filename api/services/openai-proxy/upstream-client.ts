@@ -152,6 +152,9 @@ export class OpenAiUpstreams {
         const waitedMs = timing.sentAt === undefined ? 0 : performance.now() - timing.sentAt;
         const neverWorkedOn = code !== undefined && (CONNECT_CODES.has(code) || (DROPPED_CODES.has(code) && waitedMs < QUICK_DROP_MS));
         if (neverWorkedOn && attempt < this.retries) {
+          // Never worked on: the provider did not read this prompt, whatever the attempt said
+          // when its request went out. A caller who leaves before the next one goes out pays nothing.
+          signal.requestSent = false;
           await sleep(this.retryDelayMs * (attempt + 1));
           if (signal.aborted) throw signal.abortReason;
           continue;
