@@ -164,12 +164,27 @@ describe('rate limits', () => {
     assert.ok(refused instanceof OpenAI.RateLimitError, String(refused));
     assert.equal(attempts, 1);
     assert.equal(refused.headers?.get('x-should-retry'), 'false');
-    assert.match(refused.message, /Request too large: its prompt is about \d+ tokens, and this key may use 60 tokens per minute/);
+    assert.match(refused.message, /Request too large: its prompt is at least about \d+ tokens, and this key may use 60 tokens per minute/);
     // Nothing was counted: the minute is whole for a call that fits.
     const next = await stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(caller.key), payload: { model: 'gpt-4o-mini', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
     assert.equal(next.statusCode, 200, next.body);
     const remaining = Number(next.headers['x-ratelimit-remaining-tokens']);
     assert.ok(remaining > 30 && remaining < 60, `remaining ${remaining}`);
+  });
+
+  it('judges a prompt too large by the least it can cost: an image held at its worst case is admitted', async () => {
+    const caller = await stack.newCaller('token-image');
+    await awayFromMinuteEdge();
+    // gpt-4o-mini holds an image at 48,200 tokens, 800 times this key's minute; its text is a
+    // few tokens. The provider may bill far fewer (a low-detail image), so it is tried.
+    const answer = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: bearer(caller.key),
+      payload: { model: 'gpt-4o-mini', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'https://images.example/fox.png', detail: 'low' } }] }] },
+    });
+    assert.notEqual(answer.statusCode, 429, answer.body);
+    assert.doesNotMatch(answer.body, /Request too large/);
   });
 
   it('counts the prompt, not the output limit, when it admits a chat call', async () => {

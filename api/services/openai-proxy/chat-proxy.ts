@@ -90,7 +90,7 @@ function imagesIn(messages: ChatCompletionRequest['messages']): { images: number
  * messages, tools, `functions`, a `response_format` schema, a `prediction`: the provider bills
  * whatever it reads), its images at the model's `image_input_tokens` each. The prompt is
  * serialised once, and spliced in: with a long conversation it is most of the text. */
-export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number; bodyBytes: number; images: number; unboundedParts: boolean } {
+export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number; leastPromptTokens: number; bodyBytes: number; images: number; unboundedParts: boolean } {
   const { messages, tools, ...rest } = body;
   const others: Json = { ...rest, model: model.upstream_model };
   // Billing needs the usage chunk; chat-stream.ts hides it again from callers that did not ask.
@@ -103,7 +103,17 @@ export function upstreamChatRequest(model: ChatModel, body: ChatCompletionReques
   const payload = restoreUnsafeIntegers(`{"messages":${messagesJson}${toolsJson === undefined ? '' : `,"tools":${toolsJson}`},${JSON.stringify(others).slice(1)}`);
   const { images, urlCharacters, unboundedParts } = imagesIn(messages);
   const bodyBytes = Buffer.byteLength(payload);
-  return { payload, promptTokens: estimateTextTokens(payload, urlCharacters, bodyBytes) + images * model.image_input_tokens, bodyBytes, images, unboundedParts };
+  return {
+    payload,
+    promptTokens: estimateTextTokens(payload, urlCharacters, bodyBytes) + images * model.image_input_tokens,
+    // What the prompt costs at the least: its text at 4 characters a token (CJK runs 1 to 1.5
+    // tokens a character), its images at nothing. The estimate above is the most, for holds;
+    // a call refused for good must be too large by this one (rate-limiter.ts tooLarge).
+    leastPromptTokens: estimateTokens(Math.max(0, payload.length - urlCharacters)),
+    bodyBytes,
+    images,
+    unboundedParts,
+  };
 }
 
 /** Output characters of a completion, for pricing an answer that came without usage. */
@@ -205,7 +215,7 @@ export class ChatProxy {
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
     refuseOutputLimitAboveModel(model, body);
-    const { payload, promptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
+    const { payload, promptTokens, leastPromptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
     const prediction = (body as { prediction?: unknown }).prediction;
     const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
     const holdTokens = chatHoldTokens(model, { promptTokens, max_tokens: body.max_tokens, max_completion_tokens: body.max_completion_tokens, n: body.n, predictionBytes });
@@ -215,7 +225,7 @@ export class ChatProxy {
       // Counted for its prompt estimate, not its output limit: what a call gives back when it ends
       // stays with this process (other api processes cannot use it), so counting a max_tokens of
       // thousands at admission left most of a minute to one process.
-      tokenCount = await limiter.admitTokens(principal, holdTokens.inputTokens);
+      tokenCount = await limiter.admitTokens(principal, holdTokens.inputTokens, undefined, leastPromptTokens);
       context.setHeaders?.(limitHeaders('tokens', tokenCount.status));
     }
     let counted = false;

@@ -155,16 +155,17 @@ export class RateLimiter {
 
   /** Admits a chat call while its key's minute has tokens left, and counts `expectedTokens`
    * against the minute at once; settleTokens() corrects that to the call's usage. The status is
-   * read after the count, so the headers show what is left for the next call. */
-  admitTokens(caller: LimitedCaller, expectedTokens: number, now = Date.now()): TokenCount | Promise<TokenCount> {
+   * read after the count, so the headers show what is left for the next call. A call whose
+   * `leastTokens` are more than the whole minute is refused for good (tooLarge). */
+  admitTokens(caller: LimitedCaller, expectedTokens: number, now = Date.now(), leastTokens = expectedTokens): TokenCount | Promise<TokenCount> {
     const allowance = this.allowanceInMemory(caller, 'tokens', now);
-    if (allowance && expectedTokens > allowance.limit) throw this.tooLarge(expectedTokens, this.status(allowance, now));
+    if (allowance && leastTokens > allowance.limit) throw this.tooLarge(leastTokens, this.status(allowance, now));
     if (allowance?.hasAtHand(1)) {
       allowance.spend(expectedTokens, this.tokensNotCounted);
       return new TokenCount(allowance, expectedTokens, this.status(allowance, now));
     }
     return this.admit(allowance ?? this.allowance(caller, 'tokens', now), 'tokens', now, (claimed) => {
-      if (expectedTokens > claimed.limit) throw this.tooLarge(expectedTokens, this.status(claimed, now));
+      if (leastTokens > claimed.limit) throw this.tooLarge(leastTokens, this.status(claimed, now));
       return claimed.spendOnceAvailable(expectedTokens, this.tokensNotCounted);
     }).then(({ allowance: claimed, counted }) => new TokenCount(claimed, counted ? expectedTokens : 0, this.status(claimed, now)));
   }
@@ -214,13 +215,14 @@ export class RateLimiter {
     return { limit: allowance.limit, remaining: allowance.remaining, resetMs: allowance.endsAt - now };
   }
 
-  /** A chat call whose prompt alone is more than its key's whole minute: no wait would admit
-   * it, so it is refused at once and told not to retry (OpenAI's "Request too large"). Before,
-   * it was admitted whenever a minute was fresh, and overdrew that minute alone. */
-  private tooLarge(expectedTokens: number, status: LimitStatus): GatewayError {
+  /** A chat call whose prompt alone, counted at its least (`leastTokens`: text only, 4
+   * characters a token), is more than its key's whole minute: no wait would admit it, so it is
+   * refused at once and told not to retry (OpenAI's "Request too large"). Before, it was
+   * admitted whenever a minute was fresh, and overdrew that minute alone. */
+  private tooLarge(leastTokens: number, status: LimitStatus): GatewayError {
     return new GatewayError(
       'rate_limit_exceeded',
-      `Request too large: its prompt is about ${expectedTokens} tokens, and this key may use ${status.limit} tokens per minute. Shorten the messages, or ask the operator for a higher limit.`,
+      `Request too large: its prompt is at least about ${leastTokens} tokens, and this key may use ${status.limit} tokens per minute. Shorten the messages, or ask the operator for a higher limit.`,
       undefined,
       { 'x-should-retry': 'false', ...limitHeaders('tokens', status) },
     );

@@ -126,15 +126,27 @@ describe('rate limiter: rounds on its own timer', () => {
       assert.equal(refusal.code, 'rate_limit_exceeded');
       assert.equal(refusal.headers['x-should-retry'], 'false');
       assert.equal(refusal.headers['retry-after'], undefined);
-      assert.match(refusal.message, /about 1001 tokens, and this key may use 1000 tokens per minute/);
+      assert.match(refusal.message, /at least about 1001 tokens, and this key may use (1000|100000) tokens per minute/);
       return true;
     };
-    // First on a fresh minute (the allowance is read from the store), then from memory.
+    // First on a fresh minute (no units at hand: the claim path), then from memory.
     await assert.rejects(async () => limits.admitTokens(caller, 1_001, at(1_000)), tooLarge);
     assert.equal((await limits.admitTokens(caller, 0, at(2_000))).status.remaining, 1_000);
     assert.throws(() => limits.admitTokens(caller, 1_001, at(3_000)), tooLarge);
     const whole = await limits.admitTokens(caller, 1_000, at(4_000));
     assert.equal(whole.status.remaining, 0);
+    // Its limit not known yet (no limit of the key's own, the account's overrides unread): the
+    // check runs once the allowance is read.
+    const unread = { accountId: 'acct_large_unread', keyId: 'key_large_unread' };
+    await assert.rejects(async () => limits.admitTokens(unread, 100_001, at(5_000), 100_001), (error: unknown) => {
+      assert.ok(error instanceof GatewayError, String(error));
+      assert.match(error.message, /at least about 100001 tokens, and this key may use 100000 tokens per minute/);
+      return true;
+    });
+    // Refused by the least the prompt can cost, not the most: a worst case over the minute
+    // whose least fits is admitted (and counted at its worst, corrected at the end).
+    const fits = await limits.admitTokens(caller, 5_000, at(61_000), 900);
+    assert.equal(fits.tokens, 5_000);
   });
 
   it('lets a chat call through uncounted while the store cannot be reached, so its settlement gives nothing back', async () => {
