@@ -179,7 +179,8 @@ async function jsonBodyPlugin(app: FastifyInstance): Promise<void> {
       const reason = error instanceof RangeError ? 'it is nested too deeply' : error instanceof Error ? error.message : 'parse error';
       return done(new GatewayError('invalid_json', `The request body is not valid JSON: ${reason}.`));
     }
-    if (text.length >= SHORTEST_TOO_DEEP && nestedDeeperThan(parsed, MAX_NESTING)) return done(tooDeep());
+    // A text long enough to have been looked at before the parse had its depth checked there.
+    if (text.length >= SHORTEST_TOO_DEEP && text.length <= MAX_VALUES && nestedDeeperThan(parsed, MAX_NESTING)) return done(tooDeep());
     // Every JSON body here is an object: say so, rather than a schema's word about its first field.
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       const what = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`;
