@@ -30,9 +30,9 @@ export class UnknownKeyThrottle {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Counts a read for a key of this address's that no cache holds, as one that will find no
-   * key, before it is made: counted only once it came back, any number sent at once all went
-   * through. The 429 instead, when the address has used up its window. */
+  /** Counts a read for a key no cache holds as one that finds no key, before it is made (counted
+   * when it came back, any number sent at once all went through); keyFound() takes it back. The
+   * 429 instead, once the address has used up its window. */
   admitRead(address: string): GatewayError | undefined {
     const now = this.now();
     this.roll(now);
