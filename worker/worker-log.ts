@@ -30,12 +30,18 @@ export function sdkLevel(level: Config['LOG_LEVEL']): LogLevel {
   }
 }
 
+/** SDK warnings that say what this worker is built to do: passed on at INFO, so an operator
+ * who alerts on warnings is not woken at every start. The webhook queue's worker runs
+ * activities alone (worker/create-worker.ts). */
+const EXPECTED_WARNINGS = new Set(['No workflows registered, not polling for workflow tasks']);
+
 /** The SDK's logger, writing into `log`. */
 export function sdkLogger(log: Logger, level: LogLevel): DefaultLogger {
   return new DefaultLogger(level, (entry: LogEntry) => {
     // pino stamps the line itself: the SDK's own timestamp (at most the 100 ms its forwarding
     // buffers earlier) would make a second `time` key.
     const { meta, message } = entry;
-    log[PINO_LEVEL[entry.level]]({ sdk: true, ...meta }, message);
+    const passedAs = entry.level === 'WARN' && EXPECTED_WARNINGS.has(message) ? 'info' : PINO_LEVEL[entry.level];
+    log[passedAs]({ sdk: true, ...meta }, message);
   });
 }

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
 import { startProcess, waitForOutput } from '../../scripts/lib/processes.ts';
+import { sdkLogger } from '../../worker/worker-log.ts';
 import { testTemporalAddress, uniqueName } from '../helpers/engines.ts';
 
 // The worker's log is JSON lines at LOG_LEVEL, the Temporal SDK's entries included: left to the
@@ -42,6 +44,17 @@ function entries(output: string): Array<{ level: number; msg: string; sdk?: bool
       }
     });
 }
+
+describe('the SDK\'s entries in the worker log', () => {
+  it('passes on at INFO the warning that a worker runs activities alone, as the webhook queue\'s does, and other warnings as they are', () => {
+    const lines: Array<{ level: number; msg: string }> = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const sdk = sdkLogger(log, 'INFO');
+    sdk.warn('No workflows registered, not polling for workflow tasks', { taskQueue: 'q-webhooks' });
+    sdk.warn('Activity failed', { taskQueue: 'q' });
+    assert.deepEqual(lines.map((line) => [line.level, line.msg]), [[30, 'No workflows registered, not polling for workflow tasks'], [40, 'Activity failed']]);
+  });
+});
 
 describe('the worker log', () => {
   it('is one JSON line per entry, the SDK\'s bundle report and state changes included', { timeout: 90_000 }, async () => {
