@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { enableProcessMetrics, metricsRegistry } from '../core/metrics.ts';
+import { FailuresByAddress, OPERATOR_TOKEN_GUESSES } from '../core/failures-by-address.ts';
 import { bearerMatches } from '../core/secret-match.ts';
 import { readTemporalSdkMetrics } from './temporal-runtime.ts';
 
@@ -23,14 +24,24 @@ export async function startMetricsServer(options: { host: string; port: number; 
     const [own, sdk] = await Promise.all([metricsRegistry.metrics(), readTemporalSdkMetrics(temporalSdkMetricsUrl)]);
     return sdk === null ? own : `${own}\n${sdk}`;
   };
+  const wrongTokens = new FailuresByAddress(OPERATOR_TOKEN_GUESSES);
   const server = createServer((request, response) => {
     if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Only GET /metrics is served here.\n');
       return;
     }
-    if (options.token !== undefined && !bearerMatches(request.headers.authorization, options.token)) {
-      response.writeHead(401, { 'content-type': 'text/plain; charset=utf-8', 'www-authenticate': 'Bearer' }).end('Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).\n');
-      return;
+    if (options.token !== undefined) {
+      const address = request.socket.remoteAddress ?? '';
+      const waitSeconds = wrongTokens.admit(address);
+      if (waitSeconds > 0) {
+        response.writeHead(429, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': String(waitSeconds) }).end(`Too many wrong metrics tokens from this address; retry in ${waitSeconds} s.\n`);
+        return;
+      }
+      if (!bearerMatches(request.headers.authorization, options.token)) {
+        response.writeHead(401, { 'content-type': 'text/plain; charset=utf-8', 'www-authenticate': 'Bearer' }).end('Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).\n');
+        return;
+      }
+      wrongTokens.forgive(address);
     }
     collect().then(
       (text) => response.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(text),

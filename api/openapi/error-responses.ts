@@ -65,7 +65,9 @@ export function errorResponses(...statuses: ErrorStatus[]): Record<number, z.Zod
 }
 
 /** What every route behind an API key or the admin token may answer besides its own errors
- * (the 400: more than one Authorization header, api/plugins/authorization-header.ts). */
+ * (the 400: more than one Authorization header, api/plugins/authorization-header.ts; the 429:
+ * rate limits, or too many unknown keys or wrong admin tokens from one address; the 503: the
+ * store is down, or the admin API is off for want of ADMIN_TOKEN). */
 export const AUTHENTICATED_ERRORS: ErrorStatus[] = [400, 401, 429, 500, 503];
 
 /** What a route that reads a JSON body may answer about the body itself. */

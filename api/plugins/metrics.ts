@@ -7,6 +7,7 @@ import { bearerMatches } from '../../core/secret-match.ts';
 import { errorResponses } from '../openapi/error-responses.ts';
 import { metricsTokenSecurity } from '../openapi/security.ts';
 import { soleAuthorization } from './authorization-header.ts';
+import { FailuresByAddress, OPERATOR_TOKEN_GUESSES, tooManyWrongTokens } from '../../core/failures-by-address.ts';
 
 // GET /metrics in the Prometheus text format, and the request duration histogram behind it.
 // Open like /healthz unless METRICS_TOKEN is set (then a scraper sends it as a bearer token):
@@ -24,12 +25,13 @@ const metricsSchema = {
       description: 'The Prometheus text exposition format.',
       content: { 'text/plain': { schema: z.string() } },
     },
-    ...errorResponses(401),
+    ...errorResponses(401, 429),
   },
 };
 
 async function metricsPlugin(app: FastifyInstance, options: { token?: string | undefined }): Promise<void> {
   enableProcessMetrics();
+  const wrongTokens = new FailuresByAddress(OPERATOR_TOKEN_GUESSES);
 
   app.addHook('onResponse', (request, reply, done) => {
     httpRequestDuration.observe(
@@ -40,8 +42,13 @@ async function metricsPlugin(app: FastifyInstance, options: { token?: string | u
   });
 
   app.get('/metrics', { schema: metricsSchema }, async (request, reply) => {
-    if (options.token !== undefined && !bearerMatches(soleAuthorization(request), options.token)) {
-      throw new GatewayError('invalid_metrics_token', 'Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).', undefined, { 'www-authenticate': 'Bearer' });
+    if (options.token !== undefined) {
+      const waitSeconds = wrongTokens.admit(request.ip);
+      if (waitSeconds > 0) throw tooManyWrongTokens('metrics', waitSeconds);
+      if (!bearerMatches(soleAuthorization(request), options.token)) {
+        throw new GatewayError('invalid_metrics_token', 'Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).', undefined, { 'www-authenticate': 'Bearer' });
+      }
+      wrongTokens.forgive(request.ip);
     }
     const text = await metricsRegistry.metrics();
     return reply.type(metricsRegistry.contentType).send(text);

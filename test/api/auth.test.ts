@@ -131,6 +131,29 @@ describe('admin token on /admin', () => {
     }
   });
 
+  it('refuses an address past 20 wrong tokens in its window with 429, the right token too, while other addresses and right tokens are not counted', async () => {
+    const guesser = '198.51.100.7';
+    const operator = '198.51.100.8';
+    const call = (remoteAddress: string, authorization: string) =>
+      harness.app.inject({ method: 'GET', url: '/admin/accounts/acct_none', remoteAddress, headers: { authorization } });
+    // Right tokens cost nothing: 30 of them leave the operator's 20 guesses whole.
+    for (let index = 0; index < 30; index++) assert.equal((await call(operator, `Bearer ${TEST_ADMIN_TOKEN}`)).statusCode, 404);
+    const guesses = await Promise.all(Array.from({ length: 25 }, (_, index) => call(guesser, `Bearer wrong-token-${index}-padding`)));
+    assert.deepEqual(
+      guesses.map((response) => response.statusCode).sort(),
+      [...Array<number>(20).fill(401), ...Array<number>(5).fill(429)],
+      'sent at once, 20 are compared and the rest refused',
+    );
+    const refused = await call(guesser, `Bearer ${TEST_ADMIN_TOKEN}`);
+    assert.equal(refused.statusCode, 429, 'past its guesses, an address learns nothing from a right one');
+    assert.equal(refused.json().error.code, 'rate_limit_exceeded');
+    assert.match(refused.json().error.message, /wrong admin tokens/);
+    const retryAfter = Number(refused.headers['retry-after']);
+    assert.ok(retryAfter >= 1 && retryAfter <= 600, `Retry-After ${refused.headers['retry-after']}`);
+    for (let index = 0; index < 19; index++) assert.equal((await call(operator, `Bearer wrong-token-${index}-padding`)).statusCode, 401);
+    assert.equal((await call(operator, `Bearer ${TEST_ADMIN_TOKEN}`)).statusCode, 404, 'another address keeps its own count');
+  });
+
   it('answers 503 with an actionable message when ADMIN_TOKEN is not configured', async () => {
     const unconfigured = await startTestApp('admin-off', { ADMIN_TOKEN: undefined as unknown as string });
     try {

@@ -134,6 +134,16 @@ describe('GET /metrics with METRICS_TOKEN set', () => {
     assert.equal((await api.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
   });
 
+  it('refuses an address past 20 wrong tokens with 429 and Retry-After, the right token too; another address still scrapes', async () => {
+    const scrape = (remoteAddress: string, authorization: string) => api.app.inject({ method: 'GET', url: '/metrics', remoteAddress, headers: { authorization } });
+    for (let index = 0; index < 20; index++) assert.equal((await scrape('203.0.113.9', `Bearer wrong-${index}-0123456789`)).statusCode, 401);
+    const refused = await scrape('203.0.113.9', `Bearer ${token}`);
+    assert.equal(refused.statusCode, 429);
+    assert.equal(refused.json().error.code, 'rate_limit_exceeded');
+    assert.ok(Number(refused.headers['retry-after']) >= 1);
+    assert.equal((await scrape('203.0.113.10', `Bearer ${token}`)).statusCode, 200);
+  });
+
   it('refuses a token shorter than 16 characters at start-up', () => {
     assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN must be at least 16 characters/);
   });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { callerOf, READS_PER_WINDOW, UnknownKeyThrottle, WINDOW_MS } from '../../api/plugins/unknown-key-throttle.ts';
+import { callerOf } from '../../core/failures-by-address.ts';
+import { READS_PER_WINDOW, UnknownKeyThrottle, WINDOW_MS } from '../../api/plugins/unknown-key-throttle.ts';
 
 // The count of store reads for keys no cache holds, per caller address and window of 10 s, on a
 // clock of the test's own (the plugin's wiring is tested in auth.test.ts).

@@ -66,7 +66,7 @@ describe('worker metrics listener', () => {
     await post.body.dump();
   });
 
-  it('asks for METRICS_TOKEN as a bearer token when it is set', async () => {
+  it('asks for METRICS_TOKEN as a bearer token when it is set, and refuses an address past 20 wrong ones', async () => {
     const guarded = await startMetricsServer({ host: '127.0.0.1', port: 0, token: 'scrape-token-0123456789' });
     try {
       for (const authorization of [undefined, 'Bearer scrape-token-9876543210']) {
@@ -77,6 +77,16 @@ describe('worker metrics listener', () => {
       const scraped = await request(guarded.url, { headers: { authorization: 'Bearer scrape-token-0123456789' } });
       assert.equal(scraped.statusCode, 200);
       assert.match(await scraped.body.text(), /process_resident_memory_bytes/);
+      // 2 wrong so far; past 20, this address is refused whatever it sends.
+      for (let index = 2; index < 20; index++) {
+        const refused = await request(guarded.url, { headers: { authorization: `Bearer wrong-${index}-0123456789` } });
+        assert.equal(refused.statusCode, 401);
+        await refused.body.dump();
+      }
+      const throttled = await request(guarded.url, { headers: { authorization: 'Bearer scrape-token-0123456789' } });
+      assert.equal(throttled.statusCode, 429);
+      assert.ok(Number(throttled.headers['retry-after']) >= 1);
+      assert.match(await throttled.body.text(), /Too many wrong metrics tokens/);
     } finally {
       await guarded.close();
     }

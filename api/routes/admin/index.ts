@@ -5,7 +5,7 @@ import { GatewayError } from '../../../core/errors.ts';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../plugins/idempotency.ts';
 import type { AccountStore } from '../../../store/accounts.ts';
 import type { ApiKeyStore } from '../../../store/api-keys.ts';
-import { BODY_ERRORS, errorResponses, type ErrorStatus } from '../../openapi/error-responses.ts';
+import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountOnboarding } from '../../services/account-onboarding.ts';
 import { addCredits } from '../../services/credit-addition.ts';
@@ -20,9 +20,6 @@ export interface AdminRouteOptions {
   onboarding: AccountOnboarding;
   deductions: CreditDeductions;
 }
-
-/** 503: the admin API is off (no ADMIN_TOKEN) or the store is down. */
-const ADMIN_ERRORS: ErrorStatus[] = [401, 500, 503];
 
 const moneyMovementHeaders = z.looseObject({
   'idempotency-key': z
@@ -47,7 +44,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   // Declared where it is enforced: every route here wants the operator token.
   const documented = (operationId: string, summary: string) => ({ tags: ['admin'], operationId, summary, security: adminTokenSecurity });
 
-  app.post('/accounts', { schema: { ...documented('createAccount', 'Create an account'), body: createAccountBody, response: { 201: accountView, ...errorResponses(...BODY_ERRORS, 409, ...ADMIN_ERRORS) } } }, async (request, reply) => {
+  app.post('/accounts', { schema: { ...documented('createAccount', 'Create an account'), body: createAccountBody, response: { 201: accountView, ...errorResponses(...BODY_ERRORS, 409, ...AUTHENTICATED_ERRORS) } } }, async (request, reply) => {
     const { console_email: email, console_password: password } = request.body;
     const { account } = await onboarding.createAccount({
       name: request.body.name,
@@ -57,7 +54,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     return reply.status(201).send(toAccountView(account));
   });
 
-  app.get('/accounts/:id', { schema: { ...documented('getAccount', 'Read an account and its keys'), params: accountIdParams, response: { 200: accountWithKeysView, ...errorResponses(400, 404, ...ADMIN_ERRORS) } } }, async (request) => {
+  app.get('/accounts/:id', { schema: { ...documented('getAccount', 'Read an account and its keys'), params: accountIdParams, response: { 200: accountWithKeysView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
     const account = await accounts.find(request.params.id);
     if (!account) throw accountNotFound(request.params.id);
     const keys = await apiKeys.listForAccount(account._id);
@@ -87,7 +84,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   const amountMismatch = () =>
     new GatewayError('idempotency_mismatch', 'This Idempotency-Key was already used with a different amount. Use a new key for a new request.', 'Idempotency-Key');
 
-  app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, headers: moneyMovementHeaders, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...ADMIN_ERRORS) } } }, async (request) => {
+  app.post('/accounts/:id/credits', { schema: { ...documented('addCredits', 'Add credits to an account'), params: accountIdParams, headers: moneyMovementHeaders, body: addCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
     const reference = await movementReference(request.headers, request.params.id, 'credit', request.body.amount_usd);
     const account = await addCredits(accounts, request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
@@ -95,7 +92,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     return toAccountView(account);
   });
 
-  app.post('/accounts/:id/deductions', { schema: { ...documented('deductCredits', 'Take credits back from an account (a mistaken credit, a refund paid elsewhere)'), params: accountIdParams, headers: moneyMovementHeaders, body: deductCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...ADMIN_ERRORS) } } }, async (request) => {
+  app.post('/accounts/:id/deductions', { schema: { ...documented('deductCredits', 'Take credits back from an account (a mistaken credit, a refund paid elsewhere)'), params: accountIdParams, headers: moneyMovementHeaders, body: deductCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
     const reference = await movementReference(request.headers, request.params.id, 'deduct', request.body.amount_usd);
     const account = await deductions.deduct(request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
@@ -103,7 +100,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     return toAccountView(account);
   });
 
-  app.post('/accounts/:id/keys', { schema: { ...documented('createKey', 'Create an API key (its plaintext is shown only here)'), params: accountIdParams, body: createKeyBodyFor(catalog), response: { 201: createdKeyView, ...errorResponses(...BODY_ERRORS, 404, ...ADMIN_ERRORS) } } }, async (request, reply) => {
+  app.post('/accounts/:id/keys', { schema: { ...documented('createKey', 'Create an API key (its plaintext is shown only here)'), params: accountIdParams, body: createKeyBodyFor(catalog), response: { 201: createdKeyView, ...errorResponses(...BODY_ERRORS, 404, ...AUTHENTICATED_ERRORS) } } }, async (request, reply) => {
     const account = await accounts.find(request.params.id);
     if (!account) throw accountNotFound(request.params.id);
     const models = request.body.models ?? null;
@@ -123,7 +120,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     });
   });
 
-  app.delete('/keys/:id', { schema: { ...documented('revokeKey', 'Revoke an API key, effective at once'), params: accountIdParams, response: { 200: keyView, ...errorResponses(400, 404, ...ADMIN_ERRORS) } } }, async (request) => {
+  app.delete('/keys/:id', { schema: { ...documented('revokeKey', 'Revoke an API key, effective at once'), params: accountIdParams, response: { 200: keyView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
     const key = await apiKeys.revoke(request.params.id);
     if (!key) throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
     return toKeyView(key);

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.ts';
-import { BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
+import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { adminTokenSecurity } from '../../openapi/security.ts';
 import { normalizedLimits, type RateLimitSettings } from '../../services/rate-limits/limit-settings.ts';
 import { atMostCharacters } from '../../../core/characters.ts';
@@ -38,7 +38,7 @@ export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> 
     security: adminTokenSecurity,
     params: idParams,
     body: rateLimitsBody,
-    response: { 200: rateLimitsView, ...errorResponses(...BODY_ERRORS, 404, 401, 500, 503) },
+    response: { 200: rateLimitsView, ...errorResponses(...BODY_ERRORS, 404, ...AUTHENTICATED_ERRORS) },
   });
 
   app.put('/accounts/:id/rate-limits', { schema: documented('setAccountRateLimits', 'Set an account’s per-minute limits') }, async (request) => {

@@ -4,7 +4,7 @@ import { GatewayError } from '../../../core/errors.ts';
 import { microsToUsd } from '../../../core/money.ts';
 import type { AccountStore } from '../../../store/accounts.ts';
 import { addUsage, ZERO_USAGE, type UsageReports, type UsageTotals } from '../../../store/usage-reports.ts';
-import { errorResponses } from '../../openapi/error-responses.ts';
+import { AUTHENTICATED_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { adminTokenSecurity } from '../../openapi/security.ts';
 import { accountIdParams } from './schemas.ts';
 
@@ -61,7 +61,7 @@ export const adminUsageRoutes: FastifyPluginAsyncZod<AdminUsageRouteOptions> = a
     security: adminTokenSecurity,
     params: accountIdParams,
     querystring: usageQuery,
-    response: { 200: usageView, ...errorResponses(400, 404, 401, 500, 503) },
+    response: { 200: usageView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) },
   };
 
   app.get('/accounts/:id/usage', { schema }, async (request) => {
