@@ -65,9 +65,10 @@ const stopSweeper = startSweeper({
   log: (message) => log.info(message),
 });
 
+const webhooksQueue = webhookTaskQueue(config.TEMPORAL_TASK_QUEUE);
 announce.info(
-  { taskQueue: config.TEMPORAL_TASK_QUEUE, webhookTaskQueue: webhookTaskQueue(config.TEMPORAL_TASK_QUEUE) },
-  `worker polling task queue ${config.TEMPORAL_TASK_QUEUE} (and its webhooks' ${webhookTaskQueue(config.TEMPORAL_TASK_QUEUE)}) on ${config.TEMPORAL_ADDRESS}`,
+  { taskQueue: config.TEMPORAL_TASK_QUEUE, webhookTaskQueue: webhooksQueue },
+  `worker polling task queue ${config.TEMPORAL_TASK_QUEUE} (and its webhooks' ${webhooksQueue}) on ${config.TEMPORAL_ADDRESS}`,
 );
 try {
   await worker.run();
