@@ -18,6 +18,7 @@ import { TaskStore } from '../store/tasks.ts';
 import { UsageStore } from '../store/usage.ts';
 import { openApiDocument } from './openapi/document.ts';
 import { adminAuth } from './plugins/admin-auth.ts';
+import { FailuresByAddress, type FailureLimit } from '../core/failures-by-address.ts';
 import { apiKeyAuth } from './plugins/api-key-auth.ts';
 import { answerClientError, answerFrameworkError, errorHandler } from './plugins/error-handler.ts';
 import { jsonBody } from './plugins/json-body.ts';
@@ -62,6 +63,9 @@ export interface AppDependencies {
   logger?: boolean | object;
   /** Where the default logger writes (stdout when absent); tests read the lines back. */
   logStream?: { write(line: string): void };
+  /** Wrong admin tokens one address may send (OPERATOR_TOKEN_GUESSES when absent): the contract
+   * fuzz test's generated requests carry wrong ones by the hundred beside its right ones. */
+  adminTokenGuesses?: FailureLimit;
 }
 
 /** A request id a caller may choose: a UUID, a W3C trace id, `req_…`, at most 128 characters. */
@@ -175,7 +179,10 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(openApiDocument, { publicBaseUrl: publicBaseUrl(config) });
   await app.register(metrics, { token: config.METRICS_TOKEN });
   await app.register(apiKeyAuth, { apiKeys });
-  await app.register(adminAuth, { adminToken: config.ADMIN_TOKEN });
+  await app.register(adminAuth, {
+    adminToken: config.ADMIN_TOKEN,
+    ...(dependencies.adminTokenGuesses ? { wrongTokens: new FailuresByAddress(dependencies.adminTokenGuesses) } : {}),
+  });
 
   await app.register(crossOriginPreflight);
   await app.register(healthRoutes, {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.ts';
 import { loadCatalog } from '../../core/catalog.ts';
+import type { FailureLimit } from '../../core/failures-by-address.ts';
 import { loadConfig, type Config } from '../../core/config.ts';
 import { createTemporalHandle, type TemporalHandle } from '../../core/temporal-client.ts';
 import { testDatabase, testTemporalAddress } from './engines.ts';
@@ -20,7 +21,7 @@ export interface TestApp {
 export async function startTestApp(
   label: string,
   overrides: Partial<Record<keyof Config, string>> = {},
-  options: { logStream?: { write(line: string): void }; database?: TestApp['database'] } = {},
+  options: { logStream?: { write(line: string): void }; database?: TestApp['database']; adminTokenGuesses?: FailureLimit } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await testDatabase(label));
   const config = loadConfig({
@@ -39,7 +40,7 @@ export async function startTestApp(
   const catalog = loadCatalog(config.CATALOG_FILE, { SIMULATOR_URL: config.SIMULATOR_URL });
   // Silent unless the test reads the log itself, through the app's own logger settings.
   const logging = options.logStream ? { logStream: options.logStream } : { logger: false };
-  const app = await buildApp({ config, catalog, database, temporal, ...logging });
+  const app = await buildApp({ config, catalog, database, temporal, ...logging, ...(options.adminTokenGuesses ? { adminTokenGuesses: options.adminTokenGuesses } : {}) });
   await app.ready();
   return {
     app,

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { NativeConnection } from '@temporalio/worker';
 import { loadCatalog } from '../../core/catalog.ts';
+import type { FailureLimit } from '../../core/failures-by-address.ts';
 import { freePort } from '../../scripts/lib/processes.ts';
 import { buildSimulator } from '../../simulator/app.ts';
 import type { VideoVendor } from '../../vendors/types.ts';
@@ -20,7 +21,7 @@ export interface VideoStack extends TestApp {
  * worker on a task queue of its own. */
 export async function startVideoStack(
   label: string,
-  options: { withWorker?: boolean; deadlineSeconds?: number; outboundAllowlist?: string; apiOutboundAllowlist?: string; answerGraceMs?: number } = {},
+  options: { withWorker?: boolean; deadlineSeconds?: number; outboundAllowlist?: string; apiOutboundAllowlist?: string; answerGraceMs?: number; adminTokenGuesses?: FailureLimit } = {},
 ): Promise<VideoStack> {
   const simulator = buildSimulator();
   await simulator.listen({ host: '127.0.0.1', port: 0 });
@@ -36,7 +37,7 @@ export async function startVideoStack(
     PUBLIC_BASE_URL: baseUrl,
     VIDEO_TASK_DEADLINE_SECONDS: String(options.deadlineSeconds ?? 3600),
     ...(options.apiOutboundAllowlist === undefined ? {} : { OUTBOUND_ALLOWLIST: options.apiOutboundAllowlist }),
-  });
+  }, options.adminTokenGuesses ? { adminTokenGuesses: options.adminTokenGuesses } : {});
   await harness.app.listen({ host: '127.0.0.1', port });
 
   if (options.withWorker === false) {
