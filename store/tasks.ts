@@ -170,15 +170,22 @@ export class TaskStore {
     await this.collection.updateOne({ _id: taskId }, { $push: { 'webhook.attempts': attempt }, $set: { 'webhook.state': state } });
   }
 
-  /** The newest tasks of an account (or of one of its keys; created in a span of time), newest first; for console pages,
-   * since anything but an _id lookup scans on FerretDB. */
-  listLatest(filter: { accountId: string; keyId?: string; limit: number; createdFrom?: Date; createdBefore?: Date }): Promise<TaskDocument[]> {
+  /** The newest tasks of an account (or of one of its keys; created in a span of time), newest
+   * first (ties by id), those after `after` (a task of the account) only, and whether more
+   * follow; for console pages, since anything but an _id lookup scans on FerretDB. */
+  async listLatest(filter: { accountId: string; keyId?: string; limit: number; createdFrom?: Date; createdBefore?: Date; after?: TaskDocument }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
     const query: Filter<TaskDocument> = { account_id: filter.accountId };
     if (filter.keyId) query.key_id = filter.keyId;
     if (filter.createdFrom || filter.createdBefore) {
       query.created_at = { ...(filter.createdFrom ? { $gte: filter.createdFrom } : {}), ...(filter.createdBefore ? { $lt: filter.createdBefore } : {}) };
     }
-    return this.collection.find(query).sort({ created_at: -1 }).limit(Math.max(1, Math.min(filter.limit, 100))).toArray();
+    if (filter.after) {
+      const { created_at: createdAt, _id: id } = filter.after;
+      query.$or = [{ created_at: { $lt: createdAt } }, { created_at: createdAt, _id: { $lt: id } }];
+    }
+    const limit = Math.max(1, Math.min(filter.limit, 100));
+    const found = await this.collection.find(query).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
+    return { tasks: found.slice(0, limit), hasMore: found.length > limit };
   }
 
   /** One page of an account's tasks, newest first (ties by id), those after `after` (a task of

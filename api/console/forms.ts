@@ -118,6 +118,8 @@ export const usageQuery = z.object({
   from: z.preprocess(blankToUndefined, utcDay.optional()),
   to: z.preprocess(blankToUndefined, utcDay.optional()),
   key: z.preprocess(blankToUndefined, z.string({ error: single('Choose one key.') }).max(100).optional()),
+  // The last task of the page before (Older tasks →).
+  tasks_after: z.preprocess(blankToUndefined, z.string({ error: single('Follow one page link.') }).max(100).optional()),
 });
 
 /**

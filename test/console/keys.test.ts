@@ -199,6 +199,24 @@ describe('console keys', () => {
     const operatorRows = [...accountPage.body.matchAll(/<tr data-key-id="([^"]+)">/g)].map((match) => match[1]!);
     assert.equal(operatorRows.length, 100);
     assert.equal(operatorRows[0], spender);
-    assert.match(visibleText(accountPage.body), /130 more keys, which spent less, are not listed\./);
+    assert.match(visibleText(accountPage.body), /Keys 1 to 100 of 230, those that spent the most first\./);
+    // Every key is reachable: the pages by spend list each once (a review could not reach a
+    // restricted key past the first 100 to change its limits).
+    const operatorSeen = [...operatorRows];
+    let next = /href="([^"]+)" rel="next"/.exec(accountPage.body)?.[1]?.replaceAll('&amp;', '&');
+    const pageTexts: string[] = [];
+    while (next) {
+      const page = await operator.get(next);
+      assert.equal(page.statusCode, 200);
+      operatorSeen.push(...[...page.body.matchAll(/<tr data-key-id="([^"]+)">/g)].map((match) => match[1]!));
+      pageTexts.push(/Keys [\d,]*\d to [\d,]*\d of [\d,]*\d/.exec(visibleText(page.body))?.[0] ?? '');
+      assert.match(page.body, /rel="prev">← Keys that spent more</);
+      next = /href="([^"]+)" rel="next"/.exec(page.body)?.[1]?.replaceAll('&amp;', '&');
+    }
+    assert.deepEqual(pageTexts, ['Keys 101 to 200 of 230', 'Keys 201 to 230 of 230']);
+    assert.equal(operatorSeen.length, 230);
+    assert.deepEqual([...operatorSeen].sort(), [...newestFirst].sort());
+    const pastTheEnd = await operator.get(`/console/operator/accounts/${many}?keys_page=99`);
+    assert.match(visibleText(pastTheEnd.body), /Keys 201 to 230 of 230/, 'a page past the last shows the last');
   });
 });

@@ -160,6 +160,57 @@ describe('console usage and spend', () => {
     assert.match(tasks, /<a href="\/console\/tasks\/task_usage_failed">/);
   });
 
+  it('pages through every task of the days shown, 20 at a time, keeping the days and key chosen; the operator\'s page too', async () => {
+    // A review submitted 24 tasks and found its two failed ones gone from the page, unsaid.
+    const email = `${uniqueName('paged')}@example.com`;
+    const paged = (await createAccountWithSignIn(harness.app, { name: 'Paged Co', console_email: email, console_password: PASSWORD })).id;
+    const [busy, quiet] = [await createKey(harness.app, paged, { name: 'busy' }), await createKey(harness.app, paged, { name: 'quiet' })];
+    const store = new TaskStore(harness.database.db);
+    const newestFirst: string[] = [];
+    // 45 tasks of one key, three at a time in one millisecond (the cursor breaks ties by id),
+    // and one of another key in between.
+    const at = Date.now() - 3_600_000;
+    for (let index = 0; index < 45; index++) {
+      const task = taskDocument({ _id: `task_paged_${String(index).padStart(2, '0')}`, account_id: paged, key_id: busy.id, created_at: new Date(at + Math.floor(index / 3) * 1_000) });
+      await store.insert(task);
+      newestFirst.unshift(task._id);
+    }
+    await store.insert(taskDocument({ _id: 'task_paged_quiet', account_id: paged, key_id: quiet.id, created_at: new Date(at + 30_500) }));
+    const holder = new ConsoleClient(harness.app);
+    await holder.signIn(email, PASSWORD);
+
+    const walk = async (client: ConsoleClient, first: string) => {
+      const seen: string[][] = [];
+      const links: string[] = [];
+      let url: string | undefined = first;
+      while (url) {
+        const page = await client.get(url);
+        assert.equal(page.statusCode, 200, url);
+        seen.push([...section(page.body, 'tasks').matchAll(/data-task-id="([^"]+)"/g)].map((match) => match[1]!));
+        assert.equal(page.body.includes('← Newest tasks'), seen.length > 1, 'a way back to the newest from later pages');
+        url = /href="([^"]+)" rel="next">Older tasks/.exec(page.body)?.[1]?.replaceAll('&amp;', '&');
+        if (url) links.push(url);
+      }
+      return { seen, links };
+    };
+    const narrowed = await walk(holder, `/console/usage?from=${yesterday}&to=${dayOffset(0)}&key=${busy.id}`);
+    assert.deepEqual(narrowed.seen.map((page) => page.length), [20, 20, 5]);
+    assert.deepEqual(narrowed.seen.flat(), newestFirst);
+    for (const link of narrowed.links) assert.match(link, new RegExp(`^/console/usage\\?from=${yesterday}&to=${dayOffset(0)}&key=${busy.id}&tasks_after=task_paged_\\d+#tasks$`));
+    const all = await walk(holder, '/console/usage');
+    assert.deepEqual(all.seen.map((page) => page.length), [20, 20, 6]);
+    assert.equal(new Set(all.seen.flat()).size, 46);
+    // Another account's task as the cursor shows nothing of it: the list starts from the newest.
+    const foreign = await holder.get(`/console/usage?tasks_after=${foreignTaskId}`);
+    assert.equal([...section(foreign.body, 'tasks').matchAll(/data-task-id="([^"]+)"/g)][0]?.[1], all.seen[0]![0]);
+
+    const operator = new ConsoleClient(harness.app, '198.51.100.78');
+    assert.equal((await operator.signInAsOperator()).statusCode, 303);
+    const operatorPages = await walk(operator, `/console/operator/accounts/${paged}`);
+    assert.deepEqual(operatorPages.seen.map((page) => page.length), [20, 20, 6]);
+    assert.deepEqual(operatorPages.seen.flat(), all.seen.flat());
+  });
+
   it("shows one task with its webhook attempts, escaped, and 404s another account's task", async () => {
     const detail = await browser.get('/console/tasks/task_usage_failed');
     assert.equal(detail.statusCode, 200);

@@ -9,6 +9,7 @@ import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
 import { operatorAccountPage } from '../views/operator-account.ts';
 import { operatorAccountsPage } from '../views/operator-accounts.ts';
+import { taskPagesAt } from '../views/tasks.ts';
 import { formatUsd } from '../views/format.ts';
 import { configuredLimits } from '../../services/rate-limits/limit-settings.ts';
 import { operatorLimitRoutes } from './operator-limits.ts';
@@ -56,12 +57,17 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
   async function renderAccount(request: FastifyRequest, reply: FastifyReply, accountId: string, forms: AccountForms = {}, status = 200) {
     const account = await accounts.findWithLimits(accountId);
     if (!account) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
+    const query = request.query as Record<string, unknown>;
+    const keysPage = Number.parseInt(String(query.keys_page ?? '1'), 10) || 1;
+    // A cursor that is no task of the account starts from the newest.
+    const after = typeof query.tasks_after === 'string' && query.tasks_after !== '' ? ((await tasks.findForAccount(query.tasks_after, accountId)) ?? undefined) : undefined;
     const [consoleEmails, keys, usageByKey, latestTasks] = await Promise.all([
       credentials.emailsOf(accountId),
       apiKeys.listForAccount(accountId),
       usageReports.summarise({ accountId }).then((usage) => usage.byKey()),
-      tasks.listLatest({ accountId, limit: LATEST_TASKS_LIMIT }),
+      tasks.listLatest({ accountId, limit: LATEST_TASKS_LIMIT, after }),
     ]);
+    const accountPath = `/console/operator/accounts/${encodeURIComponent(accountId)}`;
     const keyNames = new Map(keys.map((key) => [key._id, key.name]));
     const page = operatorAccountPage({
       csrfToken: reply.generateCsrf(),
@@ -69,7 +75,9 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       consoleEmails,
       keys,
       usageByKey,
-      tasks: latestTasks,
+      keysPage,
+      tasks: latestTasks.tasks,
+      taskPages: taskPagesAt(accountPath, { keys_page: keysPage > 1 ? String(keysPage) : undefined }, { ...latestTasks, isFirstPage: !after }),
       taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames, gatewayClipHref: (taskId) => `/console/operator/accounts/${encodeURIComponent(accountId)}/tasks/${taskId}/clip` },
       creditReference: formReference(),
       defaultLimits: configuredLimits(config),

@@ -7,7 +7,7 @@ import { CONSOLE_CLIP_CACHING, clipRequestOf, sendClip } from '../../clip-reply.
 import { accountFrame, accountIdOf } from '../account-area.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { parseQueryFields, usageQuery, type FormErrors } from '../forms.ts';
-import { taskDetailPage, type TaskLinks } from '../views/tasks.ts';
+import { taskDetailPage, taskPagesAt, type TaskLinks } from '../views/tasks.ts';
 import { usagePage } from '../views/usage.ts';
 
 // Usage and spend per key over a chosen range of UTC days, and the video tasks behind them.
@@ -62,12 +62,15 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
       selectedKeyId = null;
     }
     const period = { accountId, fromDay: range.fromDay, toDay: range.toDay };
+    // A cursor that is no task of the account starts from the newest.
+    const after = asked.tasks_after ? ((await tasks.findForAccount(asked.tasks_after, accountId)) ?? undefined) : undefined;
     const [usage, latestTasks] = await Promise.all([
       usageReports.summarise(period),
       // The tasks created in the days shown (the figures above count charges by the day they were
       // made, so a task created just before midnight and charged after it is listed on its own day).
-      tasks.listLatest({ accountId, keyId: selectedKeyId ?? undefined, limit: LATEST_TASKS_LIMIT, createdFrom: new Date(`${range.fromDay}T00:00:00Z`), createdBefore: new Date(Date.parse(`${range.toDay}T00:00:00Z`) + DAY_MS) }),
+      tasks.listLatest({ accountId, keyId: selectedKeyId ?? undefined, limit: LATEST_TASKS_LIMIT, createdFrom: new Date(`${range.fromDay}T00:00:00Z`), createdBefore: new Date(Date.parse(`${range.toDay}T00:00:00Z`) + DAY_MS), after }),
     ]);
+    const taskPages = taskPagesAt('/console/usage', { from: asked.from, to: asked.to, key: selectedKeyId ?? undefined }, { ...latestTasks, isFirstPage: !after });
     const taskLinks: TaskLinks = { publicBaseUrl, gatewayClipHref, detailHref: (taskId) => `/console/tasks/${taskId}`, keyNames: new Map(keys.map((key) => [key._id, key.name])) };
     return sendPage(
       reply,
@@ -78,7 +81,8 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
         selectedKeyId,
         byKey: usage.byKey(),
         byDay: usage.byDay(selectedKeyId ?? undefined),
-        tasks: latestTasks,
+        tasks: latestTasks.tasks,
+        taskPages,
         taskLinks,
         state: { errors },
       }),

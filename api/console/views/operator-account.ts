@@ -6,9 +6,9 @@ import { html, type Html } from '../html.ts';
 import { formError, textField, type FormState } from './fields.ts';
 import { formatCount, formatTime, formatUsd, maskedKey } from './format.ts';
 import { keyStatusBadge, modelsLabel } from './keys.ts';
-import { keysShown } from './keys-shown.ts';
+import { KEYS_SHOWN, keysShown, type ShownKeys } from './keys-shown.ts';
 import { csrfField, layout, type Notice } from './layout.ts';
-import { tasksTable, type TaskLinks } from './tasks.ts';
+import { tasksPager, tasksTable, type TaskLinks, type TaskPages } from './tasks.ts';
 import { accountLimitsCard, limitsLabel } from './limits.ts';
 import { effectiveLimits, type EffectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 
@@ -21,7 +21,10 @@ export interface OperatorAccountView {
   consoleEmails: string[];
   keys: ApiKeyDocument[];
   usageByKey: Map<string, UsageTotals>;
+  /** Which run of the keys by spend is listed (from 1; `keys_page` in the query). */
+  keysPage: number;
   tasks: TaskDocument[];
+  taskPages: TaskPages;
   taskLinks: TaskLinks;
   /** Names this rendering of the credits form, so a resubmission credits once. */
   creditReference: string;
@@ -37,7 +40,8 @@ export interface OperatorAccountView {
 function keysWithSpend(view: OperatorAccountView): Html {
   const { usageByKey, account } = view;
   if (view.keys.length === 0) return html`<p class="muted">No keys.</p>`;
-  const { keys, hidden } = keysShown(view.keys, usageByKey);
+  const shown = keysShown(view.keys, usageByKey, { page: view.keysPage });
+  const { keys } = shown;
   return html`<div class="table-wrap"><table data-testid="operator-keys">
   <thead><tr><th>Name</th><th>Key</th><th>Models</th><th>Status</th><th>Limits</th><th>Created</th><th>Last used</th><th class="num">Requests</th><th class="num">Spend</th></tr></thead>
   <tbody>${keys.map((key) => {
@@ -53,8 +57,19 @@ function keysWithSpend(view: OperatorAccountView): Html {
     <td class="num">${formatCount(usage.requests)}</td><td class="num">${formatUsd(usage.spend_micros)}</td>
   </tr>`;
   })}
-  ${hidden > 0 ? html`<tr class="muted" data-testid="keys-hidden"><td class="text" colspan="9">${formatCount(hidden)} more keys, which spent less, are not listed.</td></tr>` : ''}</tbody>
-</table></div>`;
+</tbody>
+</table></div>${keysPager(account._id, shown, view.keys.length)}`;
+}
+
+/** Where the listed keys stand among all the account's, and links to the runs beside them. */
+function keysPager(accountId: string, shown: ShownKeys, total: number): Html {
+  if (shown.pages === 1) return html``;
+  const first = (shown.page - 1) * KEYS_SHOWN + 1;
+  const href = (page: number) => `/console/operator/accounts/${accountId}?keys_page=${page}#keys`;
+  return html`<p class="muted" data-testid="keys-hidden">Keys ${formatCount(first)} to ${formatCount(first + shown.keys.length - 1)} of ${formatCount(total)}, those that spent the most first.</p>
+<nav class="actions" aria-label="Pages of keys">${shown.page > 1 ? html`<a class="button secondary" href="${href(shown.page - 1)}" rel="prev">← Keys that spent more</a>` : ''}${
+    shown.page < shown.pages ? html`<a class="button secondary" href="${href(shown.page + 1)}" rel="next">Keys that spent less →</a>` : ''
+  }</nav>`;
 }
 
 export function operatorAccountPage(view: OperatorAccountView): Html {
@@ -113,7 +128,7 @@ export function operatorAccountPage(view: OperatorAccountView): Html {
 </div>
 ${accountLimitsCard({ accountId: account._id, csrfToken, overrides: account.rate_limits, defaults: view.defaultLimits, ...(view.limitsState ? { state: view.limitsState } : {}) })}
 <div class="card" id="keys"><h2>Keys and spend (all time)</h2>${keysWithSpend(view)}</div>
-<div class="card"><h2>Latest video tasks</h2>${tasksTable(view.tasks, view.taskLinks)}</div>`,
+<div class="card" id="tasks"><h2>Latest video tasks</h2>${tasksTable(view.tasks, view.taskLinks)}${tasksPager(view.taskPages)}</div>`,
     },
   );
 }

@@ -81,6 +81,34 @@ export function tasksTable(tasks: TaskDocument[], links: TaskLinks, whenEmpty = 
 </table></div>`;
 }
 
+/** Where a list of tasks continues: its newest page (when this is a later one) and the page of
+ * older tasks (when there are more). */
+export interface TaskPages {
+  newestHref: string | null;
+  olderHref: string | null;
+}
+
+/** Links to the newest tasks and to older ones, where there are pages either way. */
+export function tasksPager(pages: TaskPages): Html {
+  if (!pages.newestHref && !pages.olderHref) return html``;
+  return html`<nav class="actions" aria-label="Pages of tasks">${pages.newestHref ? html`<a class="button secondary" href="${pages.newestHref}">← Newest tasks</a>` : ''}${
+    pages.olderHref ? html`<a class="button secondary" href="${pages.olderHref}" rel="next">Older tasks →</a>` : ''
+  }</nav>`;
+}
+
+/** The pages around one page of tasks, on a page whose address is `path` with `query` (what
+ * else it shows: days, a key), the cursor in `tasks_after`. */
+export function taskPagesAt(path: string, query: Record<string, string | undefined>, page: { tasks: TaskDocument[]; hasMore: boolean; isFirstPage: boolean }): TaskPages {
+  const href = (after: string | undefined) => {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries({ ...query, tasks_after: after })) if (value !== undefined && value !== '') params.set(name, value);
+    const search = params.toString();
+    return `${path}${search ? `?${search}` : ''}#tasks`;
+  };
+  const last = page.tasks[page.tasks.length - 1];
+  return { newestHref: page.isFirstPage ? null : href(undefined), olderHref: page.hasMore && last ? href(last._id) : null };
+}
+
 function attemptsTable(task: TaskDocument): Html {
   const attempts = task.webhook?.attempts ?? [];
   if (attempts.length === 0) return html`<p class="muted">No delivery attempts yet.</p>`;

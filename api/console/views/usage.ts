@@ -7,7 +7,7 @@ import { formatCount, formatUsd, maskedKey } from './format.ts';
 import { keysShown } from './keys-shown.ts';
 import { layout, type PageFrame } from './layout.ts';
 import { spendChart } from './spend-chart.ts';
-import { tasksTable, type TaskLinks } from './tasks.ts';
+import { tasksPager, tasksTable, type TaskLinks, type TaskPages } from './tasks.ts';
 
 // Usage and spend per key over a range of UTC days: headline figures, one row per key, the
 // spend-per-day chart and the latest video tasks.
@@ -23,6 +23,7 @@ export interface UsageView {
   byKey: Map<string, UsageTotals>;
   byDay: Map<string, UsageTotals>;
   tasks: TaskDocument[];
+  taskPages: TaskPages;
   taskLinks: TaskLinks;
   state?: FormState;
 }
@@ -77,7 +78,7 @@ function rangeForm(view: UsageView, menuKeys: ApiKeyDocument[]): Html {
 }
 
 export function usagePage(frame: AccountFrame, view: UsageView): Html {
-  const listed = keysShown(view.keys, view.byKey, view.selectedKeyId);
+  const listed = keysShown(view.keys, view.byKey, { alsoShow: view.selectedKeyId });
   const shown = view.selectedKeyId ? { keys: view.keys.filter((key) => key._id === view.selectedKeyId), hidden: 0 } : listed;
   const shownKeys = shown.keys;
   const totals = [...view.byKey.entries()].filter(([keyId]) => !view.selectedKeyId || keyId === view.selectedKeyId).reduce((sum, [, usage]) => addUsage(sum, usage), ZERO_USAGE);
@@ -90,6 +91,6 @@ ${rangeForm(view, listed.keys)}
 ${headline(totals)}
 <div class="card"><h2>Spend per day</h2>${spendChart({ days: view.days, spendByDay })}</div>
 <div class="card"><h2>Per key</h2>${usageByKeyTable(shownKeys, view.byKey, totals, shown.hidden)}</div>
-<div class="card"><h2>Video tasks in these days</h2>${tasksTable(view.tasks, view.taskLinks, 'No video tasks in these days.')}</div>`,
+<div class="card" id="tasks"><h2>Video tasks in these days</h2>${tasksTable(view.tasks, view.taskLinks, 'No video tasks in these days.')}${tasksPager(view.taskPages)}</div>`,
   });
 }
