@@ -17,11 +17,14 @@ export type Clip = { redirectTo: string } | (VendorClip & { status: 200 | 206 })
 
 const NO_RETRY = { 'x-should-retry': 'false' };
 
-export async function openClip(task: TaskDocument, sources: ClipSources, ask: ClipRequest = {}): Promise<Clip> {
+/** Where a caller of the API reads a failed task's error; the console names its own pages. */
+const ERROR_IN_API = 'in GET /v1/video/generations/{task_id}';
+
+export async function openClip(task: TaskDocument, sources: ClipSources, ask: ClipRequest = {}, failedTaskErrorAt = ERROR_IN_API): Promise<Clip> {
   // 409: the request is fine, the task is not there (400 would blame the request). A failed
   // task never will be, so its answer does not say to wait; one still running takes minutes.
   // OpenAI's clients retry a 409 at once unless told not to.
-  if (task.status === 'failed') throw new GatewayError('conflict', 'The task failed, so it has no clip; see its error in GET /v1/video/generations/{task_id}.', 'task_id', NO_RETRY);
+  if (task.status === 'failed') throw new GatewayError('conflict', `The task failed, so it has no clip; see its error ${failedTaskErrorAt}.`, 'task_id', NO_RETRY);
   if (task.status !== 'succeeded') {
     throw new GatewayError('conflict', `The task is ${task.status}; its clip is downloadable once it has succeeded.`, 'task_id', NO_RETRY);
   }

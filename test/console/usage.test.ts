@@ -211,6 +211,14 @@ describe('console usage and spend', () => {
     assert.deepEqual(operatorPages.seen.flat(), all.seen.flat());
   });
 
+  it("points a failed task's clip link at the task's console page, not at the API", async () => {
+    const clip = await browser.get('/console/tasks/task_usage_failed/clip');
+    assert.equal(clip.statusCode, 409);
+    const text = visibleText(clip.body);
+    assert.match(text, /The task failed, so it has no clip; see its error on its page, \/console\/tasks\/task_usage_failed\./);
+    assert.doesNotMatch(text, /\/v1\//);
+  });
+
   it("shows one task with its webhook attempts, escaped, and 404s another account's task", async () => {
     const detail = await browser.get('/console/tasks/task_usage_failed');
     assert.equal(detail.statusCode, 200);

@@ -130,7 +130,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
   app.get('/accounts/:accountId/tasks/:taskId/clip', async (request, reply) => {
     const task = await tasks.findForAccount((request.params as { taskId: string }).taskId, accountIdParam(request));
     if (!task) throw new GatewayError('task_not_found', 'There is no such task in this account.');
-    return sendClip(reply, await openClip(task, context.clipSources, clipRequestOf(request)), CONSOLE_CLIP_CACHING);
+    return sendClip(reply, await openClip(task, context.clipSources, clipRequestOf(request), "in the account's task list, or in its workflow history in the Temporal Web UI"), CONSOLE_CLIP_CACHING);
   });
 
   await app.register(operatorLimitRoutes, { context, renderAccount });

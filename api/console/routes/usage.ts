@@ -91,7 +91,10 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
 
   // The clip of a finished task, for a signed-in holder: the API's content address needs a
   // key, which a browser following the console's link does not send.
-  app.get('/tasks/:taskId/clip', async (request, reply) => sendClip(reply, await openClip(await ownTask(request), context.clipSources, clipRequestOf(request)), CONSOLE_CLIP_CACHING));
+  app.get('/tasks/:taskId/clip', async (request, reply) => {
+    const task = await ownTask(request);
+    return sendClip(reply, await openClip(task, context.clipSources, clipRequestOf(request), `on its page, /console/tasks/${task._id}`), CONSOLE_CLIP_CACHING);
+  });
 
   app.get('/tasks/:taskId', async (request, reply) => {
     const accountId = accountIdOf(request);
