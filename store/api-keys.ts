@@ -137,12 +137,12 @@ export class ApiKeyStore {
 
   /** A page of the account's keys, newest first: at most `limit`, older than the key `afterId`
    * (one of the account's; another id starts from the newest). An account may hold thousands. */
-  async listPageForAccount(accountId: string, page: { limit: number; afterId?: string }): Promise<{ keys: ApiKeyDocument[]; hasMore: boolean }> {
+  async listPageForAccount(accountId: string, page: { limit: number; afterId?: string }): Promise<{ keys: ApiKeyDocument[]; hasMore: boolean; isFirstPage: boolean }> {
     const query: Filter<ApiKeyDocument> = { account_id: accountId };
     const after = page.afterId ? await this.collection.findOne({ _id: page.afterId, account_id: accountId }) : null;
     if (after) query.$or = [{ created_at: { $lt: after.created_at } }, { created_at: after.created_at, _id: { $lt: after._id } }];
     const found = await this.collection.find(query).sort({ created_at: -1, _id: -1 }).limit(page.limit + 1).toArray();
-    return { keys: await this.withUseAndLimits(found.slice(0, page.limit)), hasMore: found.length > page.limit };
+    return { keys: await this.withUseAndLimits(found.slice(0, page.limit)), hasMore: found.length > page.limit, isFirstPage: after === null };
   }
 
   /** One of the account's keys (another account's is as missing as an unknown one); the

@@ -72,7 +72,7 @@ export const signInForm = z.object({
 export const operatorSignInForm = z.object({ admin_token: z.string().min(1, 'Enter the admin token.').max(1024) });
 
 const NAME_CHARACTERS_HINT = 'Use a name on one line, without control characters or direction overrides.';
-const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep the name under 200 characters.').refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT);
+const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep the name to 200 characters at most.').refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT);
 
 export function createKeyForm(modelIds: readonly string[]) {
   const knownModel = z.string().refine((modelId) => modelIds.includes(modelId), 'Choose models from the list.');

@@ -56,6 +56,9 @@ describe('admin: account usage', () => {
       assert.equal(refused.statusCode, 400, query);
       assert.equal(refused.json().error.type, 'invalid_request_error', query);
     }
+    const repeated = await usage(caller.accountId, '?from=2025-01-01&from=2025-01-02');
+    assert.equal(repeated.statusCode, 400);
+    assert.match(repeated.json().error.message, /must be given once, as a date like 2025-01-31/);
     // A misspelt parameter is named, not ignored (which answered every day).
     const misspelt = await usage(caller.accountId, '?since=2025-01-01');
     assert.equal(misspelt.statusCode, 400);

@@ -56,6 +56,12 @@ describe('admin API', () => {
     // Checked as sent, as the document's pattern reads it: a trailing line break is refused too.
     ['a name ending in a line break', { name: 'Acme\n' }, 'name'],
   ];
+  it('says what a USD amount must be, in its own words', async () => {
+    const asText = await post('/admin/accounts', { name: 'a', balance_usd: '5' });
+    assert.match(asText.json().error.message, /balance_usd.*must be a number of USD, like 12\.5/);
+    assert.doesNotMatch(asText.json().error.message, /expected number/);
+  });
+
   for (const [label, payload, field] of badAccounts) {
     it(`refuses an account with ${label} (400 naming ${field})`, async () => {
       const response = await post('/admin/accounts', payload);

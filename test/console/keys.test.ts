@@ -172,6 +172,8 @@ describe('console keys', () => {
     const fromForeign = await reader.get(`/console/keys?after=${foreign.id}`);
     assert.ok(!fromForeign.body.includes('not theirs'));
     assert.equal([...fromForeign.body.matchAll(/<tr data-key-id="([^"]+)">/g)][0]?.[1], newestFirst[0]);
+    assert.ok(!fromForeign.body.includes('← Newest keys'), 'the newest keys are this page: no link back to it');
+    assert.ok(!(await reader.get('/console/keys?after=garbage')).body.includes('← Newest keys'));
     // A key on a later page opens its delete confirmation as any other.
     assert.equal((await reader.get(`/console/keys/${newestFirst[229]}/revoke`)).statusCode, 200);
 

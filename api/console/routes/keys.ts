@@ -37,8 +37,8 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
 
   /** A page of the holder's keys, newest first, older than the key `after` when given. */
   async function keysPageOf(request: FastifyRequest, after: string | undefined) {
-    const { keys, hasMore } = await apiKeys.listPageForAccount(accountIdOf(request), { limit: KEYS_PAGE_SIZE, afterId: after });
-    return { keys, olderAfter: hasMore ? keys[keys.length - 1]!._id : null, isFirstPage: !after };
+    const { keys, hasMore, isFirstPage } = await apiKeys.listPageForAccount(accountIdOf(request), { limit: KEYS_PAGE_SIZE, afterId: after });
+    return { keys, olderAfter: hasMore ? keys[keys.length - 1]!._id : null, isFirstPage };
   }
 
   app.get('/keys', async (request, reply) => {

@@ -11,7 +11,8 @@ import { atMostCharacters } from '../../../core/characters.ts';
 // the console). Other API processes pick a change up within a few seconds (they re-read
 // accounts every 5 s and keys every second).
 
-const perMinute = z.number().int().positive().max(1_000_000_000).nullable().optional();
+const PER_MINUTE = 'must be a whole number from 1 to 1000000000, or null to clear the override';
+const perMinute = z.number({ error: PER_MINUTE }).int(PER_MINUTE).positive(PER_MINUTE).max(1_000_000_000, PER_MINUTE).nullable().optional();
 
 export const rateLimitsBody = z.strictObject({ requests_per_minute: perMinute, tokens_per_minute: perMinute });
 

@@ -7,7 +7,8 @@ import { consoleEmail, consolePassword } from '../../services/account-onboarding
 // USD amounts arrive as JSON numbers with at most 6 decimals; they become integer micro-USD
 // here, at the edge, and never travel as floats.
 function usdAmount(options: { positive: boolean }) {
-  const signed = options.positive ? z.number().positive('must be greater than 0') : z.number().min(0, 'must not be negative');
+  const number = z.number({ error: 'must be a number of USD, like 12.5' });
+  const signed = options.positive ? number.positive('must be greater than 0') : number.min(0, 'must not be negative');
   return signed
     .max(MAX_USD_AMOUNT, `must be at most ${MAX_USD_AMOUNT}`)
     .refine((value) => usdToMicros(value) !== null, 'must be a USD amount with at most 6 decimals')

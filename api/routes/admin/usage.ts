@@ -15,7 +15,7 @@ import { accountIdParams } from './schemas.ts';
 // A calendar day: zod's pattern knows month lengths and leap years (2025-02-31 is a 400), and the
 // document states it, so generated requests keep to real days. A range whose `from` is after
 // its `to` is empty, not an error.
-const utcDay = z.iso.date({ error: 'must be a date like 2025-01-31' });
+const utcDay = z.iso.date({ error: (issue) => (Array.isArray(issue.input) ? 'must be given once, as a date like 2025-01-31' : 'must be a date like 2025-01-31') });
 
 // Strict: a misspelt day (`?since=`) would otherwise answer every day without a word.
 const usageQuery = z.strictObject({
