@@ -1,6 +1,7 @@
 import type { Collection, Db } from 'mongodb';
 import { newId } from '../core/ids.ts';
 import { generateWebhookSecret } from '../core/webhook-signature.ts';
+import { BudgetLeaseStore } from './budget-leases.ts';
 import { Ledger, type Totals } from './ledger.ts';
 import { accountOverrides, readOverrides, setOverrides, type RateLimitOverrideDocument, type RateLimitOverrides } from './rate-limit-overrides.ts';
 
@@ -32,8 +33,13 @@ export interface PreviousWebhookSecret {
 const MAX_PREVIOUS_SECRETS = 4;
 
 export type AccountWithTotals = AccountDocument & Totals;
+/** With what it can spend now: `available_micros`, its free balance and the part of its held
+ * money that api processes keep leased for chat and image calls and have not spent. A spend
+ * lease holds part of the balance (a small account's whole) for minutes after the last call, so
+ * the free balance alone read $0.00 after one chat call of a $0.005 account. */
+export type AccountWithAvailable = AccountWithTotals & { available_micros: number };
 /** With the operator's overrides of its per-minute limits (null: none). */
-export type AccountWithLimits = AccountWithTotals & { rate_limits: RateLimitOverrides | null };
+export type AccountWithLimits = AccountWithAvailable & { rate_limits: RateLimitOverrides | null };
 
 /** The previous secrets whose grace period lasts at `now`, newest first. */
 export function previousSecretsInGrace(account: AccountDocument, now = new Date()): PreviousWebhookSecret[] {
@@ -55,10 +61,20 @@ export class AccountStore {
   private readonly ledger: Ledger;
   private readonly overrides: Collection<RateLimitOverrideDocument>;
 
+  private readonly leases: BudgetLeaseStore;
+
   constructor(db: Db) {
     this.collection = db.collection<AccountDocument>('accounts');
     this.ledger = new Ledger(db);
     this.overrides = accountOverrides(db);
+    this.leases = new BudgetLeaseStore(db);
+  }
+
+  /** The account with `available_micros`. Read apart from its totals, so a lease opened or
+   * settled in between could count twice: never more than the held money is counted back. */
+  async withAvailable<Account extends AccountWithTotals>(account: Account): Promise<Account & { available_micros: number }> {
+    const unspent = await this.leases.unspentMicros(account._id, this.ledger);
+    return { ...account, available_micros: account.balance_micros + Math.min(unspent, account.held_micros) };
   }
 
   /** `id` lets a caller reserve things under the account's id (its console sign-in) first. */
@@ -88,7 +104,7 @@ export class AccountStore {
   /** The account with its rate-limit overrides, for the pages that show or apply them. */
   async findWithLimits(accountId: string): Promise<AccountWithLimits | null> {
     const [account, limits] = await Promise.all([this.find(accountId), readOverrides(this.overrides, accountId)]);
-    return account && { ...account, rate_limits: limits };
+    return account && { ...(await this.withAvailable(account)), rate_limits: limits };
   }
 
   /** Replaces the account's rate-limit overrides; false when there is no such account. */
@@ -99,9 +115,9 @@ export class AccountStore {
   }
 
   /** Newest first, one page at a time (a scan and a sort on FerretDB: operator pages only). */
-  async list(page: { limit: number; skip: number }): Promise<AccountWithTotals[]> {
+  async list(page: { limit: number; skip: number }): Promise<AccountWithAvailable[]> {
     const accounts = await this.collection.find().sort({ created_at: -1, _id: 1 }).skip(page.skip).limit(page.limit).toArray();
-    return Promise.all(accounts.map(async (account) => ({ ...account, ...(await this.ledger.totals(account._id)) })));
+    return Promise.all(accounts.map(async (account) => this.withAvailable({ ...account, ...(await this.ledger.totals(account._id)) })));
   }
 
   /** A new webhook secret; the old one stays in force for `graceSeconds` (see webhookSecretsInForce). */

@@ -1,4 +1,5 @@
-import type { AccountWithTotals } from '../../../store/accounts.ts';
+import type { AccountWithAvailable } from '../../../store/accounts.ts';
+import { moneyShown } from './money-shown.ts';
 import { html, type Html } from '../html.ts';
 import { formatUsd } from './format.ts';
 
@@ -9,7 +10,7 @@ export type AccountSection = 'keys' | 'usage' | 'webhooks';
 
 export type PageFrame =
   | { area: 'public' }
-  | { area: 'account'; csrfToken: string; account: AccountWithTotals; section?: AccountSection }
+  | { area: 'account'; csrfToken: string; account: AccountWithAvailable; section?: AccountSection }
   | { area: 'operator'; csrfToken: string };
 
 export interface Notice {
@@ -41,13 +42,14 @@ function header(frame: PageFrame): Html {
 </header>`;
   }
   const { account, section } = frame;
+  const money = moneyShown(account);
   return html`<header class="top">
   <a class="brand" href="/console/keys">Framegate console</a>
   <nav aria-label="Sections">${ACCOUNT_NAVIGATION.map(
     ([name, label, href]) => html`<a href="${href}"${section === name ? html` aria-current="page"` : ''}>${label}</a>`,
   )}</nav>
-  <span class="balance" data-testid="balance">${account.name} · balance <strong>${formatUsd(account.balance_micros)}</strong>${
-    account.held_micros > 0 ? html` <span title="set aside for video tasks in flight, and for chat and image calls: a slice kept ready for the next calls (up to 5 minutes after the last), whose unspent part comes back">(held ${formatUsd(account.held_micros)})</span>` : ''
+  <span class="balance" data-testid="balance">${account.name} · balance <strong>${formatUsd(money.availableMicros)}</strong>${
+    money.heldMicros > 0 ? html` (held ${formatUsd(money.heldMicros)} for video tasks and calls in flight)` : ''
   }</span>
   ${signOutForm(frame.csrfToken)}
 </header>`;

@@ -8,6 +8,7 @@ import { formatCount, formatTime, formatUsd, maskedKey } from './format.ts';
 import { keyStatusBadge, modelsLabel } from './keys.ts';
 import { KEYS_SHOWN, keysShown, type ShownKeys } from './keys-shown.ts';
 import { csrfField, layout, type Notice } from './layout.ts';
+import { moneyShown } from './money-shown.ts';
 import { tasksPager, tasksTable, type TaskLinks, type TaskPages } from './tasks.ts';
 import { accountLimitsCard, limitsLabel } from './limits.ts';
 import { effectiveLimits, type EffectiveLimits } from '../../services/rate-limits/limit-settings.ts';
@@ -74,6 +75,7 @@ function keysPager(accountId: string, shown: ShownKeys, total: number): Html {
 
 export function operatorAccountPage(view: OperatorAccountView): Html {
   const { account, csrfToken } = view;
+  const money = moneyShown(account);
   const creditsState = view.creditsState ?? {};
   const deductionState = view.deductionState ?? {};
   const signInState = view.signInState ?? {};
@@ -85,10 +87,11 @@ export function operatorAccountPage(view: OperatorAccountView): Html {
       body: html`<p><a href="/console/operator">← Accounts</a></p>
 <h1>${account.name}</h1>
 <dl class="stats">
-  <div><dt>Balance</dt><dd data-testid="operator-balance">${formatUsd(account.balance_micros)}</dd></div>
-  <div><dt>Held</dt><dd>${formatUsd(account.held_micros)}</dd></div>
-  <div><dt>Spent</dt><dd>${formatUsd(account.spent_micros)}</dd></div>
+  <div><dt>Balance</dt><dd data-testid="operator-balance">${formatUsd(money.availableMicros)}</dd></div>
+  <div><dt>Held</dt><dd data-testid="operator-held">${formatUsd(money.heldMicros)}</dd></div>
+  <div><dt>Spent</dt><dd>${formatUsd(money.spentMicros)}</dd></div>
 </dl>
+<p class="muted">The balance counts what api processes keep ready for this account's next chat and image calls and have not spent; held is what video tasks and calls in flight set aside.</p>
 <div class="card"><dl class="facts">
   <dt>Id</dt><dd class="mono">${account._id}</dd>
   <dt>Created</dt><dd>${formatTime(account.created_at)}</dd>

@@ -1,15 +1,16 @@
-import type { AccountWithTotals } from '../../../store/accounts.ts';
+import type { AccountWithAvailable } from '../../../store/accounts.ts';
 import { html, type Html } from '../html.ts';
 import { formError, textField, type FormState } from './fields.ts';
 import { formatTime, formatUsd } from './format.ts';
 import { csrfField, layout, type Notice } from './layout.ts';
+import { moneyShown } from './money-shown.ts';
 
 // The operator's list of accounts, a page at a time, with the form that creates one (and,
 // optionally, its holder's console sign-in).
 
 export function operatorAccountsPage(input: {
   csrfToken: string;
-  accounts: AccountWithTotals[];
+  accounts: AccountWithAvailable[];
   page: number;
   hasNextPage: boolean;
   state?: FormState;
@@ -20,8 +21,8 @@ export function operatorAccountsPage(input: {
     (account) => html`<tr data-account-id="${account._id}">
     <td><a href="/console/operator/accounts/${account._id}">${account.name}</a></td>
     <td class="mono">${account._id}</td>
-    <td class="num">${formatUsd(account.balance_micros)}</td>
-    <td class="num">${formatUsd(account.held_micros)}</td>
+    <td class="num">${formatUsd(moneyShown(account).availableMicros)}</td>
+    <td class="num">${formatUsd(moneyShown(account).heldMicros)}</td>
     <td class="num">${formatUsd(account.spent_micros)}</td>
     <td>${formatTime(account.created_at)}</td>
   </tr>`,

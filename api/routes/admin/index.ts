@@ -51,14 +51,14 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
       balanceMicros: request.body.balance_usd ?? 0,
       signIn: email !== undefined && password !== undefined ? { email, password } : undefined,
     });
-    return reply.status(201).send(toAccountView(account));
+    return reply.status(201).send(toAccountView(await accounts.withAvailable(account)));
   });
 
   app.get('/accounts/:id', { schema: { ...documented('getAccount', 'Read an account and its keys'), params: accountIdParams, response: { 200: accountWithKeysView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
     const account = await accounts.find(request.params.id);
     if (!account) throw accountNotFound(request.params.id);
     const keys = await apiKeys.listForAccount(account._id);
-    return { ...toAccountView(account), keys: keys.map(toKeyView) };
+    return { ...toAccountView(await accounts.withAvailable(account)), keys: keys.map(toKeyView) };
   });
 
   /**
@@ -89,7 +89,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     const account = await addCredits(accounts, request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
     await confirmMovedOnce(reference, 'credit', request.body.amount_usd);
-    return toAccountView(account);
+    return toAccountView(await accounts.withAvailable(account));
   });
 
   app.post('/accounts/:id/deductions', { schema: { ...documented('deductCredits', 'Take credits back from an account (a mistaken credit, a refund paid elsewhere)'), params: accountIdParams, headers: moneyMovementHeaders, body: deductCreditsBody, response: { 200: accountView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
@@ -97,7 +97,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     const account = await deductions.deduct(request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
     await confirmMovedOnce(reference, 'deduct', request.body.amount_usd);
-    return toAccountView(account);
+    return toAccountView(await accounts.withAvailable(account));
   });
 
   app.post('/accounts/:id/keys', { schema: { ...documented('createKey', 'Create an API key (its plaintext is shown only here)'), params: accountIdParams, body: createKeyBodyFor(catalog), response: { 201: createdKeyView, ...errorResponses(...BODY_ERRORS, 404, ...AUTHENTICATED_ERRORS) } } }, async (request, reply) => {

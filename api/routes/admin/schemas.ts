@@ -80,8 +80,11 @@ export const keyView = z.object({
 export const accountView = z.object({
   id: z.string(),
   name: z.string(),
-  balance_usd: z.number(),
-  held_usd: z.number(),
+  balance_usd: z.number().describe('The free balance: what no task, call or spend lease holds.'),
+  available_usd: z
+    .number()
+    .describe('What the account can spend now: balance_usd and the part of held_usd that api processes keep leased for its next chat and image calls and have not spent (returned to the balance minutes after the last call). Alert on this, not on balance_usd.'),
+  held_usd: z.number().describe('Set aside for video tasks and calls in flight, and for spend leases.'),
   spent_usd: z.number(),
   webhook_secret: z.string(),
   created_at: z.string(),

@@ -1,12 +1,13 @@
 import { microsToUsd } from '../../../core/money.ts';
-import type { AccountWithTotals } from '../../../store/accounts.ts';
+import type { AccountWithAvailable } from '../../../store/accounts.ts';
 import type { ApiKeyDocument } from '../../../store/api-keys.ts';
 
-export function toAccountView(account: AccountWithTotals) {
+export function toAccountView(account: AccountWithAvailable) {
   return {
     id: account._id,
     name: account.name,
     balance_usd: microsToUsd(account.balance_micros),
+    available_usd: microsToUsd(account.available_micros),
     held_usd: microsToUsd(account.held_micros),
     spent_usd: microsToUsd(account.spent_micros),
     webhook_secret: account.webhook_secret,
