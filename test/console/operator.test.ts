@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { TaskStore } from '../../store/tasks.ts';
-import { createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { bearer, createKey, startTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 import { insertUsage, taskDocument } from '../helpers/console-fixtures.ts';
 import { ConsoleClient, visibleText } from '../helpers/console-client.ts';
 import { uniqueName } from '../helpers/engines.ts';
@@ -182,5 +182,34 @@ describe('console operator pages', () => {
     assert.ok(!first.body.includes('Older →'), 'fewer accounts than a page: no next page');
     const beyond = await operator.get('/console/operator?page=2');
     assert.match(visibleText(beyond.body), /No accounts on this page\./);
+  });
+
+  it("deletes an account's key after asking, and the key answers 401 from its next call", async () => {
+    // A holder's key leaked: before, only the holder's own page or curl could delete it.
+    const created = await createAccount({ name: 'Leaky Co' });
+    const accountId = /\/console\/operator\/accounts\/(acct_[A-Za-z0-9]+)/.exec(created.headers.location as string)![1]!;
+    const leaked = await createKey(harness.app, accountId, { name: 'leaked <key>' });
+    const other = await createKey(harness.app, (await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` }, payload: { name: 'Other' } })).json().id, { name: 'theirs' });
+    const accountPage = await operator.get(`/console/operator/accounts/${accountId}`);
+    const revokeHref = `/console/operator/accounts/${accountId}/keys/${leaked.id}/revoke`;
+    assert.match(accountPage.body, new RegExp(`<a href="${revokeHref}" aria-label="Delete leaked &lt;key&gt;">Delete</a>`));
+
+    const confirm = await operator.get(revokeHref);
+    assert.equal(confirm.statusCode, 200);
+    assert.match(visibleText(confirm.body), /Delete key “leaked <key>”\?/);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(leaked.key) })).statusCode, 200, 'asking deletes nothing');
+    assert.equal((await operator.post(revokeHref, {}, { csrf: false })).statusCode, 403, 'no form token, no deletion');
+    await operator.get(revokeHref);
+    const deleted = await operator.post(revokeHref, {});
+    assert.equal(deleted.statusCode, 303);
+    assert.equal(deleted.headers.location, `/console/operator/accounts/${accountId}?notice=key_revoked#keys`);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(leaked.key) })).statusCode, 401);
+    const after = await operator.get(`/console/operator/accounts/${accountId}?notice=key_revoked`);
+    assert.match(visibleText(after.body), /Key deleted\. Every call made with it now answers 401\./);
+    assert.match(after.body, new RegExp(`<tr data-key-id="${leaked.id}">[\\s\\S]*?badge revoked`));
+    assert.ok(!after.body.includes(revokeHref), 'a deleted key has no delete link');
+    // Another account's key cannot be reached through this one.
+    assert.equal((await operator.get(`/console/operator/accounts/${accountId}/keys/${other.id}/revoke`)).statusCode, 404);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(other.key) })).statusCode, 200);
   });
 });

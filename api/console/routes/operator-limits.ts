@@ -5,10 +5,11 @@ import { sendPage, type ConsoleContext } from '../context.ts';
 import { parseForm, rateLimitsForm } from '../forms.ts';
 import type { FormState } from '../views/fields.ts';
 import { keyLimitsPage } from '../views/key-limits.ts';
+import { revokeConfirmPage } from '../views/keys.ts';
 import type { AccountForms } from './operator.ts';
 
 // The operator's rate-limit forms: the account's overrides (on the account's page) and each
-// key's own (on a page per key). They go through the same settings service as
+// key's own (on a page per key); and deleting a key. They go through the same settings service as
 // PUT /admin/.../rate-limits, and answer like the console's other forms: a redirect with a
 // notice, or the page again with the refused field marked. Registered inside operator.ts, so
 // its sign-in guard applies.
@@ -44,6 +45,22 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
   }
 
   app.get('/accounts/:accountId/keys/:keyId/rate-limits', async (request, reply) => renderKey(reply, await accountKey(request)));
+
+  // Deleting a key for its holder (one that leaked, say), through the same revocation as the
+  // admin API and the holder's own keys page. A key deleted already is simply reported so.
+  app.get('/accounts/:accountId/keys/:keyId/revoke', async (request, reply) => {
+    const { account, key } = await accountKey(request);
+    const accountHref = `/console/operator/accounts/${account._id}`;
+    if (key.revoked_at) return reply.redirect(`${accountHref}?notice=key_revoked#keys`, 303);
+    return sendPage(reply, revokeConfirmPage({ area: 'operator', csrfToken: reply.generateCsrf() }, key, { action: `${accountHref}/keys/${key._id}/revoke`, cancel: `${accountHref}#keys` }));
+  });
+
+  app.post('/accounts/:accountId/keys/:keyId/revoke', async (request, reply) => {
+    const { account, key } = await accountKey(request);
+    await apiKeys.revoke(key._id);
+    request.log.info({ account_id: account._id, key_id: key._id }, 'key revoked by an operator in the console');
+    return reply.redirect(`/console/operator/accounts/${account._id}?notice=key_revoked#keys`, 303);
+  });
 
   app.post('/accounts/:accountId/keys/:keyId/rate-limits', async (request, reply) => {
     const found = await accountKey(request);

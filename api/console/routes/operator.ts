@@ -28,6 +28,7 @@ const NOTICES: Record<string, Notice> = {
   sign_in_created: { kind: 'success', text: 'Console sign-in added.' },
   password_changed: { kind: 'success', text: 'Password changed.' },
   limits_saved: { kind: 'success', text: 'Rate limits saved. Every api process applies them within seconds.' },
+  key_revoked: { kind: 'success', text: 'Key deleted. Every call made with it now answers 401.' },
 };
 
 /** Forms on the account page that can come back refused, with what was typed. */

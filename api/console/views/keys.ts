@@ -119,15 +119,17 @@ export function createdKeyPage(frame: AccountFrame, input: { key: ApiKeyDocument
   return layout(frame, { title: 'New key', body });
 }
 
-export function revokeConfirmPage(frame: AccountFrame, key: ApiKeyDocument): Html {
+/** Asks before a key is deleted: the holder's keys page, or an operator's account page (whose
+ * addresses `paths` gives: where the form posts, where Cancel goes). */
+export function revokeConfirmPage(frame: Exclude<PageFrame, { area: 'public' }>, key: ApiKeyDocument, paths = { action: `/console/keys/${key._id}/revoke`, cancel: '/console/keys' }): Html {
   return layout(frame, {
     title: 'Delete key',
     body: html`<h1>Delete key “${key.name}”?</h1>
 <div class="card">
   <p>Key <span class="mono">${maskedKey(key)}</span> (${modelsLabel(key.models)}) stops working at once: every call made with it is answered 401 from now on. Video tasks already submitted with it run to their end, and are billed as usual. This cannot be undone.</p>
-  <form method="post" action="/console/keys/${key._id}/revoke">
+  <form method="post" action="${paths.action}">
     ${csrfField(frame.csrfToken)}
-    <div class="actions"><button type="submit" class="danger">Delete key</button><a class="button secondary" href="/console/keys">Cancel</a></div>
+    <div class="actions"><button type="submit" class="danger">Delete key</button><a class="button secondary" href="${paths.cancel}">Cancel</a></div>
   </form>
 </div>`,
   });
