@@ -59,7 +59,8 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
     // The checksum lets typos and foreign tokens be refused without touching the database.
     if (!isWellFormedApiKey(token)) return done(missingKeyError('Invalid API key.'));
     let found: ReturnType<ApiKeyStore['findActiveByPlaintext']> | undefined;
-    let throttled: GatewayError | undefined;
+    let throttled: Error | undefined;
+    let admitted = false;
     try {
       // From the cache first (nearly every call): the throttle is asked only before a read, so
       // a call with a key in use pays nothing for it.
@@ -68,17 +69,29 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
       if (found === undefined) {
         // An address past its reads that found no key gets answers from the cache alone.
         throttled = unknownKeys.admitRead(request.ip);
-        if (!throttled) found = options.apiKeys.findActiveByPlaintext(token, now);
+        if (!throttled) {
+          admitted = true;
+          found = options.apiKeys.findActiveByPlaintext(token, now);
+        }
       }
     } catch (error) {
+      if (admitted) unknownKeys.readFailed(request.ip, error);
       return done(error as Error);
     }
     if (throttled || found === undefined) return done(throttled);
     if (found instanceof Promise) {
-      found.then((key) => {
-        if (key) unknownKeys.keyFound(request.ip);
-        done(authenticate(request, key, options.apiKeys));
-      }, done);
+      found.then(
+        (key) => {
+          if (key) unknownKeys.keyFound(request.ip);
+          done(authenticate(request, key, options.apiKeys));
+        },
+        (error: Error) => {
+          // A store outage says nothing of the key: counted, 30 failed reads turned the 503s of
+          // valid keys into 429s "with unknown API keys" (an outage review).
+          unknownKeys.readFailed(request.ip, error);
+          done(error);
+        },
+      );
     } else done(authenticate(request, found, options.apiKeys));
   });
 }

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../core/errors.ts';
+import { unavailableDependency } from '../../core/dependency-errors.ts';
 import { FailuresByAddress } from '../../core/failures-by-address.ts';
 
 // Keys that pass their checksum but are in no cache cost the store a read each (the key and its
@@ -10,22 +11,29 @@ import { FailuresByAddress } from '../../core/failures-by-address.ts';
 
 export const WINDOW_MS = 10_000;
 export const READS_PER_WINDOW = 30;
+/** How long after a read the store failed a refusal is the store's 503, not the caller's 429. */
+export const STORE_FAILURE_MEMORY_MS = 5_000;
 
 export class UnknownKeyThrottle {
   private readonly misses: FailuresByAddress;
+  /** The last read the store failed for want of the store, and when. */
+  private storeFailure: { at: number; error: Error } | undefined;
 
-  constructor(now: () => number = Date.now) {
+  constructor(private readonly now: () => number = Date.now) {
     this.misses = new FailuresByAddress({ windowMs: WINDOW_MS, failures: READS_PER_WINDOW }, now);
   }
 
   /** Counts a read for a key no cache holds as one that finds no key, before it is made; keyFound()
-   * takes it back. The 429 instead, once the address has used up its window. */
-  admitRead(address: string): GatewayError | undefined {
+   * takes it back. The 429 instead, once the address has used up its window; while the store
+   * fails reads, the store's error, answered as every request in an outage is (a 503): those
+   * reads say nothing of the keys (an outage review saw valid keys told they were unknown). */
+  admitRead(address: string): Error | undefined {
     const seconds = this.misses.admit(address);
     if (seconds === 0) return undefined;
+    if (this.storeFailure && this.now() - this.storeFailure.at < STORE_FAILURE_MEMORY_MS) return this.storeFailure.error;
     return new GatewayError(
       'rate_limit_exceeded',
-      `Too many requests with unknown API keys from this address; retry in ${seconds} s with a valid key.`,
+      `Too many requests from this address with API keys this server has not seen lately; retry in ${seconds} s.`,
       undefined,
       { 'retry-after': String(seconds) },
     );
@@ -34,5 +42,12 @@ export class UnknownKeyThrottle {
   /** The read admitted for this address found its key: it does not count. */
   keyFound(address: string): void {
     this.misses.forgive(address);
+  }
+
+  /** The read admitted for this address failed (the store is down, say): it found nothing, and
+   * does not count either. Only a read that found no key does. */
+  readFailed(address: string, error: unknown): void {
+    this.misses.forgive(address);
+    if (error instanceof Error && unavailableDependency(error) === 'store') this.storeFailure = { at: this.now(), error };
   }
 }

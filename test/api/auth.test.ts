@@ -61,7 +61,7 @@ describe('API key authentication on /v1', () => {
     }
     assert.deepEqual(statuses, [...Array(READS_PER_WINDOW).fill(401), ...Array(10).fill(429)]);
     assert.equal(refusal!.json().error.code, 'rate_limit_exceeded');
-    assert.match(refusal!.json().error.message, /^Too many requests with unknown API keys from this address; retry in \d+ s/);
+    assert.match(refusal!.json().error.message, /^Too many requests from this address with API keys this server has not seen lately; retry in \d+ s/);
     assert.ok(Number(refusal!.headers['retry-after']) >= 1 && Number(refusal!.headers['retry-after']) <= 10);
     // A key in use still passes from that address; an unknown key from another is still read.
     assert.equal((await get(validKey, address)).statusCode, 200);
