@@ -19,6 +19,13 @@ export function webhookIdFor(taskId: string): string {
 /** Tries at recording an attempt, and the pauses between them. */
 const RECORD_RETRY_MS = [250, 1_000];
 
+/** How long the reads before an attempt (the task, its account's secrets) are tried again while
+ * the store fails. Failed at once, a store blip of a few seconds cost the receiver a slot of its
+ * schedule unsent and unrecorded, and the next slot was minutes to hours away (an outage
+ * review). It fits the attempt's 45 s with the receiver's 15 s (30 s at most) and the record. */
+const READ_RETRY_FOR_MS = 10_000;
+const READ_RETRY_PAUSES_MS = [250, 500, 1_000, 2_000];
+
 export interface WebhookActivityDependencies {
   tasks: TaskStore;
   accounts: AccountStore;
@@ -27,6 +34,8 @@ export interface WebhookActivityDependencies {
   timeoutMs?: number;
   /** Where a record the store would not take is reported (the activity's own log by default). */
   warn?: (message: string, attributes: Record<string, unknown>) => void;
+  /** READ_RETRY_FOR_MS unless told (tests). */
+  readRetryForMs?: number;
 }
 
 export function createWebhookActivities(deps: WebhookActivityDependencies) {
@@ -49,11 +58,26 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
     }
   }
 
+  /** A read, tried again while the store fails, until `readRetryForMs` after `startedAt`. What it
+   * finds (a task or account gone included) is its answer at once. */
+  async function readThroughBlips<T>(read: () => Promise<T>, startedAt: number): Promise<T> {
+    for (let index = 0; ; index++) {
+      try {
+        return await read();
+      } catch (error) {
+        const pauseMs = READ_RETRY_PAUSES_MS[Math.min(index, READ_RETRY_PAUSES_MS.length - 1)]!;
+        if (Date.now() + pauseMs - startedAt > (deps.readRetryForMs ?? READ_RETRY_FOR_MS)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      }
+    }
+  }
+
   return {
     async deliverTaskWebhook(input: { taskId: string; attempt: number; lastAttempt: boolean }): Promise<{ outcome: WebhookAttempt['outcome']; retryAfterMs?: number }> {
-      const task = await deps.tasks.find(input.taskId);
+      const startedAt = Date.now();
+      const task = await readThroughBlips(() => deps.tasks.find(input.taskId), startedAt);
       if (!task?.webhook) throw new Error(`task ${input.taskId} has no webhook to deliver`);
-      const account = await deps.accounts.find(task.account_id);
+      const account = await readThroughBlips(() => deps.accounts.find(task.account_id), startedAt);
       if (!account) throw new Error(`account ${task.account_id} of task ${input.taskId} is gone`);
       // When it was sent, as the receiver's own log would have it (not when it ended).
       const sentAt = new Date();

@@ -128,6 +128,56 @@ describe('console webhook secret', () => {
     }
   });
 
+  it('reads through a store blip before an attempt, instead of failing the attempt unsent; an outage longer than that still fails it', async () => {
+    // A store paused for 12 s had the attempt fail before it sent anything, and the next slot of
+    // the schedule came 5 minutes later (an outage review).
+    class TasksBackAfter extends TaskStore {
+      failures = 0;
+      constructor(
+        db: ConstructorParameters<typeof TaskStore>[0],
+        private readonly failFor: number,
+      ) {
+        super(db);
+      }
+      override async find(taskId: string) {
+        if (this.failures < this.failFor) {
+          this.failures++;
+          throw new Error('store unreachable (simulated)');
+        }
+        return super.find(taskId);
+      }
+    }
+    class AccountsBackAfterOne extends AccountStore {
+      failed = false;
+      override async find(id: string) {
+        if (!this.failed) {
+          this.failed = true;
+          throw new Error('store unreachable (simulated)');
+        }
+        return super.find(id);
+      }
+    }
+    const receiver = await startWebhookReceiver([200]);
+    try {
+      const blip = new TasksBackAfter(harness.database.db, 3);
+      const task = await storedTaskWithWebhook(blip, 'blip', receiver.url);
+      const activities = createWebhookActivities({ tasks: blip, accounts: new AccountsBackAfterOne(harness.database.db), dispatcher, publicBaseUrl: 'http://127.0.0.1:8080' });
+      assert.equal((await activities.deliverTaskWebhook({ taskId: task._id, attempt: 1, lastAttempt: false })).outcome, 'delivered');
+      assert.equal(blip.failures, 3);
+      assert.equal(receiver.received.length, 1);
+      assert.equal((await blip.find(task._id))!.webhook!.state, 'delivered');
+
+      const outage = new TasksBackAfter(harness.database.db, Number.POSITIVE_INFINITY);
+      const shortBudget = createWebhookActivities({ tasks: outage, accounts: new AccountStore(harness.database.db), dispatcher, publicBaseUrl: 'http://127.0.0.1:8080', readRetryForMs: 1_000 });
+      const started = Date.now();
+      await assert.rejects(shortBudget.deliverTaskWebhook({ taskId: task._id, attempt: 2, lastAttempt: false }), /store unreachable/);
+      assert.ok(Date.now() - started < 3_000 && outage.failures >= 3, `${outage.failures} tries in ${Date.now() - started} ms`);
+      assert.equal(receiver.received.length, 1, 'nothing sent without the task');
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('records an attempt at the time it was sent, not when its timeout ended it', async () => {
     const tasks = new TaskStore(harness.database.db);
     const silent = createServer(() => {});
