@@ -113,6 +113,10 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
     if (dependency) {
       // An outage answers every request with this; one short line each, no stack trace.
       request.log.warn({ dependency, reason: error.message }, 'dependency unavailable');
+    } else if (error instanceof GatewayError && gatewayError.status === 503) {
+      // A refusal the gateway chose (a deadline passed, a queue too long): no bug, so one short
+      // line and no stack trace, as for an outage.
+      request.log.warn({ code: gatewayError.code, reason: gatewayError.message }, 'request refused as unavailable');
     } else if (gatewayError.status >= 500) {
       request.log.error({ err: error }, 'request failed');
       if (gatewayError.code === 'internal_error') {

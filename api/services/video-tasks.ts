@@ -163,12 +163,17 @@ export class VideoTaskService {
       // Temporal is unreachable: give the money back and close the task, so a retry by the
       // caller (the usual reaction to a 503) cannot leave a twin behind. Should the start have
       // gone through after all, the workflow finds its task closed and runs nothing.
-      this.options.log?.warn({ err: error, taskId }, 'workflow start failed; the task is closed unbilled');
+      // One short line: an outage refuses every submission, and a stack trace each buried the log.
+      this.options.log?.warn({ taskId, reason: error instanceof Error ? error.message : String(error) }, 'workflow start failed; the task is closed unbilled');
       void this.abandon(input, 'The task could not be scheduled.');
       // Rarely the start went through all the same (Temporal recorded it as the deadline passed):
       // a task with an Idempotency-Key is then claimed by its workflow before the abandon and runs
       // (store/tasks.ts decide); one without a key waits for a claim, and the abandon closes it.
-      throw new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged, unless the task was started after all (it then runs and is billed as usual). Retry with backoff.');
+      // With Temporal's error as its cause, the error handler logs it as an outage of Temporal.
+      throw Object.assign(
+        new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged, unless the task was started after all (it then runs and is billed as usual). Retry with backoff.'),
+        { cause: error },
+      );
     }
     // The workflow runs, so the caller gets its task even if this flag cannot be written now: the
     // sweeper then starts the workflow again, which Temporal answers with "already started".

@@ -155,11 +155,16 @@ describe('admin token on /admin', () => {
   });
 
   it('answers 503 with an actionable message when ADMIN_TOKEN is not configured', async () => {
-    const unconfigured = await startTestApp('admin-off', { ADMIN_TOKEN: undefined as unknown as string });
+    const logLines: Array<Record<string, any>> = [];
+    const unconfigured = await startTestApp('admin-off', { ADMIN_TOKEN: undefined as unknown as string, LOG_LEVEL: 'info' }, { logStream: { write: (line) => void logLines.push(JSON.parse(line)) } });
     try {
       const response = await unconfigured.app.inject({ method: 'GET', url: '/admin/accounts/acct_x', headers: adminHeaders });
       assert.equal(response.statusCode, 503);
       assert.match(response.json().error.message, /ADMIN_TOKEN/);
+      // A refusal the gateway chose is no bug: a short warning, not an error with a stack trace.
+      const refusal = logLines.find((line) => line.msg === 'request refused as unavailable');
+      assert.deepEqual([refusal?.level, refusal?.code, refusal?.err], [40, 'service_unavailable', undefined]);
+      assert.deepEqual(logLines.filter((line) => line.level >= 50), []);
     } finally {
       await unconfigured.close();
     }

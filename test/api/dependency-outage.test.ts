@@ -169,13 +169,20 @@ describe('the store hangs: its connections stay open and nothing answers (SIGSTO
 describe('Temporal is unreachable', () => {
   it('a video submission answers 503 within seconds, charges nothing and leaves no task running', async () => {
     const closedPort = await freePort();
-    const harness = await startTestApp('temporal-outage', { TEMPORAL_ADDRESS: `127.0.0.1:${closedPort}` });
+    const logLines: Array<Record<string, any>> = [];
+    const harness = await startTestApp('temporal-outage', { TEMPORAL_ADDRESS: `127.0.0.1:${closedPort}`, LOG_LEVEL: 'info' }, { logStream: { write: (line) => void logLines.push(JSON.parse(line)) } });
     try {
       const account = await createAccount(harness.app, { name: 'no temporal', balance_usd: 1 });
       const key = (await createKey(harness.app, account.id)).key;
       const { value: response, ms } = await timed(() => harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: videoBody }));
       assertUnavailable(response, 'POST video');
       assert.ok(ms < 6_000, `the submission took ${ms.toFixed(0)} ms`);
+      // Logged as an outage of Temporal: short warnings, no error and no stack trace (an outage
+      // review counted two lines per refusal, one an error with 14 lines of trace).
+      assert.deepEqual(logLines.filter((line) => line.level >= 50).map((line) => line.msg), [], 'nothing logged as an error');
+      const outage = logLines.filter((line) => line.msg === 'dependency unavailable');
+      assert.deepEqual(outage.map((line) => line.dependency), ['temporal']);
+      for (const line of logLines.filter((entry) => entry.level === 40)) assert.equal(line.err, undefined, JSON.stringify(line));
 
       // The task the submission stored is closed right after the answer.
       const deadline = Date.now() + 5_000;
