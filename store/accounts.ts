@@ -1,6 +1,7 @@
 import type { Collection, Db } from 'mongodb';
 import { newId } from '../core/ids.ts';
 import { generateWebhookSecret } from '../core/webhook-signature.ts';
+import { availableBalance, type TotalsWithAvailable } from './available-balance.ts';
 import { BudgetLeaseStore } from './budget-leases.ts';
 import { Ledger, type Totals } from './ledger.ts';
 import { accountOverrides, readOverrides, setOverrides, type RateLimitOverrideDocument, type RateLimitOverrides } from './rate-limit-overrides.ts';
@@ -33,10 +34,7 @@ export interface PreviousWebhookSecret {
 const MAX_PREVIOUS_SECRETS = 4;
 
 export type AccountWithTotals = AccountDocument & Totals;
-/** With what it can spend now: `available_micros`, its free balance and the part of its held
- * money that api processes keep leased for chat and image calls and have not spent. A spend
- * lease holds part of the balance (a small account's whole) for minutes after the last call, so
- * the free balance alone read $0.00 after one chat call of a $0.005 account. */
+/** With what it can spend now (store/available-balance.ts), its totals read with it. */
 export type AccountWithAvailable = AccountWithTotals & { available_micros: number };
 /** With the operator's overrides of its per-minute limits (null: none). */
 export type AccountWithLimits = AccountWithAvailable & { rate_limits: RateLimitOverrides | null };
@@ -70,11 +68,9 @@ export class AccountStore {
     this.leases = new BudgetLeaseStore(db);
   }
 
-  /** The account with `available_micros`. Read apart from its totals, so a lease opened or
-   * settled in between could count twice: never more than the held money is counted back. */
-  async withAvailable<Account extends AccountWithTotals>(account: Account): Promise<Account & { available_micros: number }> {
-    const unspent = await this.leases.unspentMicros(account._id, this.ledger);
-    return { ...account, available_micros: account.balance_micros + Math.min(unspent, account.held_micros) };
+  /** The account with what it can spend now, its totals read again with it as one snapshot. */
+  async withAvailable<Account extends AccountDocument>(account: Account): Promise<Account & TotalsWithAvailable> {
+    return { ...account, ...(await availableBalance({ ledger: this.ledger, leases: this.leases }, account._id)) };
   }
 
   /** `id` lets a caller reserve things under the account's id (its console sign-in) first. */
@@ -101,9 +97,10 @@ export class AccountStore {
     return (await this.collection.countDocuments({ _id: accountId }, { limit: 1 })) > 0;
   }
 
-  /** The account with its rate-limit overrides, for the pages that show or apply them. */
+  /** The account with what it can spend now and its rate-limit overrides, for the pages that
+   * show or apply them. */
   async findWithLimits(accountId: string): Promise<AccountWithLimits | null> {
-    const [account, limits] = await Promise.all([this.find(accountId), readOverrides(this.overrides, accountId)]);
+    const [account, limits] = await Promise.all([this.collection.findOne({ _id: accountId }), readOverrides(this.overrides, accountId)]);
     return account && { ...(await this.withAvailable(account)), rate_limits: limits };
   }
 
@@ -117,7 +114,7 @@ export class AccountStore {
   /** Newest first, one page at a time (a scan and a sort on FerretDB: operator pages only). */
   async list(page: { limit: number; skip: number }): Promise<AccountWithAvailable[]> {
     const accounts = await this.collection.find().sort({ created_at: -1, _id: 1 }).skip(page.skip).limit(page.limit).toArray();
-    return Promise.all(accounts.map(async (account) => this.withAvailable({ ...account, ...(await this.ledger.totals(account._id)) })));
+    return Promise.all(accounts.map((account) => this.withAvailable(account)));
   }
 
   /** A new webhook secret; the old one stays in force for `graceSeconds` (see webhookSecretsInForce). */

@@ -1,6 +1,5 @@
 import type { Collection, Db } from 'mongodb';
 import { LeaseJournal } from './lease-journal.ts';
-import type { Ledger } from './ledger.ts';
 import { StoreClock } from './store-clock.ts';
 
 // The open spend leases of every API process (api/services/billing/): one document per lease,
@@ -62,6 +61,11 @@ export class BudgetLeaseStore {
     await this.collection.deleteOne({ _id: reference });
   }
 
+  /** The open leases of `accountId`, with whether each carries calls. */
+  ofAccount(accountId: string): Promise<Pick<BudgetLeaseDocument, '_id' | 'carries_calls'>[]> {
+    return this.collection.find({ account_id: accountId }, { projection: { _id: 1, carries_calls: 1 } }).toArray();
+  }
+
   /** The open leases of `accountId` other than `own` (another process's, or a dead one's). */
   othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'amount_micros' | 'expires_at' | 'carries_calls'>[]> {
     return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, account_id: 1, amount_micros: 1, expires_at: 1, carries_calls: 1 } }).toArray();
@@ -85,25 +89,6 @@ export class BudgetLeaseStore {
   /** How many of `references` are still open. */
   countOpen(references: string[]): Promise<number> {
     return this.collection.countDocuments({ _id: { $in: references } });
-  }
-
-  /** What the account's open leases keep ready for chat and image calls and have not spent: each
-   * lease's hold, less what its process gave back early (a trim) and what its calls cost as its
-   * journal last said (at most a second behind). Calls under way are not counted, so it reads a
-   * little high while they run. A carrier's hold is reserved whole by the calls on it, and a
-   * lease already settled holds nothing. All by _id, but the leases' own (small) collection. */
-  async unspentMicros(accountId: string, ledger: Ledger): Promise<number> {
-    const leases = await this.collection.find({ account_id: accountId }, { projection: { _id: 1, carries_calls: 1 } }).toArray();
-    const unspent = await Promise.all(
-      leases
-        .filter((lease) => lease.carries_calls !== true)
-        .map(async ({ _id: reference }) => {
-          const [hold, trim, settled, journal] = await Promise.all([ledger.find(reference, 'hold'), ledger.find(reference, 'trim'), ledger.find(reference, 'capture'), this.journal.read(reference)]);
-          if (!hold || settled) return 0;
-          return Math.max(0, hold.amount_micros - (trim?.amount_micros ?? 0) - (journal?.spent_micros ?? 0));
-        }),
-    );
-    return unspent.reduce((sum, micros) => sum + micros, 0);
   }
 
   expiredBefore(now: Date, limit: number): Promise<BudgetLeaseDocument[]> {

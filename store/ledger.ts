@@ -151,6 +151,21 @@ export class Ledger {
     return latest ? { balance_micros: latest.balance_micros, held_micros: latest.held_micros, spent_micros: latest.spent_micros } : { ...ZERO };
   }
 
+  /** The totals, with the sequence number of the entry they are read from (-1 before any): what
+   * other entries of the account came before them. */
+  async snapshot(accountId: string): Promise<Totals & { seq: number }> {
+    const latest = await this.latest(accountId);
+    return latest ? { balance_micros: latest.balance_micros, held_micros: latest.held_micros, spent_micros: latest.spent_micros, seq: latest.seq } : { ...ZERO, seq: -1 };
+  }
+
+  /** The entry of the reference's operation, found by its marker alone: never the scan that
+   * find() falls back to (the whole ledger on FerretDB), so an entry whose marker a crash left
+   * unwritten reads as missing. For figures shown, never for money moved. */
+  async findMarked(reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
+    const marker = await this.markers.findOne({ _id: opIdFor(reference, operation) });
+    return marker ? this.entries.findOne({ _id: marker.entry_id }) : null;
+  }
+
   async find(reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
     const opId = opIdFor(reference, operation);
     const marker = await this.markers.findOne({ _id: opId });
