@@ -3,9 +3,10 @@ import { GatewayError } from './errors.ts';
 
 // Failed attempts per caller address, counted so that guessing from one address stays slow and
 // costs nothing to callers who get it right: keys that pass their checksum but are in no cache
-// (api/plugins/unknown-key-throttle.ts), wrong operator tokens on /admin and /metrics (the api's
-// admin-auth.ts and metrics.ts, the worker's metrics-server.ts). An attempt counts as failed from the moment it is let through, and is forgiven
-// when it succeeds: counted only when it came back, any number sent at once all went through.
+// (api/plugins/unknown-key-throttle.ts), wrong operator tokens on /admin and /metrics (the
+// api's admin-auth.ts and metrics.ts, the worker's metrics-server.ts). An attempt counts as
+// failed from the moment it is let through, and is forgiven when it succeeds: counted only when
+// it came back, any number sent at once all went through.
 //
 // Fixed windows, in memory, per process: a cap on what each process lets one address try, not
 // an exact count across processes. The api's addresses are the request's `ip` (TRUST_PROXY says
@@ -18,6 +19,11 @@ export function callerOf(address: string): string {
   if (parsed.kind() === 'ipv4') return parsed.toString();
   return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
 }
+
+/** Callers counted at most at once. Past that (many IPv6 /64s, a window of 10 minutes), the
+ * counts start again from nothing: memory stays bounded, and a guesser gains 20 tries for every
+ * 100,000 requests from other addresses, nothing worth the trouble. */
+const MAX_CALLERS = 100_000;
 
 export interface FailureLimit {
   windowMs: number;
@@ -41,6 +47,7 @@ export class FailuresByAddress {
     const now = this.now();
     this.roll(now);
     const caller = callerOf(address);
+    if (this.failures.size >= MAX_CALLERS && !this.failures.has(caller)) this.failures.clear();
     const failures = this.failures.get(caller) ?? 0;
     if (failures < this.limit.failures) {
       this.failures.set(caller, failures + 1);

@@ -32,7 +32,8 @@ export async function startMetricsServer(options: { host: string; port: number; 
     }
     if (options.token !== undefined) {
       const address = request.socket.remoteAddress ?? '';
-      const waitSeconds = wrongTokens.admit(address);
+      // No token guesses nothing, and is not counted (the api's admin-auth.ts).
+      const waitSeconds = request.headers.authorization === undefined ? 0 : wrongTokens.admit(address);
       if (waitSeconds > 0) {
         response.writeHead(429, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': String(waitSeconds) }).end(`Too many wrong metrics tokens from this address; retry in ${waitSeconds} s.\n`);
         return;

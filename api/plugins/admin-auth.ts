@@ -24,16 +24,20 @@ async function adminAuthPlugin(app: FastifyInstance, options: AdminAuthOptions):
     if (!options.adminToken) {
       throw new GatewayError('service_unavailable', 'The admin API is disabled: set ADMIN_TOKEN for the api process.');
     }
+    const authorization = soleAuthorization(request);
+    // No token guesses nothing: a probe or a browser, never counted, so it cannot lock the
+    // operator out (everyone behind a proxy the api does not trust shares one address).
+    if (authorization === undefined) throw invalidAdminToken();
     // Asked before the token is compared: past its guesses, an address learns nothing more.
     const waitSeconds = wrongTokens.admit(request.ip);
     if (waitSeconds > 0) throw tooManyWrongTokens('admin', waitSeconds);
-    if (!bearerMatches(soleAuthorization(request), options.adminToken)) {
-      throw new GatewayError('invalid_admin_token', 'Missing or invalid admin token (Authorization: Bearer <ADMIN_TOKEN>).', undefined, {
-        'www-authenticate': 'Bearer',
-      });
-    }
+    if (!bearerMatches(authorization, options.adminToken)) throw invalidAdminToken();
     wrongTokens.forgive(request.ip);
   });
+}
+
+function invalidAdminToken(): GatewayError {
+  return new GatewayError('invalid_admin_token', 'Missing or invalid admin token (Authorization: Bearer <ADMIN_TOKEN>).', undefined, { 'www-authenticate': 'Bearer' });
 }
 
 export const adminAuth = fp(adminAuthPlugin, { name: 'admin-auth' });

@@ -43,9 +43,11 @@ async function metricsPlugin(app: FastifyInstance, options: { token?: string | u
 
   app.get('/metrics', { schema: metricsSchema }, async (request, reply) => {
     if (options.token !== undefined) {
-      const waitSeconds = wrongTokens.admit(request.ip);
+      const authorization = soleAuthorization(request);
+      // No token guesses nothing, and is not counted (admin-auth.ts).
+      const waitSeconds = authorization === undefined ? 0 : wrongTokens.admit(request.ip);
       if (waitSeconds > 0) throw tooManyWrongTokens('metrics', waitSeconds);
-      if (!bearerMatches(soleAuthorization(request), options.token)) {
+      if (!bearerMatches(authorization, options.token)) {
         throw new GatewayError('invalid_metrics_token', 'Missing or invalid metrics token (Authorization: Bearer <METRICS_TOKEN>).', undefined, { 'www-authenticate': 'Bearer' });
       }
       wrongTokens.forgive(request.ip);

@@ -44,10 +44,11 @@ export class UnknownKeyThrottle {
     this.misses.forgive(address);
   }
 
-  /** The read admitted for this address failed (the store is down, say): it found nothing, and
-   * does not count either. Only a read that found no key does. */
+  /** The read admitted for this address failed. For want of the store, it found nothing and
+   * does not count either; any other failure (a bug) stays counted, the safe side. */
   readFailed(address: string, error: unknown): void {
+    if (!(error instanceof Error) || unavailableDependency(error) !== 'store') return;
     this.misses.forgive(address);
-    if (error instanceof Error && unavailableDependency(error) === 'store') this.storeFailure = { at: this.now(), error };
+    this.storeFailure = { at: this.now(), error };
   }
 }

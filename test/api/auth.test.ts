@@ -136,8 +136,13 @@ describe('admin token on /admin', () => {
     const operator = '198.51.100.8';
     const call = (remoteAddress: string, authorization: string) =>
       harness.app.inject({ method: 'GET', url: '/admin/accounts/acct_none', remoteAddress, headers: { authorization } });
-    // Right tokens cost nothing: 30 of them leave the operator's 20 guesses whole.
+    // Right tokens cost nothing: 30 of them leave the operator's 20 guesses whole. Nor do
+    // requests without a token (a probe, a browser), which guess nothing: counted, anyone behind
+    // the operator's proxy could lock the operator out.
     for (let index = 0; index < 30; index++) assert.equal((await call(operator, `Bearer ${TEST_ADMIN_TOKEN}`)).statusCode, 404);
+    for (let index = 0; index < 30; index++) {
+      assert.equal((await harness.app.inject({ method: 'GET', url: '/admin/accounts/acct_none', remoteAddress: operator })).statusCode, 401);
+    }
     const guesses = await Promise.all(Array.from({ length: 25 }, (_, index) => call(guesser, `Bearer wrong-token-${index}-padding`)));
     assert.deepEqual(
       guesses.map((response) => response.statusCode).sort(),

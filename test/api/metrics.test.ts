@@ -136,6 +136,7 @@ describe('GET /metrics with METRICS_TOKEN set', () => {
 
   it('refuses an address past 20 wrong tokens with 429 and Retry-After, the right token too; another address still scrapes', async () => {
     const scrape = (remoteAddress: string, authorization: string) => api.app.inject({ method: 'GET', url: '/metrics', remoteAddress, headers: { authorization } });
+    for (let index = 0; index < 25; index++) assert.equal((await api.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9' })).statusCode, 401, 'no token is not counted');
     for (let index = 0; index < 20; index++) assert.equal((await scrape('203.0.113.9', `Bearer wrong-${index}-0123456789`)).statusCode, 401);
     const refused = await scrape('203.0.113.9', `Bearer ${token}`);
     assert.equal(refused.statusCode, 429);
