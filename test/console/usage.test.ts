@@ -226,7 +226,7 @@ describe('console usage and spend', () => {
     assert.match(text, /Error vendor_failed: The vendor could not <render> this/);
     assert.ok(detail.body.includes('could not &lt;render&gt; this'));
     assert.match(text, /Not delivered yet \(it is tried again on a schedule\) to https:\/\/hooks\.example\/video : pending 1 attempt/);
-    assert.match(visibleText(section(detail.body, 'webhook-attempts')), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC retry 503 42 ms HTTP 503/);
+    assert.match(visibleText(section(detail.body, 'webhook-attempts')), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC retry 503 42 ms HTTP 503/);
     // A task closed before it started sends no webhook: its pending state promises nothing.
     await new TaskStore(harness.database.db).insert(
       taskDocument({

@@ -24,6 +24,13 @@ export function formatTime(date: Date | null | undefined): string {
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+/** "2025-03-01 14:05:07 UTC": for events seconds apart (webhook attempts 5 s apart read as one
+ * minute's), or a dash for never. */
+export function formatTimeToSecond(date: Date | null | undefined): string {
+  if (!date) return '—';
+  return `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
 /** How a key is recognised without revealing it: "fg_…AbC1". */
 export function maskedKey(key: { last4: string }): string {
   return `fg_…${key.last4}`;

@@ -2,7 +2,7 @@ import { taskView } from '../../../core/task-view.ts';
 import { ABANDONED_TASK_ERROR } from '../../../store/abandoned-tasks.ts';
 import type { TaskDocument } from '../../../store/tasks.ts';
 import { html, safeHref, type Html } from '../html.ts';
-import { formatTime, formatUsd } from './format.ts';
+import { formatTime, formatTimeToSecond, formatUsd } from './format.ts';
 import { layout, type PageFrame } from './layout.ts';
 
 // Video tasks as the console shows them: the latest ones in a table (status, clip link, webhook
@@ -117,7 +117,7 @@ function attemptsTable(task: TaskDocument): Html {
   <tbody>${attempts.map(
     (attempt) => html`<tr>
     <td class="num">${attempt.attempt}</td>
-    <td>${formatTime(new Date(attempt.at))}</td>
+    <td>${formatTimeToSecond(new Date(attempt.at))}</td>
     <td><span class="badge ${attempt.outcome}">${attempt.outcome}</span></td>
     <td class="num">${attempt.status ?? '—'}</td>
     <td class="num">${attempt.duration_ms} ms</td>
@@ -140,8 +140,8 @@ export function taskDetailPage(frame: PageFrame, task: TaskDocument, links: Task
   <dt>Clip</dt><dd>${task.seconds} s · ${task.resolution} · ${task.ratio} · ${clip}</dd>
   <dt>Cost</dt><dd>${cost(task)}</dd>
   ${task.error ? html`<dt>Error</dt><dd>${task.error.code}: ${task.error.message}</dd>` : ''}
-  <dt>Created</dt><dd>${formatTime(task.created_at)}</dd>
-  <dt>Updated</dt><dd>${formatTime(task.updated_at)}</dd>
+  <dt>Created</dt><dd>${formatTimeToSecond(task.created_at)}</dd>
+  <dt>Updated</dt><dd>${formatTimeToSecond(task.updated_at)}</dd>
   <dt>Status API</dt><dd class="mono">GET ${links.publicBaseUrl}/v1/video/generations/${task._id}</dd>
 </dl></div>
 <h2>Webhook</h2>
