@@ -1,5 +1,6 @@
 import { log } from '@temporalio/activity';
 import type { Dispatcher } from 'undici';
+import { unavailableDependency } from '../core/dependency-errors.ts';
 import { webhookAttempts } from '../core/metrics.ts';
 import { taskViewJson } from '../core/task-view.ts';
 import type { WebhookAttempt } from '../core/video-task.ts';
@@ -58,15 +59,17 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
     }
   }
 
-  /** A read, tried again while the store fails, until `readRetryForMs` after `startedAt`. What it
-   * finds (a task or account gone included) is its answer at once. */
+  /** A read, tried again while the store is unavailable, until `readRetryForMs` after
+   * `startedAt` (a try that would start past it is not made: a hung store holds each try for
+   * seconds). What it finds (a task or account gone included), or any other failure, is its
+   * answer at once. */
   async function readThroughBlips<T>(read: () => Promise<T>, startedAt: number): Promise<T> {
     for (let index = 0; ; index++) {
       try {
         return await read();
       } catch (error) {
         const pauseMs = READ_RETRY_PAUSES_MS[Math.min(index, READ_RETRY_PAUSES_MS.length - 1)]!;
-        if (Date.now() + pauseMs - startedAt > (deps.readRetryForMs ?? READ_RETRY_FOR_MS)) throw error;
+        if (unavailableDependency(error) !== 'store' || Date.now() + pauseMs - startedAt > (deps.readRetryForMs ?? READ_RETRY_FOR_MS)) throw error;
         await new Promise((resolve) => setTimeout(resolve, pauseMs));
       }
     }

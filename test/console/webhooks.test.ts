@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { MongoNetworkError } from 'mongodb';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -142,7 +143,7 @@ describe('console webhook secret', () => {
       override async find(taskId: string) {
         if (this.failures < this.failFor) {
           this.failures++;
-          throw new Error('store unreachable (simulated)');
+          throw new MongoNetworkError('store unreachable (simulated)');
         }
         return super.find(taskId);
       }
@@ -152,7 +153,7 @@ describe('console webhook secret', () => {
       override async find(id: string) {
         if (!this.failed) {
           this.failed = true;
-          throw new Error('store unreachable (simulated)');
+          throw new MongoNetworkError('store unreachable (simulated)');
         }
         return super.find(id);
       }
@@ -173,6 +174,19 @@ describe('console webhook secret', () => {
       await assert.rejects(shortBudget.deliverTaskWebhook({ taskId: task._id, attempt: 2, lastAttempt: false }), /store unreachable/);
       assert.ok(Date.now() - started < 3_000 && outage.failures >= 3, `${outage.failures} tries in ${Date.now() - started} ms`);
       assert.equal(receiver.received.length, 1, 'nothing sent without the task');
+
+      // Any other failure (a bug) is not an outage to wait out.
+      class TasksBroken extends TaskStore {
+        tries = 0;
+        override async find(): Promise<never> {
+          this.tries++;
+          throw new TypeError('a bug (simulated)');
+        }
+      }
+      const broken = new TasksBroken(harness.database.db);
+      const withBug = createWebhookActivities({ tasks: broken, accounts: new AccountStore(harness.database.db), dispatcher, publicBaseUrl: 'http://127.0.0.1:8080' });
+      await assert.rejects(withBug.deliverTaskWebhook({ taskId: task._id, attempt: 3, lastAttempt: false }), /a bug/);
+      assert.equal(broken.tries, 1);
     } finally {
       await receiver.close();
     }
@@ -226,7 +240,7 @@ describe('console webhook secret', () => {
       assert.equal(detail.statusCode, 200);
       const attempts = /<table data-testid="webhook-attempts">[\s\S]*?<\/table>/.exec(detail.body)?.[0] ?? '';
       assert.equal((attempts.match(/badge delivered/g) ?? []).length, 2);
-      assert.match(visibleText(attempts), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC delivered 200/);
+      assert.match(visibleText(attempts), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC delivered 200/);
     } finally {
       await receiver.close();
     }
