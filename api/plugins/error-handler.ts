@@ -113,9 +113,10 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
     if (dependency) {
       // An outage answers every request with this; one short line each, no stack trace.
       request.log.warn({ dependency, reason: error.message }, 'dependency unavailable');
-    } else if (error instanceof GatewayError && gatewayError.status === 503) {
-      // A refusal the gateway chose (a deadline passed, a queue too long): no bug, so one short
-      // line and no stack trace, as for an outage.
+    } else if ((error instanceof GatewayError && error.cause === undefined && gatewayError.status === 503) || error instanceof HashingBusy) {
+      // A refusal the gateway chose (a deadline passed, a queue too long, passwords being
+      // hashed): no bug, so one short line and no stack trace, as for an outage. A 503 with a
+      // cause that is no outage (a failed workflow start) is logged as the error below.
       request.log.warn({ code: gatewayError.code, reason: gatewayError.message }, 'request refused as unavailable');
     } else if (gatewayError.status >= 500) {
       request.log.error({ err: error }, 'request failed');

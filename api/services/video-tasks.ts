@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog } from '../../core/catalog.ts';
 import { quotedId } from '../../core/characters.ts';
+import { unavailableDependency } from '../../core/dependency-errors.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { resolveModel } from '../../core/model-access.ts';
@@ -163,8 +164,10 @@ export class VideoTaskService {
       // Temporal is unreachable: give the money back and close the task, so a retry by the
       // caller (the usual reaction to a 503) cannot leave a twin behind. Should the start have
       // gone through after all, the workflow finds its task closed and runs nothing.
-      // One short line: an outage refuses every submission, and a stack trace each buried the log.
-      this.options.log?.warn({ taskId, reason: error instanceof Error ? error.message : String(error) }, 'workflow start failed; the task is closed unbilled');
+      // In an outage, one short line: it refuses every submission, and a trace each buried the
+      // log. Anything else (a bug, a refusal by Temporal) keeps its trace.
+      if (unavailableDependency(error)) this.options.log?.warn({ taskId, reason: error instanceof Error ? error.message : String(error) }, 'workflow start failed; the task is closed unbilled');
+      else this.options.log?.error({ err: error, taskId }, 'workflow start failed; the task is closed unbilled');
       void this.abandon(input, 'The task could not be scheduled.');
       // Rarely the start went through all the same (Temporal recorded it as the deadline passed):
       // a task with an Idempotency-Key is then claimed by its workflow before the abandon and runs

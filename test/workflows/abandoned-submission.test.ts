@@ -238,6 +238,21 @@ describe('video submissions that fail halfway', () => {
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000 - PRICE, 0, PRICE]);
   });
 
+  it('a start that fails for a reason other than an outage keeps its stack trace in the log, and is the 503\'s cause', async () => {
+    const principal = await fundedPrincipal('start-bug');
+    const bug = new TypeError('a bug in the start (simulated)');
+    const lines: Array<{ level: 'warn' | 'error'; fields: Record<string, unknown> }> = [];
+    const broken = new VideoTaskService({
+      holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
+      temporal: { connection: stack.temporal.client.connection, workflow: { start: async () => { throw bug; } } } as unknown as typeof stack.temporal.client,
+      taskQueue: stack.taskQueue, deadlineSeconds: 600, callbackAllowlist: LOOPBACK,
+      log: { warn: (fields: Record<string, unknown>) => void lines.push({ level: 'warn', fields }), error: (fields: Record<string, unknown>) => void lines.push({ level: 'error', fields }) } as never,
+    });
+    await assert.rejects(broken.submit(principal, body, 'req_start_bug', newId('task')), (error: GatewayError) => error.code === 'service_unavailable' && error.cause === bug);
+    // An outage is one warning without a trace (test/api/dependency-outage.test.ts); this is no outage.
+    assert.deepEqual(lines.map((line) => [line.level, line.fields.err]), [['error', bug]]);
+  });
+
   it('a start that went through as the api gave up on it: the workflow claimed the task first, so it runs whole and is charged once', async () => {
     const principal = await fundedPrincipal('started-anyway');
     const decisions = stack.database.db.collection('task_decisions');
