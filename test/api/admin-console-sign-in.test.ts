@@ -22,7 +22,7 @@ describe('admin API: console sign-in for a new account', () => {
     const response = await create({ name: 'With console', balance_usd: 2, console_email: ` ${email} `, console_password: 'twelve chars at least' });
     assert.equal(response.statusCode, 201);
     const account = response.json();
-    assert.deepEqual(Object.keys(account).sort(), ['balance_usd', 'created_at', 'held_usd', 'id', 'name', 'spent_usd', 'webhook_secret'], 'the answer keeps its shape');
+    assert.deepEqual(Object.keys(account).sort(), ['available_usd', 'balance_usd', 'created_at', 'held_usd', 'id', 'name', 'spent_usd', 'webhook_secret'], 'the answer keeps its shape');
     const credential = await harness.database.db.collection('console_credentials').findOne({ _id: email.toLowerCase() as never });
     assert.equal(credential?.account_id, account.id);
     assert.ok(!JSON.stringify(credential).includes('twelve chars at least'));

@@ -79,7 +79,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       keysPage,
       tasks: latestTasks.tasks,
       taskPages: taskPagesAt(accountPath, { keys_page: keysPage > 1 ? String(keysPage) : undefined }, { ...latestTasks, isFirstPage: !after }),
-      taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames, gatewayClipHref: (taskId) => `/console/operator/accounts/${encodeURIComponent(accountId)}/tasks/${taskId}/clip` },
+      taskLinks: { publicBaseUrl, detailHref: null, temporalHref, keyNames, gatewayClipHref: (taskId) => `${accountPath}/tasks/${taskId}/clip` },
       creditReference: formReference(),
       defaultLimits: configuredLimits(config),
       notice: noticeFrom(request),
