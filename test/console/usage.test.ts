@@ -101,6 +101,12 @@ describe('console usage and spend', () => {
     assert.deepEqual(chartBars(page.body), { [twoDaysAgo]: 401_500, [yesterday]: 80_700 });
     assert.match(chart, new RegExp(`<title>${yesterday}: \\$0\\.0807</title>`));
     assert.match(visibleText(chart), /Total \$0\.4822 over 30 days; highest \$0\.4015 on/);
+    // The same figures as a table, for those the SVG titles do not reach (keyboard, touch,
+    // screen readers): one row per day with usage.
+    const days = section(page.body, 'usage-by-day');
+    assert.deepEqual([...days.matchAll(/<tr data-day="([^"]+)">/g)].map((match) => match[1]), [twoDaysAgo, yesterday]);
+    assert.match(visibleText(days), new RegExp(`${twoDaysAgo} 4 300 120 5 0 \\$0\\.4015`));
+    assert.match(visibleText(days), new RegExp(`${yesterday} 7 50 20 0 2 \\$0\\.0807`));
   });
 
   it('narrows to one key and to a chosen date range', async () => {

@@ -39,25 +39,43 @@ function headline(totals: UsageTotals): Html {
   return html`<dl class="stats">${figures.map(([label, value, id]) => html`<div><dt>${label}</dt><dd data-testid="total-${id}">${value}</dd></div>`)}</dl>`;
 }
 
+/** A row's figures after its label cell, in the columns of both tables below. */
+function figureCells(usage: UsageTotals): Html {
+  return html`<td class="num">${formatCount(usage.requests)}</td>
+    <td class="num">${formatCount(usage.input_tokens)}</td>
+    <td class="num">${formatCount(usage.output_tokens)}</td>
+    <td class="num">${formatCount(usage.video_seconds)}</td>
+    <td class="num">${formatCount(usage.images)}</td>`;
+}
+
+const FIGURE_HEADERS = html`<th class="num">Requests</th><th class="num">Tokens in</th><th class="num">Tokens out</th><th class="num">Video s</th><th class="num">Images</th><th class="num">Spend</th>`;
+
+/** The days with usage, each with its figures: the chart's bars carry theirs only in SVG
+ * titles, which a keyboard, a touch screen or a screen reader does not reach. */
+function perDayTable(days: string[], byDay: Map<string, UsageTotals>): Html {
+  const used = days.filter((day) => (byDay.get(day)?.requests ?? 0) > 0 || (byDay.get(day)?.spend_micros ?? 0) > 0);
+  if (used.length === 0) return html``;
+  return html`<details class="per-day"><summary>Each day as a table</summary><div class="table-wrap"><table data-testid="usage-by-day">
+  <thead><tr><th>Day (UTC)</th>${FIGURE_HEADERS}</tr></thead>
+  <tbody>${used.map((day) => html`<tr data-day="${day}"><td>${day}</td>${figureCells(byDay.get(day)!)}<td class="num">${formatUsd(byDay.get(day)!.spend_micros)}</td></tr>`)}</tbody>
+</table></div></details>`;
+}
+
 /** `total` covers every key the figures are about, those left out (`hidden`) included. */
 export function usageByKeyTable(keys: ApiKeyDocument[], byKey: Map<string, UsageTotals>, total: UsageTotals, hidden = 0): Html {
   const rows = keys.map((key) => {
     const usage = byKey.get(key._id) ?? ZERO_USAGE;
     return html`<tr data-key-id="${key._id}">
     <td class="text">${key.name} <span class="mono muted">${maskedKey(key)}</span>${key.revoked_at ? html` <span class="badge revoked">revoked</span>` : ''}</td>
-    <td class="num">${formatCount(usage.requests)}</td>
-    <td class="num">${formatCount(usage.input_tokens)}</td>
-    <td class="num">${formatCount(usage.output_tokens)}</td>
-    <td class="num">${formatCount(usage.video_seconds)}</td>
-    <td class="num">${formatCount(usage.images)}</td>
+    ${figureCells(usage)}
     <td class="num" data-testid="key-spend">${formatUsd(usage.spend_micros)}</td>
   </tr>`;
   });
   return html`<div class="table-wrap"><table data-testid="usage-by-key">
-  <thead><tr><th>Key</th><th class="num">Requests</th><th class="num">Tokens in</th><th class="num">Tokens out</th><th class="num">Video s</th><th class="num">Images</th><th class="num">Spend</th></tr></thead>
+  <thead><tr><th>Key</th>${FIGURE_HEADERS}</tr></thead>
   <tbody>${rows}
   ${hidden > 0 ? html`<tr class="muted" data-testid="keys-hidden"><td class="text" colspan="7">${formatCount(hidden)} more keys, which spent less, are not listed; the total counts them.</td></tr>` : ''}
-  <tr class="total"><td>Total</td><td class="num">${formatCount(total.requests)}</td><td class="num">${formatCount(total.input_tokens)}</td><td class="num">${formatCount(total.output_tokens)}</td><td class="num">${formatCount(total.video_seconds)}</td><td class="num">${formatCount(total.images)}</td><td class="num">${formatUsd(total.spend_micros)}</td></tr>
+  <tr class="total"><td>Total</td>${figureCells(total)}<td class="num">${formatUsd(total.spend_micros)}</td></tr>
   </tbody>
 </table></div>`;
 }
@@ -89,7 +107,7 @@ export function usagePage(frame: AccountFrame, view: UsageView): Html {
 ${rangeForm(view, listed.keys)}
 <p class="muted">${view.fromDay} to ${view.toDay} (UTC)${view.selectedKeyId ? html`, key ${shownKeys[0]?.name ?? view.selectedKeyId}` : ', all keys'}.</p>
 ${headline(totals)}
-<div class="card"><h2>Spend per day</h2>${spendChart({ days: view.days, spendByDay })}</div>
+<div class="card"><h2>Spend per day</h2>${spendChart({ days: view.days, spendByDay })}${perDayTable(view.days, view.byDay)}</div>
 <div class="card"><h2>Per key</h2>${usageByKeyTable(shownKeys, view.byKey, totals, shown.hidden)}</div>
 <div class="card" id="tasks"><h2>Video tasks in these days</h2>${tasksTable(view.tasks, view.taskLinks, 'No video tasks in these days.')}${tasksPager(view.taskPages)}</div>`,
   });
