@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleContext } from './context.ts';
 import { keyRoutes } from './routes/keys.ts';
+import { passwordRoutes } from './routes/password.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { sessionBoundTo, sessionOrRedirect } from './sessions.ts';
@@ -30,6 +31,7 @@ export async function accountArea(app: FastifyInstance, { context }: { context: 
   await app.register(keyRoutes, { context });
   await app.register(usageRoutes, { context });
   await app.register(webhookRoutes, { context });
+  await app.register(passwordRoutes, { context });
 }
 
 /** The page frame of the signed-in holder; only inside the account area. */

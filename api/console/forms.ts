@@ -13,7 +13,7 @@ export type FormValues = Record<string, string>;
 
 export type FormResult<T> = { ok: true; data: T } | { ok: false; errors: FormErrors; values: FormValues };
 
-const NEVER_ECHOED = new Set(['_csrf', 'password', 'console_password', 'admin_token']);
+const NEVER_ECHOED = new Set(['_csrf', 'password', 'console_password', 'admin_token', 'current_password', 'new_password', 'repeat_password']);
 
 function typedValues(body: unknown): FormValues {
   const values: FormValues = {};
@@ -106,6 +106,15 @@ export const addCreditsForm = z.object({
 });
 
 export const signInCredentialsForm = z.object({ console_email: consoleEmail, console_password: consolePassword });
+
+/** A holder's own new password, with the current one. */
+export const changePasswordForm = z
+  .object({
+    current_password: z.string().min(1, 'Enter your current password.').max(256),
+    new_password: consolePassword,
+    repeat_password: z.string().max(256),
+  })
+  .refine((form) => form.repeat_password === form.new_password, { message: 'The two new passwords differ.', path: ['repeat_password'] });
 
 /** A query parameter sent twice arrives as an array: one value is meant. */
 const single = (message: string) => (issue: { input?: unknown }) => (Array.isArray(issue.input) ? message : undefined);

@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ObjectId } from 'mongodb';
 import type { SignInFailureStore } from '../../store/sign-in-failures.ts';
 
@@ -106,4 +107,20 @@ export class SignInThrottle {
   private emailFromAddress(attempt: SignInAttempt): string {
     return this.store.digest(`${attempt.who.toLowerCase()}\n${attempt.address}`);
   }
+}
+
+function tooManyFailures(seconds: number): string {
+  const minutes = Math.ceil(seconds / 60);
+  return `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}
+
+/** The attempt let through (counted as failed until it succeeds), or the refusal's words when
+ * it must wait after repeated failures (Retry-After set on `reply`). For the sign-in forms and
+ * the holder's password form, whose current password is as much a guess. */
+export async function admitOrRefuse(throttle: SignInThrottle, attempt: SignInAttempt, request: FastifyRequest, reply: FastifyReply): Promise<{ admitted: AdmittedAttempt } | { refusal: string }> {
+  const decision = await throttle.admit(attempt);
+  if ('admitted' in decision) return decision;
+  request.log.warn({ operator: attempt.who === 'operator' }, 'console sign-in throttled after repeated failures');
+  reply.header('retry-after', String(decision.waitSeconds));
+  return { refusal: tooManyFailures(decision.waitSeconds) };
 }

@@ -26,7 +26,7 @@ describe('console sign-in', () => {
 
   it('sends a signed-out visitor to the sign-in page, which works without a session', async () => {
     const browser = new ConsoleClient(harness.app);
-    for (const page of ['/console', '/console/keys', '/console/usage', '/console/webhooks']) {
+    for (const page of ['/console', '/console/keys', '/console/usage', '/console/webhooks', '/console/password']) {
       const response = await browser.get(page);
       assert.equal(response.statusCode, 303, page);
       assert.equal(response.headers.location, '/console/sign-in', page);

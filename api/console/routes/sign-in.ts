@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HashingBusy, spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
 import { secretMatches } from '../../../core/secret-match.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
-import { SignInThrottle, type AdmittedAttempt, type SignInAttempt } from '../sign-in-throttle.ts';
+import { admitOrRefuse } from '../sign-in-throttle.ts';
 import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
 import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_OUT_NOTICE, signOutPage } from '../views/sign-in.ts';
 
@@ -15,21 +15,6 @@ const WRONG_CREDENTIALS = 'The email or password is not right.';
 const OPERATOR = 'operator';
 const BUSY_RETRY_SECONDS = 5;
 const BUSY = `Too many sign-ins are being checked right now. Try again in ${BUSY_RETRY_SECONDS} seconds.`;
-
-function tooManyFailures(seconds: number): string {
-  const minutes = Math.ceil(seconds / 60);
-  return `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
-}
-
-/** The attempt let through (counted as failed until it succeeds), or the refusal's words when
- * it must wait after repeated failures (Retry-After set on `reply`). */
-async function admitOrRefuse(throttle: SignInThrottle, attempt: SignInAttempt, request: FastifyRequest, reply: FastifyReply): Promise<{ admitted: AdmittedAttempt } | { refusal: string }> {
-  const decision = await throttle.admit(attempt);
-  if ('admitted' in decision) return decision;
-  request.log.warn({ operator: attempt.who === OPERATOR }, 'console sign-in throttled after repeated failures');
-  reply.header('retry-after', String(decision.waitSeconds));
-  return { refusal: tooManyFailures(decision.waitSeconds) };
-}
 
 function noticeFrom(request: FastifyRequest) {
   const query = request.query as Record<string, unknown>;

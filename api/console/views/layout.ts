@@ -6,7 +6,7 @@ import { formatUsd } from './format.ts';
 // The frame around every console page: header with navigation, the account's balance (on every
 // page of an account holder) and the sign-out form, then the page's own content.
 
-export type AccountSection = 'keys' | 'usage' | 'webhooks';
+export type AccountSection = 'keys' | 'usage' | 'webhooks' | 'password';
 
 export type PageFrame =
   | { area: 'public' }
@@ -22,6 +22,7 @@ const ACCOUNT_NAVIGATION: Array<[AccountSection, string, string]> = [
   ['keys', 'API keys', '/console/keys'],
   ['usage', 'Usage & spend', '/console/usage'],
   ['webhooks', 'Webhooks', '/console/webhooks'],
+  ['password', 'Password', '/console/password'],
 ];
 
 export function csrfField(token: string): Html {
