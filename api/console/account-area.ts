@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Catalog } from '../../core/catalog.ts';
 import type { ConsoleContext } from './context.ts';
 import { keyRoutes } from './routes/keys.ts';
 import { passwordRoutes } from './routes/password.ts';
@@ -10,8 +11,16 @@ import type { AccountSection, PageFrame } from './views/layout.ts';
 // The account holder's pages. One guard in front of all of them: a valid account session whose
 // sign-in still holds, and the account itself loaded fresh (its balance is on every page).
 
+/** The price of the shortest clip at the cheapest resolution of the cheapest video model. */
+function cheapestVideoMicros(catalog: Catalog): number | undefined {
+  const prices = catalog.all().flatMap((model) => (model.kind === 'video' ? [Math.min(...model.seconds) * Math.min(...Object.values(model.price_per_second_micros))] : []));
+  return prices.length > 0 ? Math.min(...prices) : undefined;
+}
+
 export async function accountArea(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
   app.decorateRequest('consoleAccount', null);
+  const cheapestVideo = cheapestVideoMicros(context.catalog);
+  app.decorateRequest('consoleCheapestVideoMicros', cheapestVideo);
   app.addHook('onRequest', async (request, reply) => {
     await context.sessions.load(request);
     const session = sessionOrRedirect(request, reply, 'account');
@@ -38,7 +47,7 @@ export async function accountArea(app: FastifyInstance, { context }: { context: 
 export function accountFrame(request: FastifyRequest, reply: FastifyReply, section?: AccountSection): Extract<PageFrame, { area: 'account' }> {
   const account = request.consoleAccount;
   if (!account) throw new Error('accountFrame used outside the account area');
-  return { area: 'account', csrfToken: reply.generateCsrf(), account, section };
+  return { area: 'account', csrfToken: reply.generateCsrf(), account, section, ...(request.consoleCheapestVideoMicros === undefined ? {} : { cheapestVideoMicros: request.consoleCheapestVideoMicros }) };
 }
 
 /** The signed-in holder's account id; only inside the account area. */

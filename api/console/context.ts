@@ -46,6 +46,9 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in holder's account (with balance), set by the account area's guard. */
     consoleAccount: AccountWithLimits | null;
+    /** The price of the cheapest video task of the catalog (none without video models): the
+     * account area's pages warn below it. */
+    consoleCheapestVideoMicros: number | undefined;
   }
 }
 

@@ -10,7 +10,14 @@ export type AccountSection = 'keys' | 'usage' | 'webhooks' | 'password';
 
 export type PageFrame =
   | { area: 'public' }
-  | { area: 'account'; csrfToken: string; account: AccountWithAvailable; section?: AccountSection }
+  | {
+      area: 'account';
+      csrfToken: string;
+      account: AccountWithAvailable;
+      section?: AccountSection;
+      /** The price of the cheapest video task the catalog offers: below it, every page says so. */
+      cheapestVideoMicros?: number;
+    }
   | { area: 'operator'; csrfToken: string };
 
 export interface Notice {
@@ -56,6 +63,18 @@ function header(frame: PageFrame): Html {
 </header>`;
 }
 
+/** A holder whose balance no longer covers the cheapest video task learns it on every page,
+ * not only from the API's 403s (console review). */
+function lowBalanceNotice(frame: PageFrame): Html {
+  if (frame.area !== 'account' || frame.cheapestVideoMicros === undefined) return html``;
+  const available = frame.account.available_micros;
+  if (available >= frame.cheapestVideoMicros) return html``;
+  return noticeBox({
+    kind: 'warning',
+    text: `The balance (${formatUsd(available)}) is below the price of the cheapest video task (${formatUsd(frame.cheapestVideoMicros)}): video submissions are refused with 403 until credits are added, and chat and image calls once it no longer covers their worst case.`,
+  });
+}
+
 export function noticeBox(notice: Notice | null | undefined): Html {
   return notice ? html`<div class="alert ${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${notice.text}</div>` : html``;
 }
@@ -74,6 +93,7 @@ export function layout(frame: PageFrame, page: { title: string; body: Html; noti
 <body>
 ${header(frame)}
 <main>
+${lowBalanceNotice(frame)}
 ${noticeBox(page.notice)}
 ${page.body}
 </main>
