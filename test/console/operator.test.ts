@@ -79,6 +79,9 @@ describe('console operator pages', () => {
     assert.equal(first.headers.location, `/console/operator/accounts/${accountId}?notice=credited`);
     const resent = await operator.post(`/console/operator/accounts/${accountId}/credits`, { amount_usd: '0.2', reference });
     assert.equal(resent.statusCode, 303);
+    // Told it was sent already, not "added" a second time (console review).
+    assert.equal(resent.headers.location, `/console/operator/accounts/${accountId}?notice=credited_before`);
+    assert.match(visibleText((await operator.get(resent.headers.location as string)).body), /That form was sent already: its credits were added once, then\./);
     const after = await operator.get(`/console/operator/accounts/${accountId}?notice=credited`);
     assert.match(visibleText(after.body), /Credits added\./);
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec(after.body)?.[1], '$1.20');
@@ -113,6 +116,7 @@ describe('console operator pages', () => {
     assert.equal(first.headers.location, `/console/operator/accounts/${accountId}?notice=deducted`);
     const resent = await operator.post(`/console/operator/accounts/${accountId}/deductions`, { amount_usd: '0.3', reference });
     assert.equal(resent.statusCode, 303);
+    assert.equal(resent.headers.location, `/console/operator/accounts/${accountId}?notice=deducted_before`);
     const after = await operator.get(`/console/operator/accounts/${accountId}?notice=deducted`);
     assert.match(visibleText(after.body), /Credits taken back\./);
     assert.equal(/data-testid="operator-balance">([^<]+)</.exec(after.body)?.[1], '$0.70');

@@ -24,7 +24,9 @@ const PAGE_SIZE = 50;
 const NOTICES: Record<string, Notice> = {
   created: { kind: 'success', text: 'Account created.' },
   credited: { kind: 'success', text: 'Credits added.' },
+  credited_before: { kind: 'warning', text: 'That form was sent already: its credits were added once, then.' },
   deducted: { kind: 'success', text: 'Credits taken back.' },
+  deducted_before: { kind: 'warning', text: 'That form was sent already: its amount was taken back once, then.' },
   sign_in_created: { kind: 'success', text: 'Console sign-in added.' },
   password_changed: { kind: 'success', text: 'Password changed.' },
   limits_saved: { kind: 'success', text: 'Rate limits saved. Every api process applies them within seconds.' },
@@ -160,6 +162,8 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     const form = parseForm(addCreditsForm, request.body);
     if (!form.ok) return renderAccount(request, reply, accountId, { creditsState: form }, 400);
     const reference = movementReference(accountId, form.data.reference);
+    // A form sent again (a resubmit on a slow network) moves nothing; it is told so, not "added".
+    const before = await accounts.movedUnder(reference, 'credit');
     let credited;
     try {
       credited = await addCredits(accounts, accountId, form.data.amount_usd, reference);
@@ -168,8 +172,8 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       return refusedAmount(request, reply, accountId, 'creditsState', error);
     }
     if (!credited) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
-    request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd }, 'credits added in the console');
-    return reply.redirect(`/console/operator/accounts/${accountId}?notice=credited`, 303);
+    request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd, again: before !== null }, 'credits added in the console');
+    return reply.redirect(`/console/operator/accounts/${accountId}?notice=${before === null ? 'credited' : 'credited_before'}`, 303);
   });
 
   app.post('/accounts/:accountId/deductions', async (request, reply) => {
@@ -178,6 +182,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     if (!form.ok) return renderAccount(request, reply, accountId, { deductionState: form }, 400);
     // The same reference as the credits form, another ledger operation.
     const reference = movementReference(accountId, form.data.reference);
+    const before = await accounts.movedUnder(reference, 'deduct');
     let deducted;
     try {
       deducted = await context.deductions.deduct(accountId, form.data.amount_usd, reference);
@@ -186,8 +191,8 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
       return refusedAmount(request, reply, accountId, 'deductionState', error);
     }
     if (!deducted) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
-    request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd }, 'credits taken back in the console');
-    return reply.redirect(`/console/operator/accounts/${accountId}?notice=deducted`, 303);
+    request.log.info({ account_id: accountId, amount_micros: form.data.amount_usd, again: before !== null }, 'credits taken back in the console');
+    return reply.redirect(`/console/operator/accounts/${accountId}?notice=${before === null ? 'deducted' : 'deducted_before'}`, 303);
   });
 
   app.post('/accounts/:accountId/sign-ins', async (request, reply) => {
