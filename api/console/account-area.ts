@@ -5,6 +5,7 @@ import { keyRoutes } from './routes/keys.ts';
 import { passwordRoutes } from './routes/password.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { signInAddress } from './return-to.ts';
 import { sessionBoundTo, sessionOrRedirect } from './sessions.ts';
 import type { AccountSection, PageFrame } from './views/layout.ts';
 
@@ -32,7 +33,7 @@ export async function accountArea(app: FastifyInstance, { context }: { context: 
     const account = stillValid ? await context.accounts.findWithLimits(credential.account_id) : null;
     if (!account) {
       await context.sessions.end(request, reply);
-      return reply.redirect('/console/sign-in?expired=1', 303);
+      return reply.redirect(signInAddress(request, '/console/sign-in', true), 303);
     }
     request.consoleAccount = account;
   });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { consolePageOrNull } from './return-to.ts';
 import { hasOnlyNameCharacters } from '../../core/characters.ts';
 import { MAX_USD_AMOUNT, MICROS_PER_USD, usdTextToMicros } from '../../core/money.ts';
 import { consoleEmail, consolePassword } from '../services/account-onboarding.ts';
@@ -64,12 +65,16 @@ function usdText(options: { positive: boolean }) {
     });
 }
 
+/** The page to return to after signing in (return-to.ts); anything else is no page. */
+const returnTo = z.unknown().optional().transform((value) => consolePageOrNull(value));
+
 export const signInForm = z.object({
   email: z.string().trim().min(1, 'Enter your email.').max(254),
   password: z.string().min(1, 'Enter your password.').max(256),
+  next: returnTo,
 });
 
-export const operatorSignInForm = z.object({ admin_token: z.string().min(1, 'Enter the admin token.').max(1024) });
+export const operatorSignInForm = z.object({ admin_token: z.string().min(1, 'Enter the admin token.').max(1024), next: returnTo });
 
 const NAME_CHARACTERS_HINT = 'Use a name on one line, without control characters or direction overrides.';
 const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep the name to 200 characters at most.').refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT);

@@ -3,6 +3,7 @@ import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleSessionDocument, ConsoleSessionKind, ConsoleSessionStore } from '../../store/console-sessions.ts';
 import { CSRF_COOKIE } from './csrf.ts';
+import { signInAddress } from './return-to.ts';
 
 // The console's sign-in state: a random token in an HttpOnly, SameSite=Lax cookie scoped to
 // /console, looked up in `console_sessions` on every console request. Lifetimes are absolute
@@ -121,6 +122,6 @@ export function sessionOrRedirect(request: FastifyRequest, reply: FastifyReply, 
   }
   const signIn = kind === 'operator' ? '/console/operator/sign-in' : '/console/sign-in';
   if (current.state === 'expired') reply.clearCookie(SESSION_COOKIE, { path: '/console' });
-  void reply.redirect(current.state === 'expired' ? `${signIn}?expired=1` : signIn, 303);
+  void reply.redirect(signInAddress(request, signIn, current.state === 'expired'), 303);
   return null;
 }

@@ -153,7 +153,7 @@ describe('console operator pages', () => {
     assert.equal(changed.headers.location, `/console/operator/accounts/${accountId}?notice=password_changed`);
     const ended = await earlier.get('/console/keys');
     assert.equal(ended.statusCode, 303, 'a session opened with the old password ends');
-    assert.equal(ended.headers.location, '/console/sign-in?expired=1');
+    assert.equal(ended.headers.location, '/console/sign-in?expired=1&next=%2Fconsole%2Fkeys');
     const holder = new ConsoleClient(harness.app);
     assert.equal((await holder.signIn(email, 'first password here')).statusCode, 401);
     assert.equal((await holder.signIn(email, 'second password here')).statusCode, 303);

@@ -50,7 +50,7 @@ describe('console password change', () => {
     assert.match(visibleText((await here.get('/console/password?changed=1')).body), /Password changed\. Other browsers signed in to this account are signed out\./);
     assert.equal((await here.get('/console/keys')).statusCode, 200, 'this browser stays signed in');
     const other = await elsewhere.get('/console/keys');
-    assert.deepEqual([other.statusCode, other.headers.location], [303, '/console/sign-in?expired=1']);
+    assert.deepEqual([other.statusCode, other.headers.location], [303, '/console/sign-in?expired=1&next=%2Fconsole%2Fkeys']);
 
     assert.equal((await new ConsoleClient(harness.app, '198.51.100.33').signIn(email, PASSWORD)).statusCode, 401, 'the old password no longer signs in');
     assert.equal((await new ConsoleClient(harness.app, '198.51.100.33').signIn(email, NEW_PASSWORD)).statusCode, 303);

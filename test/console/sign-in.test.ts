@@ -29,7 +29,8 @@ describe('console sign-in', () => {
     for (const page of ['/console', '/console/keys', '/console/usage', '/console/webhooks', '/console/password']) {
       const response = await browser.get(page);
       assert.equal(response.statusCode, 303, page);
-      assert.equal(response.headers.location, '/console/sign-in', page);
+      // Back to the page asked for once signed in (the console root is no page of its own).
+      assert.equal(response.headers.location, page === '/console' ? '/console/sign-in' : `/console/sign-in?next=${encodeURIComponent(page)}`, page);
     }
     const signIn = await browser.get('/console/sign-in');
     assert.equal(signIn.statusCode, 200);
@@ -197,7 +198,7 @@ describe('console sign-in', () => {
     assert.equal(await harness.database.db.collection('console_sessions').countDocuments({ _id: createHash('sha256').update(token).digest('hex') as never }), 0);
     const replayed = await harness.app.inject({ method: 'GET', url: '/console/keys', headers: { cookie: `fg_console_session=${token}` } });
     assert.equal(replayed.statusCode, 303);
-    assert.equal(replayed.headers.location, '/console/sign-in');
+    assert.equal(replayed.headers.location, '/console/sign-in?next=%2Fconsole%2Fkeys');
     assert.equal((await browser.get('/console/sign-out')).headers.location, '/console/sign-in', 'signed out, it goes to the sign-in page');
   });
 
@@ -230,8 +231,8 @@ describe('console sign-in', () => {
     try {
       const answer = await restarted.inject({ method: 'GET', url: '/console/operator', headers: { cookie } });
       assert.equal(answer.statusCode, 303);
-      assert.equal(answer.headers.location, '/console/operator/sign-in?expired=1');
-      assert.equal((await harness.app.inject({ method: 'GET', url: '/console/operator', headers: { cookie } })).headers.location, '/console/operator/sign-in', 'and the session is gone');
+      assert.equal(answer.headers.location, '/console/operator/sign-in?expired=1&next=%2Fconsole%2Foperator');
+      assert.equal((await harness.app.inject({ method: 'GET', url: '/console/operator', headers: { cookie } })).headers.location, '/console/operator/sign-in?next=%2Fconsole%2Foperator', 'and the session is gone');
     } finally {
       await restarted.close();
     }
@@ -258,6 +259,24 @@ describe('console sign-in', () => {
     const urlencodedToAdmin = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { ...adminHeaders, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=x' });
     assert.equal(urlencodedToAdmin.statusCode, 415, 'form bodies are parsed only under /console');
   });
+  it('returns to the page that found the session gone, never to one off the console', async () => {
+    // A review signed in again from an expired session and landed on the keys page, whatever it had open.
+    const browser = new ConsoleClient(harness.app, '198.51.100.61');
+    const asked = '/console/usage?from=2026-01-01&to=2026-01-31';
+    const away = await browser.get(asked);
+    assert.equal(away.headers.location, `/console/sign-in?next=${encodeURIComponent(asked)}`);
+    const form = await browser.get(away.headers.location as string);
+    assert.match(form.body, new RegExp(`<input type="hidden" name="next" value="${asked.replaceAll('?', '\\?').replaceAll('&', '&amp;')}">`));
+    const signedIn = await browser.post('/console/sign-in', { email, password: PASSWORD, next: asked });
+    assert.deepEqual([signedIn.statusCode, signedIn.headers.location], [303, asked]);
+    for (const next of ['//evil.example/console/keys', 'https://evil.example/', '/console//evil.example', '/console\\evil', '/console/sign-out', '/consolex', '/admin/accounts', '/console/keys\r\nSet-Cookie: x=1']) {
+      const other = new ConsoleClient(harness.app, '198.51.100.62');
+      await other.get(`/console/sign-in?next=${encodeURIComponent(next)}`);
+      assert.ok(!other.lastPage.includes('name="next"'), `${next}: not kept in the form`);
+      const answer = await other.post('/console/sign-in', { email, password: PASSWORD, next });
+      assert.deepEqual([answer.statusCode, answer.headers.location], [303, '/console/keys'], next);
+    }
+  });
 });
 
 describe('console session expiry', () => {
@@ -280,7 +299,7 @@ describe('console session expiry', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_300));
     const expired = await browser.get('/console/keys');
     assert.equal(expired.statusCode, 303);
-    assert.equal(expired.headers.location, '/console/sign-in?expired=1');
+    assert.equal(expired.headers.location, '/console/sign-in?expired=1&next=%2Fconsole%2Fkeys');
     assert.equal(await sessions.countDocuments({}), 0, 'the expired session is deleted when seen');
     const notice = await browser.get('/console/sign-in?expired=1');
     assert.match(visibleText(notice.body), /Your session expired/);

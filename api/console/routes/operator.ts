@@ -4,6 +4,7 @@ import { openClip } from '../../services/task-clips.ts';
 import { CONSOLE_CLIP_CACHING, clipRequestOf, sendClip } from '../../clip-reply.ts';
 import { LATEST_TASKS_LIMIT, sendPage, type ConsoleContext } from '../context.ts';
 import { addCreditsForm, createAccountForm, formReference, parseForm, signInCredentialsForm } from '../forms.ts';
+import { signInAddress } from '../return-to.ts';
 import { sessionBoundTo, sessionOrRedirect } from '../sessions.ts';
 import type { FormState } from '../views/fields.ts';
 import type { Notice } from '../views/layout.ts';
@@ -53,7 +54,7 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     // Sessions opened with an earlier ADMIN_TOKEN end when the token is changed.
     if (!config.ADMIN_TOKEN || !sessionBoundTo(request, config.ADMIN_TOKEN)) {
       await context.sessions.end(request, reply);
-      return reply.redirect('/console/operator/sign-in?expired=1', 303);
+      return reply.redirect(signInAddress(request, '/console/operator/sign-in', true), 303);
     }
   });
 

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HashingBusy, spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
 import { secretMatches } from '../../../core/secret-match.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
+import { consolePageOrNull } from '../return-to.ts';
 import { admitOrRefuse } from '../sign-in-throttle.ts';
 import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
 import { accountSignInPage, operatorSignInPage, SESSION_EXPIRED_NOTICE, SIGNED_OUT_NOTICE, signOutPage } from '../views/sign-in.ts';
@@ -15,6 +16,11 @@ const WRONG_CREDENTIALS = 'The email or password is not right.';
 const OPERATOR = 'operator';
 const BUSY_RETRY_SECONDS = 5;
 const BUSY = `Too many sign-ins are being checked right now. Try again in ${BUSY_RETRY_SECONDS} seconds.`;
+
+/** The page to return to after signing in, from the sign-in page's own address. */
+function nextFrom(request: FastifyRequest): string | null {
+  return consolePageOrNull((request.query as Record<string, unknown>).next);
+}
 
 function noticeFrom(request: FastifyRequest) {
   const query = request.query as Record<string, unknown>;
@@ -36,15 +42,16 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
   app.get('/sign-in', async (request, reply) => {
     await sessions.load(request);
     if (request.consoleSession.state === 'valid' && request.consoleSession.session.kind === 'account') return reply.redirect('/console/keys', 303);
-    return sendPage(reply, accountSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request) }));
+    return sendPage(reply, accountSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request), next: nextFrom(request) }));
   });
 
   app.post('/sign-in', async (request, reply) => {
     const form = parseForm(signInForm, request.body);
     const csrfToken = reply.generateCsrf();
-    if (!form.ok) return sendPage(reply, accountSignInPage({ csrfToken, state: form }), 400);
+    const next = consolePageOrNull((request.body as Record<string, unknown> | undefined)?.next);
+    if (!form.ok) return sendPage(reply, accountSignInPage({ csrfToken, state: form, next }), 400);
     const decision = await admitOrRefuse(throttle, { who: form.data.email, address: request.ip }, request, reply);
-    if ('refusal' in decision) return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: decision.refusal } } }), 429);
+    if ('refusal' in decision) return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: decision.refusal } }, next }), 429);
     const attempt = decision.admitted;
     let credential: Awaited<ReturnType<typeof credentials.find>>;
     let account: Awaited<ReturnType<typeof accounts.find>>;
@@ -58,22 +65,22 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
       if (!(error instanceof HashingBusy)) throw error;
       request.log.warn('console sign-in refused: too many passwords being checked');
       reply.header('retry-after', String(BUSY_RETRY_SECONDS));
-      return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: BUSY } } }), 503);
+      return sendPage(reply, accountSignInPage({ csrfToken, state: { values: { email: form.data.email }, errors: { form: BUSY } }, next }), 503);
     }
     if (!credential || !account) {
       request.log.info({ email_known: Boolean(credential) }, 'console sign-in refused');
       const state = { values: { email: form.data.email }, errors: { form: WRONG_CREDENTIALS } };
-      return sendPage(reply, accountSignInPage({ csrfToken, state }), 401);
+      return sendPage(reply, accountSignInPage({ csrfToken, state, next }), 401);
     }
     await throttle.succeeded(attempt);
     await sessions.start(reply, { kind: 'account', accountId: account._id, signIn: credential._id, secret: credential.password_hash });
-    return reply.redirect('/console/keys', 303);
+    return reply.redirect(form.data.next ?? '/console/keys', 303);
   });
 
   app.get('/operator/sign-in', async (request, reply) => {
     await sessions.load(request);
     if (request.consoleSession.state === 'valid' && request.consoleSession.session.kind === 'operator') return reply.redirect('/console/operator', 303);
-    return sendPage(reply, operatorSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request), disabled: !config.ADMIN_TOKEN }));
+    return sendPage(reply, operatorSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request), disabled: !config.ADMIN_TOKEN, next: nextFrom(request) }));
   });
 
   app.post('/operator/sign-in', async (request, reply) => {
@@ -81,17 +88,18 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
     const csrfToken = reply.generateCsrf();
     if (!config.ADMIN_TOKEN) return sendPage(reply, operatorSignInPage({ csrfToken, disabled }), 503);
     const form = parseForm(operatorSignInForm, request.body);
-    if (!form.ok) return sendPage(reply, operatorSignInPage({ csrfToken, state: form, disabled }), 400);
+    const next = consolePageOrNull((request.body as Record<string, unknown> | undefined)?.next);
+    if (!form.ok) return sendPage(reply, operatorSignInPage({ csrfToken, state: form, disabled, next }), 400);
     const decision = await admitOrRefuse(throttle, { who: OPERATOR, address: request.ip }, request, reply);
-    if ('refusal' in decision) return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: decision.refusal } }, disabled }), 429);
+    if ('refusal' in decision) return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: decision.refusal } }, disabled, next }), 429);
     const attempt = decision.admitted;
     if (!secretMatches(form.data.admin_token, config.ADMIN_TOKEN)) {
       request.log.info('console operator sign-in refused');
-      return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: 'That is not the admin token.' } }, disabled }), 401);
+      return sendPage(reply, operatorSignInPage({ csrfToken, state: { errors: { form: 'That is not the admin token.' } }, disabled, next }), 401);
     }
     await throttle.succeeded(attempt);
     await sessions.start(reply, { kind: 'operator', accountId: null, signIn: null, secret: config.ADMIN_TOKEN });
-    return reply.redirect('/console/operator', 303);
+    return reply.redirect(form.data.next ?? '/console/operator', 303);
   });
 
   app.get('/sign-out', async (request, reply) => {

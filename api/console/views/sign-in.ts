@@ -5,7 +5,12 @@ import { csrfField, layout, type Notice } from './layout.ts';
 // The two doors into the console: account holders with the email and password an operator set
 // up, operators with the admin token.
 
-export function accountSignInPage(input: { csrfToken: string; state?: FormState; notice?: Notice | null }): Html {
+/** Where the form sends its signer after signing in, when not to the area's home. */
+function returnField(next: string | null | undefined): Html {
+  return next ? html`<input type="hidden" name="next" value="${next}">` : html``;
+}
+
+export function accountSignInPage(input: { csrfToken: string; state?: FormState; notice?: Notice | null; next?: string | null }): Html {
   const state = input.state ?? {};
   return layout(
     { area: 'public' },
@@ -17,6 +22,7 @@ export function accountSignInPage(input: { csrfToken: string; state?: FormState;
   ${formError(state)}
   <form method="post" action="/console/sign-in">
     ${csrfField(input.csrfToken)}
+    ${returnField(input.next)}
     ${textField(state, { name: 'email', label: 'Email', type: 'email', autocomplete: 'username', required: true })}
     ${textField(state, { name: 'password', label: 'Password', type: 'password', autocomplete: 'current-password', required: true })}
     <div class="actions"><button type="submit">Sign in</button></div>
@@ -27,12 +33,13 @@ export function accountSignInPage(input: { csrfToken: string; state?: FormState;
   );
 }
 
-export function operatorSignInPage(input: { csrfToken: string; state?: FormState; notice?: Notice | null; disabled: boolean }): Html {
+export function operatorSignInPage(input: { csrfToken: string; state?: FormState; notice?: Notice | null; disabled: boolean; next?: string | null }): Html {
   const state = input.state ?? {};
   const form = input.disabled
     ? html`<div class="alert warning">Operator sign-in is disabled: the api has no ADMIN_TOKEN.</div>`
     : html`<form method="post" action="/console/operator/sign-in">
     ${csrfField(input.csrfToken)}
+    ${returnField(input.next)}
     ${textField(state, { name: 'admin_token', label: 'Admin token', type: 'password', autocomplete: 'off', required: true })}
     <div class="actions"><button type="submit">Sign in</button></div>
   </form>`;
