@@ -1,4 +1,4 @@
-import type { Collection, Db } from 'mongodb';
+import type { Collection, Db, Filter } from 'mongodb';
 import { newId } from '../core/ids.ts';
 import { generateWebhookSecret } from '../core/webhook-signature.ts';
 import { availableBalance, type TotalsWithAvailable } from './available-balance.ts';
@@ -115,6 +115,24 @@ export class AccountStore {
   async list(page: { limit: number; skip: number }): Promise<AccountWithAvailable[]> {
     const accounts = await this.collection.find().sort({ created_at: -1, _id: 1 }).skip(page.skip).limit(page.limit).toArray();
     return Promise.all(accounts.map((account) => this.withAvailable(account)));
+  }
+
+  /** One page of accounts, newest first (ties by id), those after the account `after` only,
+   * with what each can spend, and whether more follow (a scan and a sort on FerretDB: operators
+   * only). */
+  async listPage(page: { limit: number; after?: AccountDocument }): Promise<{ accounts: AccountWithAvailable[]; hasMore: boolean }> {
+    const query: Filter<AccountDocument> = {};
+    if (page.after) {
+      const { created_at: createdAt, _id: id } = page.after;
+      query.$or = [{ created_at: { $lt: createdAt } }, { created_at: createdAt, _id: { $lt: id } }];
+    }
+    const found = await this.collection.find(query).sort({ created_at: -1, _id: -1 }).limit(page.limit + 1).toArray();
+    return { accounts: await Promise.all(found.slice(0, page.limit).map((account) => this.withAvailable(account))), hasMore: found.length > page.limit };
+  }
+
+  /** The account's own document, without its money: one read by _id. */
+  findDocument(accountId: string): Promise<AccountDocument | null> {
+    return this.collection.findOne({ _id: accountId });
   }
 
   /** A new webhook secret; the old one stays in force for `graceSeconds` (see webhookSecretsInForce). */

@@ -27,6 +27,39 @@ describe('admin API', () => {
     assert.ok(Number.isInteger(latest?.balance_micros));
   });
 
+  it('lists accounts newest first, a page at a time, with what each can spend', async () => {
+    const names = ['List A', 'List B', 'List C'];
+    const created = [];
+    for (const name of names) created.push((await post('/admin/accounts', { name, balance_usd: 1 })).json());
+    const list = (query: string) => harness.app.inject({ method: 'GET', url: `/admin/accounts${query}`, headers: adminHeaders });
+    const first = await list('?limit=2');
+    assert.equal(first.statusCode, 200);
+    const page = first.json();
+    assert.equal(page.object, 'list');
+    assert.deepEqual(page.data.map((account: { id: string }) => account.id), [created[2].id, created[1].id]);
+    assert.deepEqual(Object.keys(page.data[0]).sort(), ['available_usd', 'balance_usd', 'created_at', 'held_usd', 'id', 'name', 'spent_usd', 'webhook_secret']);
+    assert.equal(page.data[0].available_usd, 1);
+    assert.deepEqual([page.first_id, page.last_id, page.has_more], [created[2].id, created[1].id, true]);
+    const next = (await list(`?limit=2&after=${page.last_id}`)).json();
+    assert.equal(next.data[0].id, created[0].id);
+    // Every account once, following the pages to the end.
+    const seen: string[] = [];
+    for (let after = ''; ; ) {
+      const body = (await list(`?limit=100${after ? `&after=${after}` : ''}`)).json();
+      seen.push(...body.data.map((account: { id: string }) => account.id));
+      if (!body.has_more) break;
+      after = body.last_id;
+    }
+    assert.equal(new Set(seen).size, seen.length);
+    assert.equal(seen.length, await harness.database.db.collection('accounts').countDocuments({}));
+    for (const [query, status, param] of [['?after=acct_nobody', 404, 'after'], [`?after=${'x'.repeat(101)}`, 404, 'after'], ['?limit=0', 400, 'limit'], ['?limit=1e1', 400, 'limit'], ['?limit=', 400, 'limit'], ['?state=new', 400, 'state']] as const) {
+      const refused = await list(query);
+      assert.equal(refused.statusCode, status, query);
+      assert.equal(refused.json().error.param, param, query);
+    }
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/admin/accounts' })).statusCode, 401);
+  });
+
   it('defaults the balance to zero', async () => {
     const response = await post('/admin/accounts', { name: 'Zero' });
     assert.equal(response.json().balance_usd, 0);

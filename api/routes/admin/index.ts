@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.ts';
+import { quotedId } from '../../../core/characters.ts';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../plugins/idempotency.ts';
 import type { AccountStore } from '../../../store/accounts.ts';
 import type { ApiKeyStore } from '../../../store/api-keys.ts';
@@ -10,7 +11,7 @@ import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountOnboarding } from '../../services/account-onboarding.ts';
 import { addCredits } from '../../services/credit-addition.ts';
 import type { CreditDeductions } from '../../services/credit-deduction.ts';
-import { accountIdParams, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
+import { accountIdParams, accountList, accountListQuery, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
 
 export interface AdminRouteOptions {
@@ -52,6 +53,15 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
       signIn: email !== undefined && password !== undefined ? { email, password } : undefined,
     });
     return reply.status(201).send(toAccountView(await accounts.withAvailable(account)));
+  });
+
+  app.get('/accounts', { schema: { ...documented('listAccounts', 'List accounts, newest first'), description: 'Page with `after` (the `last_id` of the page before) while `has_more` is true.', querystring: accountListQuery, response: { 200: accountList, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
+    const { limit, after } = request.query;
+    // No account has an id over 100 characters: such a cursor needs no read.
+    const cursor = after === undefined ? undefined : after.length > 100 ? null : await accounts.findDocument(after);
+    if (cursor === null) throw new GatewayError('resource_not_found', `No account with id ${quotedId(after!)} to list after.`, 'after');
+    const page = await accounts.listPage({ limit, after: cursor });
+    return { object: 'list' as const, data: page.accounts.map(toAccountView), first_id: page.accounts[0]?._id ?? null, last_id: page.accounts.at(-1)?._id ?? null, has_more: page.hasMore };
   });
 
   app.get('/accounts/:id', { schema: { ...documented('getAccount', 'Read an account and its keys'), params: accountIdParams, response: { 200: accountWithKeysView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) } } }, async (request) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listAfter, listLimit } from '../list-query.ts';
 import { visibleText } from '../../../core/characters.ts';
 
 export { httpUrl } from '../http-url.ts';
@@ -43,25 +44,10 @@ export const videoTaskView = z.object({
 
 export const submissionResponse = z.object({ task_id: z.string(), status: z.literal('submitted') });
 
-/** A query value as decimal digits: `z.coerce` alone reads `0x10` as 16 and `1e1` as 10. Empty
- * (`?limit=`) means left out, as for `after`. */
-const decimalDigits = (value: unknown) => (value === '' ? undefined : typeof value === 'string' && !/^[0-9]+$/.test(value) ? Number.NaN : value);
-
 // Strict: a misspelt filter (`?state=failed`) would otherwise list every task without a word.
 export const taskListQuery = z.strictObject({
-  limit: z
-    .preprocess(
-      decimalDigits,
-      z.coerce
-        .number({ error: 'must be an integer from 1 to 100' })
-        .int('must be an integer from 1 to 100')
-        .min(1, 'must be from 1 to 100')
-        .max(100, 'must be from 1 to 100')
-        .default(20),
-    )
-    .describe('How many tasks, 1 to 100 (default 20).'),
-  // Empty (`?after=`) means the first page, as a client building the URL from a missing last_id sends it.
-  after: z.preprocess((value) => (value === '' ? undefined : value), z.string().optional()).describe('The last task_id of the page before: the page of older tasks that follows it.'),
+  limit: listLimit('tasks', 20, { emptyIsLeftOut: true }),
+  after: listAfter('The last task_id of the page before: the page of older tasks that follows it.'),
   status: z.enum(['submitted', 'running', 'succeeded', 'failed'], { error: 'must be submitted, running, succeeded or failed' }).optional().describe('Only tasks in this state.'),
 });
 

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+// The query of a listing, newest first: `limit` (1 to 100) and `after` (the last id of the page
+// before). Shared by the task listing and the admin API's account listing.
+
+/** A query value as decimal digits: `z.coerce` alone reads `0x10` as 16 and `1e1` as 10. */
+const decimalDigits = (value: unknown) => (typeof value === 'string' && !/^[0-9]+$/.test(value) ? Number.NaN : value);
+
+/** `emptyIsLeftOut`: `?limit=` means the default, as the task listing has always read it (a
+ * client building the URL from a missing value); the document cannot say so of an integer, so
+ * newer listings refuse it. */
+export function listLimit(what: string, byDefault: number, options: { emptyIsLeftOut: boolean }) {
+  return z
+    .preprocess(
+      (value) => (options.emptyIsLeftOut && value === '' ? undefined : decimalDigits(value)),
+      z.coerce
+        .number({ error: 'must be an integer from 1 to 100' })
+        .int('must be an integer from 1 to 100')
+        .min(1, 'must be from 1 to 100')
+        .max(100, 'must be from 1 to 100')
+        .default(byDefault),
+    )
+    .describe(`How many ${what}, 1 to 100 (default ${byDefault}).`);
+}
+
+/** Empty (`?after=`) means the first page, as a client building the URL from a missing last_id sends it. */
+export function listAfter(description: string) {
+  return z.preprocess((value) => (value === '' ? undefined : value), z.string().optional()).describe(description);
+}
