@@ -97,11 +97,18 @@ export class AccountStore {
     return (await this.collection.countDocuments({ _id: accountId }, { limit: 1 })) > 0;
   }
 
+  /** The account and its rate-limit overrides, without its money: for pages that show no
+   * balance (an operator's key pages), whose lease and ledger reads would be wasted. */
+  async findSettings(accountId: string): Promise<(AccountDocument & { rate_limits: RateLimitOverrides | null }) | null> {
+    const [account, limits] = await Promise.all([this.collection.findOne({ _id: accountId }), readOverrides(this.overrides, accountId)]);
+    return account && { ...account, rate_limits: limits };
+  }
+
   /** The account with what it can spend now and its rate-limit overrides, for the pages that
    * show or apply them. */
   async findWithLimits(accountId: string): Promise<AccountWithLimits | null> {
-    const [account, limits] = await Promise.all([this.collection.findOne({ _id: accountId }), readOverrides(this.overrides, accountId)]);
-    return account && { ...(await this.withAvailable(account)), rate_limits: limits };
+    const account = await this.findSettings(accountId);
+    return account && this.withAvailable(account);
   }
 
   /** Replaces the account's rate-limit overrides; false when there is no such account. */

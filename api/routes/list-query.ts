@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
-// The query of a listing, newest first: `limit` (1 to 100) and `after` (the last id of the page
-// before). Shared by the task listing and the admin API's account listing.
+// A listing, newest first: its query, `limit` (1 to 100) and `after` (the last id of the page
+// before), and its answer, OpenAI's list shape. Shared by the task listing and the admin API's
+// account listing.
 
 /** A query value as decimal digits: `z.coerce` alone reads `0x10` as 16 and `1e1` as 10. */
 const decimalDigits = (value: unknown) => (typeof value === 'string' && !/^[0-9]+$/.test(value) ? Number.NaN : value);
@@ -26,4 +27,20 @@ export function listLimit(what: string, byDefault: number, options: { emptyIsLef
 /** Empty (`?after=`) means the first page, as a client building the URL from a missing last_id sends it. */
 export function listAfter(description: string) {
   return z.preprocess((value) => (value === '' ? undefined : value), z.string().optional()).describe(description);
+}
+
+/** The answer: `{object: "list", data, first_id, last_id, has_more}`. */
+export function listAnswer<Item extends z.ZodType>(item: Item) {
+  return z.object({
+    object: z.literal('list'),
+    data: z.array(item),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable().describe('Pass as `after` for the next page.'),
+    has_more: z.boolean(),
+  });
+}
+
+/** One page as the answer: `ids` are the page's items' ids, in its order. */
+export function listPage<Item>(data: Item[], ids: string[], hasMore: boolean) {
+  return { object: 'list' as const, data, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null, has_more: hasMore };
 }

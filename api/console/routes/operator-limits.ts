@@ -33,7 +33,7 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
    * so an address cannot reach a key through the wrong account. */
   async function accountKey(request: FastifyRequest) {
     const { accountId, keyId } = request.params as { accountId: string; keyId: string };
-    const account = await accounts.findWithLimits(accountId);
+    const account = await accounts.findSettings(accountId);
     if (!account) throw new GatewayError('resource_not_found', `There is no account '${accountId}'.`);
     const key = await apiKeys.findForAccount(keyId, accountId);
     if (!key) throw new GatewayError('resource_not_found', `There is no key '${keyId}' in account '${accountId}'.`);

@@ -17,16 +17,17 @@ export function operatorAccountsPage(input: {
   notice?: Notice | null;
 }): Html {
   const state = input.state ?? {};
-  const rows = input.accounts.map(
-    (account) => html`<tr data-account-id="${account._id}">
+  const rows = input.accounts.map((account) => {
+    const money = moneyShown(account);
+    return html`<tr data-account-id="${account._id}">
     <td><a href="/console/operator/accounts/${account._id}">${account.name}</a></td>
     <td class="mono">${account._id}</td>
-    <td class="num">${formatUsd(moneyShown(account).availableMicros)}</td>
-    <td class="num">${formatUsd(moneyShown(account).heldMicros)}</td>
-    <td class="num">${formatUsd(account.spent_micros)}</td>
+    <td class="num">${formatUsd(money.availableMicros)}</td>
+    <td class="num">${formatUsd(money.heldMicros)}</td>
+    <td class="num">${formatUsd(money.spentMicros)}</td>
     <td>${formatTime(account.created_at)}</td>
-  </tr>`,
-  );
+  </tr>`;
+  });
   const pager = html`<div class="actions">${input.page > 1 ? html`<a class="button secondary" href="/console/operator?page=${input.page - 1}">← Newer</a>` : ''}${
     input.hasNextPage ? html`<a class="button secondary" href="/console/operator?page=${input.page + 1}">Older →</a>` : ''
   }</div>`;

@@ -13,6 +13,7 @@ import { addCredits } from '../../services/credit-addition.ts';
 import type { CreditDeductions } from '../../services/credit-deduction.ts';
 import { accountIdParams, accountList, accountListQuery, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
+import { listPage } from '../list-query.ts';
 
 export interface AdminRouteOptions {
   accounts: AccountStore;
@@ -61,7 +62,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     const cursor = after === undefined ? undefined : after.length > 100 ? null : await accounts.findDocument(after);
     if (cursor === null) throw new GatewayError('resource_not_found', `No account with id ${quotedId(after!)} to list after.`, 'after');
     const page = await accounts.listPage({ limit, after: cursor });
-    return { object: 'list' as const, data: page.accounts.map(toAccountView), first_id: page.accounts[0]?._id ?? null, last_id: page.accounts.at(-1)?._id ?? null, has_more: page.hasMore };
+    return listPage(page.accounts.map(toAccountView), page.accounts.map((account) => account._id), page.hasMore);
   });
 
   app.get('/accounts/:id', { schema: { ...documented('getAccount', 'Read an account and its keys'), params: accountIdParams, response: { 200: accountWithKeysView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) } } }, async (request) => {

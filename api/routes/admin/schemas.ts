@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listAfter, listLimit } from '../list-query.ts';
+import { listAfter, listAnswer, listLimit } from '../list-query.ts';
 import type { Catalog } from '../../../core/catalog.ts';
 import { MAX_USD_AMOUNT, usdToMicros } from '../../../core/money.ts';
 import { atMostCharacters, nameText, WHITESPACE_CLASS } from '../../../core/characters.ts';
@@ -99,13 +99,7 @@ export const accountListQuery = z.strictObject({
   after: listAfter('The last account id of the page before: the page of older accounts that follows it.'),
 });
 
-export const accountList = z.object({
-  object: z.literal('list'),
-  data: z.array(accountView),
-  first_id: z.string().nullable(),
-  last_id: z.string().nullable().describe('Pass as `after` for the next page.'),
-  has_more: z.boolean(),
-});
+export const accountList = listAnswer(accountView);
 
 export const createdKeyView = z.object({
   id: z.string(),

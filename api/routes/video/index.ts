@@ -12,6 +12,7 @@ import { openClip, type ClipSources } from '../../services/task-clips.ts';
 import type { VideoTaskService } from '../../services/video-tasks.ts';
 import { idempotencyHeaders } from '../idempotency-header.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
+import { listPage } from '../list-query.ts';
 import { submissionResponse, taskList, taskListQuery, taskParams, videoTaskView } from './schemas.ts';
 import { videoSubmissionBodyFor } from './submission-schema.ts';
 
@@ -84,7 +85,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
     async (request) => {
       const { tasks, hasMore } = await options.service.list(principalOf(request), request.query);
       const data = tasks.map((task) => taskView(task, options.publicBaseUrl) as z.infer<typeof videoTaskView>);
-      return { object: 'list' as const, data, first_id: tasks[0]?._id ?? null, last_id: tasks.at(-1)?._id ?? null, has_more: hasMore };
+      return listPage(data, tasks.map((task) => task._id), hasMore);
     },
   );
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listAfter, listLimit } from '../list-query.ts';
+import { listAfter, listAnswer, listLimit } from '../list-query.ts';
 import { visibleText } from '../../../core/characters.ts';
 
 export { httpUrl } from '../http-url.ts';
@@ -51,10 +51,4 @@ export const taskListQuery = z.strictObject({
   status: z.enum(['submitted', 'running', 'succeeded', 'failed'], { error: 'must be submitted, running, succeeded or failed' }).optional().describe('Only tasks in this state.'),
 });
 
-export const taskList = z.object({
-  object: z.literal('list'),
-  data: z.array(videoTaskView),
-  first_id: z.string().nullable(),
-  last_id: z.string().nullable().describe('Pass as `after` for the next page.'),
-  has_more: z.boolean(),
-});
+export const taskList = listAnswer(videoTaskView);
