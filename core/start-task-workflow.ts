@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { videoTaskWorkflow } from '../workflows/video-task.ts';
 import { microsToUsd } from './money.ts';
-import type { VideoTaskWorkflowInput } from './video-task.ts';
+import { taskPriority, type VideoTaskWorkflowInput } from './video-task.ts';
 
 /** Starts the workflow of a stored task (api and sweeper alike); "already started" is success,
  * because the workflow id is the task id and a second start means someone else won the race. */
@@ -11,6 +11,7 @@ export async function startTaskWorkflow(client: Client, taskQueue: string, input
       workflowId: input.taskId,
       taskQueue,
       args: [input],
+      priority: taskPriority(input.accountId),
       // Shown in the Temporal Web UI so an operator can tell whose task this is: the summary in
       // the workflow list, the memo and details on the workflow's page.
       memo: { account_id: input.accountId, key_id: input.keyId, model: input.modelId, request_id: input.requestId },

@@ -79,6 +79,21 @@ export function webhookTaskQueue(taskQueue: string): string {
   return `${taskQueue}-webhooks`;
 }
 
+/** Temporal's longest fairness key, in bytes. */
+const MAX_FAIRNESS_KEY_BYTES = 64;
+
+/** The Temporal priority a task's workflow starts with, which its activities (holds, vendor
+ * calls, webhook attempts) inherit: the account is the fairness key, so when a queue has a
+ * backlog Temporal hands out its tasks to the accounts in turn rather than first come, first
+ * served. An account that submits thousands of tasks at once, or whose receiver answers every
+ * webhook slowly, then delays another account's next task by a turn, not by its whole backlog.
+ * It needs `matching.enableFairness` on the Temporal server (README, Operations); a server
+ * without it ignores the key. Account ids are ASCII and far shorter than the limit; one from
+ * elsewhere is cut to it rather than failing the start. */
+export function taskPriority(accountId: string): { fairnessKey: string } {
+  return { fairnessKey: accountId.slice(0, MAX_FAIRNESS_KEY_BYTES) };
+}
+
 /** How long a stopping worker lets its activities run: past the longest one's timeout (a vendor
  * submission 60 s, a webhook attempt 45 s). Docker Compose's stop_grace_period for the worker
  * and `npm start` allow a little more before they kill it. */

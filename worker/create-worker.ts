@@ -27,6 +27,8 @@ export interface VideoWorkerOptions {
   answerGraceMs?: number;
   /** Tests may swap the vendor lookup; production uses the catalog's adapters. */
   vendorFor?: (upstream: string) => VideoVendor;
+  /** Webhook attempts at once (WEBHOOK_SLOTS); tests make a backlog with fewer. */
+  webhookSlots?: number;
 }
 
 /** Webhook attempts at once per worker process. Each waits on a receiver (up to 15 s, 30 s at
@@ -95,7 +97,7 @@ export async function createVideoWorker(options: VideoWorkerOptions): Promise<Vi
     namespace: options.namespace,
     taskQueue: webhookTaskQueue(options.taskQueue),
     activities: { deliverTaskWebhook: activities.deliverTaskWebhook },
-    maxConcurrentActivityTaskExecutions: WEBHOOK_SLOTS,
+    maxConcurrentActivityTaskExecutions: options.webhookSlots ?? WEBHOOK_SLOTS,
     shutdownForceTime: WORKER_STOP_MS,
   });
   return new VideoWorker([tasks, webhooks]);

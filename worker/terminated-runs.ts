@@ -1,6 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter, WorkflowIdReusePolicy } from '@temporalio/common';
-import type { CloseTerminatedTaskInput } from '../core/video-task.ts';
+import { taskPriority, type CloseTerminatedTaskInput } from '../core/video-task.ts';
 import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 import type { TaskStore } from '../store/tasks.ts';
 import type { closeTerminatedTaskWorkflow } from '../workflows/close-terminated-task.ts';
@@ -91,6 +91,8 @@ async function startClosing(options: TerminatedRunSweep, input: CloseTerminatedT
       // After a closing run that completed, none again (another worker's sweep that read the
       // task open a moment before): only after one that failed or was terminated.
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      // Its webhook attempt takes its turn among the account's, as the task's own would have.
+      priority: taskPriority(input.task.accountId),
       memo: { account_id: input.task.accountId, key_id: input.task.keyId, model: input.task.modelId, request_id: input.task.requestId },
     });
     return true;

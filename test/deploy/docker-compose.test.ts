@@ -12,7 +12,7 @@ import { builtApiEntry } from '../../scripts/lib/build-api.ts';
 // production must set are set, and every command names a file that exists or that the image builds.
 
 const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as {
-  services: Record<string, { command?: string[]; environment?: Record<string, unknown>; build?: string; image?: string }>;
+  services: Record<string, { command?: string[]; environment?: Record<string, unknown>; build?: string; image?: string; volumes?: string[] }>;
 };
 const knownVariables = new Set(Object.keys(environmentSchema.shape));
 const simulatorVariables = new Set(['SIMULATOR_HOST', 'SIMULATOR_PORT', 'SIMULATOR_PUBLIC_URL']);
@@ -25,6 +25,14 @@ describe('docker-compose.yml', () => {
     assert.ok(compose.services['temporal-ui']?.image?.startsWith('temporalio/ui'));
     assert.equal(compose.services.api?.build, '.');
     assert.equal(compose.services.worker?.build, '.');
+  });
+
+  it('turns on Temporal fairness, which the accounts\' fairness keys need, from a file that exists', () => {
+    const temporal = compose.services.temporal!;
+    const mount = (temporal.volumes ?? []).map((volume) => volume.split(':')).find(([, inside]) => inside === `/etc/temporal/${temporal.environment?.DYNAMIC_CONFIG_FILE_PATH}`);
+    assert.ok(mount, `DYNAMIC_CONFIG_FILE_PATH ${temporal.environment?.DYNAMIC_CONFIG_FILE_PATH} is not a mounted file`);
+    const settings = parse(readFileSync(mount[0]!, 'utf8')) as Record<string, Array<{ value: unknown }>>;
+    assert.deepEqual(settings['matching.enableFairness'], [{ value: true }]);
   });
 
   it('gives the api and worker only variables the code reads, including the required ones', () => {

@@ -74,6 +74,7 @@ export async function startStackWorker(
     /** Methods that replace the simulator's vendors' own (a vendor that fails in a given way). */
     vendorOverrides?: (real: VideoVendor) => Partial<VideoVendor>;
     answerGraceMs?: number;
+    webhookSlots?: number;
   } = {},
 ): Promise<{ worker: VideoWorker; stop: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: testTemporalAddress() });
@@ -99,6 +100,7 @@ export async function startStackWorker(
     webhookTimeoutMs: 2_000,
     ...(options.answerGraceMs === undefined ? {} : { answerGraceMs: options.answerGraceMs }),
     ...(vendorFor ? { vendorFor } : {}),
+    ...(options.webhookSlots === undefined ? {} : { webhookSlots: options.webhookSlots }),
   });
   const running = worker.run();
   return {

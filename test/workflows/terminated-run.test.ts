@@ -80,6 +80,8 @@ describe('a task whose workflow an operator terminated', () => {
       assert.equal(JSON.parse(webhook!.body).error.code, 'cancelled');
       // Closed: later rounds start nothing for it.
       assert.equal(await sweep(), 0);
+      // The closing run's webhook takes its turn among the account's, as the task's own would.
+      assert.equal((await stack.temporal.client.workflow.getHandle(taskId).describe()).priority?.fairnessKey, account.id);
       await recordHistoryIfAsked(taskId, 'close-terminated-task');
     } finally {
       await receiver.close();

@@ -232,6 +232,8 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
       });
       assert.deepEqual(queues.filter(([name]) => name === 'deliverTaskWebhook'), [['deliverTaskWebhook', `${stack.taskQueue}-webhooks`]]);
       assert.ok(queues.filter(([name]) => name !== 'deliverTaskWebhook').every(([, queue]) => queue === stack.taskQueue), JSON.stringify(queues));
+      // Every one of them in the account's turn (test/workflows/webhook-fairness.test.ts).
+      assert.equal((await stack.temporal.client.workflow.getHandle(submitted.json.task_id).describe()).priority?.fairnessKey, account.id);
       await recordHistoryIfAsked(submitted.json.task_id, 'video-task-webhook-delivered');
     } finally {
       await receiver.close();
