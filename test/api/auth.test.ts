@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { setTimeout as pause } from 'node:timers/promises';
 import { READS_PER_WINDOW, WINDOW_MS } from '../../api/plugins/unknown-key-throttle.ts';
 import { generateApiKey } from '../../core/api-keys.ts';
+import { OPERATOR_TOKEN_GUESSES } from '../../core/failures-by-address.ts';
+import { clearOfWindowEdge } from '../helpers/window-edge.ts';
 import { adminHeaders, bearer, createAccount, createKey, startTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 
 describe('API key authentication on /v1', () => {
@@ -46,9 +47,7 @@ describe('API key authentication on /v1', () => {
   });
 
   it('answers an address that keeps sending unknown keys from the cache alone: 429 once its reads are used up', async () => {
-    // Fixed windows of 10 s: start clear of an edge, so the 40 calls fall in one.
-    const toEdge = WINDOW_MS - (Date.now() % WINDOW_MS);
-    if (toEdge < 2_000) await pause(toEdge + 50);
+    await clearOfWindowEdge(WINDOW_MS, 2_000);
     const get = (key: string, remoteAddress: string) => harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key), remoteAddress });
     const address = '203.0.113.7';
     assert.equal((await get(validKey, address)).statusCode, 200, 'the valid key is cached');
@@ -132,6 +131,7 @@ describe('admin token on /admin', () => {
   });
 
   it('refuses an address past 20 wrong tokens in its window with 429, the right token too, while other addresses and right tokens are not counted', async () => {
+    await clearOfWindowEdge(OPERATOR_TOKEN_GUESSES.windowMs, 5_000);
     const guesser = '198.51.100.7';
     const operator = '198.51.100.8';
     const call = (remoteAddress: string, authorization: string) =>

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { loadConfig } from '../../core/config.ts';
+import { OPERATOR_TOKEN_GUESSES } from '../../core/failures-by-address.ts';
 import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 import { videoClient } from '../helpers/video-client.ts';
+import { clearOfWindowEdge } from '../helpers/window-edge.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -135,6 +137,7 @@ describe('GET /metrics with METRICS_TOKEN set', () => {
   });
 
   it('refuses an address past 20 wrong tokens with 429 and Retry-After, the right token too; another address still scrapes', async () => {
+    await clearOfWindowEdge(OPERATOR_TOKEN_GUESSES.windowMs, 5_000);
     const scrape = (remoteAddress: string, authorization: string) => api.app.inject({ method: 'GET', url: '/metrics', remoteAddress, headers: { authorization } });
     for (let index = 0; index < 25; index++) assert.equal((await api.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9' })).statusCode, 401, 'no token is not counted');
     for (let index = 0; index < 20; index++) assert.equal((await scrape('203.0.113.9', `Bearer wrong-${index}-0123456789`)).statusCode, 401);

@@ -3,10 +3,12 @@ import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { loadConfig } from '../../core/config.ts';
+import { OPERATOR_TOKEN_GUESSES } from '../../core/failures-by-address.ts';
 import { startMetricsServer, type MetricsServer } from '../../worker/metrics-server.ts';
 import { createAccount, createKey } from '../helpers/app.ts';
 import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 import { videoClient } from '../helpers/video-client.ts';
+import { clearOfWindowEdge } from '../helpers/window-edge.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { testTemporalAddress, uniqueName } from '../helpers/engines.ts';
 import { projectRoot } from '../../scripts/lib/engines.ts';
@@ -67,6 +69,7 @@ describe('worker metrics listener', () => {
   });
 
   it('asks for METRICS_TOKEN as a bearer token when it is set, and refuses an address past 20 wrong ones', async () => {
+    await clearOfWindowEdge(OPERATOR_TOKEN_GUESSES.windowMs, 5_000);
     const guarded = await startMetricsServer({ host: '127.0.0.1', port: 0, token: 'scrape-token-0123456789' });
     try {
       for (const authorization of [undefined, 'Bearer scrape-token-9876543210']) {
