@@ -29,6 +29,7 @@ import { batchedStdout } from './log-destination.ts';
 import { lazyChildLogger } from './lazy-request-logger.ts';
 import { consolePlugin } from './console/plugin.ts';
 import { adminRoutes } from './routes/admin/index.ts';
+import { adminKeyRoutes } from './routes/admin/keys.ts';
 import { chatRoutes } from './routes/chat/index.ts';
 import { healthRoutes } from './routes/health/index.ts';
 import { imageRoutes } from './routes/images/index.ts';
@@ -192,6 +193,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   const deductions = new CreditDeductions(accounts, budgets);
   await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding, deductions });
   const rateLimitSettings = new RateLimitSettings({ accounts, apiKeys, limiter });
+  await app.register(adminKeyRoutes, { prefix: '/admin', apiKeys, catalog });
   await app.register(adminRateLimitRoutes, { prefix: '/admin', settings: rateLimitSettings });
   await app.register(adminUsageRoutes, { prefix: '/admin', accounts, usageReports: new UsageReports(database.db) });
   const clipSources: ClipSources = { vendorFor: createVendorLookup(catalog), upstreamOf: (modelId) => catalog.find(modelId)?.upstream };

@@ -2,7 +2,8 @@ import type { Collection, Db } from 'mongodb';
 import { RefreshRounds } from '../core/refresh-rounds.ts';
 import { KeyChangeFeed } from './api-key-changes.ts';
 import type { ApiKeyDocument } from './api-keys.ts';
-import { keyOverrides, readOverridesOf, type RateLimitOverrideDocument, type RateLimitOverrides } from './rate-limit-overrides.ts';
+import { keyModels, readKeyModelsOf, type KeyModelsDocument } from './key-models.ts';
+import { keyOverrides, readOverridesOf, type RateLimitOverrideDocument } from './rate-limit-overrides.ts';
 
 // The process-wide cache of keys that authentication reads (store/api-keys.ts looks keys up
 // through it).
@@ -62,10 +63,10 @@ export function sharedStateOf(db: Db): SharedKeyState {
       lost: () => cache.clear(),
     });
     const collection = db.collection<ApiKeyDocument>('api_keys');
-    const overrides = keyOverrides(db);
+    const side = keySideDocuments(db);
     const state: SharedKeyState = {
       cache,
-      refresh: new RefreshRounds(KEY_REFRESH_AFTER_MS, (ids) => refreshKeys(state, collection, overrides, ids)),
+      refresh: new RefreshRounds(KEY_REFRESH_AFTER_MS, (ids) => refreshKeys(state, collection, side, ids)),
       revokedHere: new Map(),
       changedAt,
       feed,
@@ -92,22 +93,40 @@ export function settleRead(shared: SharedKeyState, id: string, key: ApiKeyDocume
   else shared.cache.delete(id);
 }
 
-/** One refresh round: the due keys in one query, their limits in another. A failed round leaves
- * their entries to age out. */
-async function refreshKeys(shared: SharedKeyState, collection: Collection<ApiKeyDocument>, overrides: Collection<RateLimitOverrideDocument>, ids: string[]): Promise<void> {
+/** One refresh round: the due keys in one query, their own documents (limits, models) in one
+ * each. A failed round leaves their entries to age out. */
+async function refreshKeys(shared: SharedKeyState, collection: Collection<ApiKeyDocument>, side: KeySideDocuments, ids: string[]): Promise<void> {
   const startedAt = Date.now();
   try {
-    const [keys, limits] = await Promise.all([collection.find({ _id: { $in: ids } }).toArray(), readOverridesOf(overrides, ids)]);
-    const found = new Map(keys.map((key) => [key._id, withLimits(key, limits.get(key._id))]));
+    const [keys, settle] = await Promise.all([collection.find({ _id: { $in: ids } }).toArray(), readKeySettings(side, ids)]);
+    const found = new Map(keys.map((key) => [key._id, settle(key)]));
     for (const id of ids) settleRead(shared, id, found.get(id) ?? null, startedAt, startedAt);
   } catch {
     // The store is unreachable: the entries age out, and lookups past that read in line.
   }
 }
 
-/** The key with its own limits (read from their own document; a field left on the key document
- * by a store from before the move is not used). */
-export function withLimits(key: ApiKeyDocument, limits: RateLimitOverrides | null | undefined): ApiKeyDocument {
-  key.rate_limits = limits ?? null;
-  return key;
+/** What lives beside the key documents, each in a document of its own per key: the key's
+ * per-minute limits (store/rate-limit-overrides.ts) and its models as changed since it was
+ * created (store/key-models.ts). The key document itself is written once and then only revoked. */
+export interface KeySideDocuments {
+  overrides: Collection<RateLimitOverrideDocument>;
+  models: Collection<KeyModelsDocument>;
+}
+
+export function keySideDocuments(db: Db): KeySideDocuments {
+  return { overrides: keyOverrides(db), models: keyModels(db) };
+}
+
+/** Reads the side documents of these keys (a query each, run beside whatever else the caller
+ * reads); the answer puts them on a key read with them: its own limits (a field left on the key
+ * document by a store from before their move is not used) and its changed models, if any. */
+export async function readKeySettings(side: KeySideDocuments, ids: string[]): Promise<(key: ApiKeyDocument) => ApiKeyDocument> {
+  const [limits, models] = await Promise.all([readOverridesOf(side.overrides, ids), readKeyModelsOf(side.models, ids)]);
+  return (key) => {
+    key.rate_limits = limits.get(key._id) ?? null;
+    const changed = models.get(key._id);
+    if (changed !== undefined) key.models = changed;
+    return key;
+  };
 }

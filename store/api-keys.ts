@@ -1,7 +1,8 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { generateApiKey, hashApiKey } from '../core/api-keys.ts';
-import { KEY_CACHE_MAX_MS, KEY_CACHE_MS, KEY_REFRESH_AFTER_MS, settleRead, sharedStateOf, withLimits, type SharedKeyState } from './api-key-cache.ts';
-import { keyOverrides, readOverrides, readOverridesOf, setOverrides, type RateLimitOverrideDocument, type RateLimitOverrides } from './rate-limit-overrides.ts';
+import { KEY_CACHE_MAX_MS, KEY_CACHE_MS, KEY_REFRESH_AFTER_MS, keySideDocuments, readKeySettings, settleRead, sharedStateOf, type KeySideDocuments, type SharedKeyState } from './api-key-cache.ts';
+import { setKeyModels } from './key-models.ts';
+import { setOverrides, type RateLimitOverrides } from './rate-limit-overrides.ts';
 
 export interface ApiKeyDocument {
   _id: string;
@@ -11,7 +12,8 @@ export interface ApiKeyDocument {
   hash: string;
   prefix: string;
   last4: string;
-  /** Model ids this key may use; null means every model. */
+  /** Model ids this key may use; null means every model. As created; a change since lives in a
+   * document of its own (store/key-models.ts), which every read of a key joins. */
   models: string[] | null;
   created_at: Date;
   revoked_at: Date | null;
@@ -49,7 +51,7 @@ function liveKey(key: ApiKeyDocument | null, hash: string): ApiKeyDocument | nul
 export class ApiKeyStore {
   readonly collection: Collection<ApiKeyDocument>;
   private readonly lastUse: Collection<KeyLastUse>;
-  private readonly overrides: Collection<RateLimitOverrideDocument>;
+  private readonly side: KeySideDocuments;
   private readonly lastUsedWrites = new Map<string, number>();
   private readonly shared: SharedKeyState;
   private watching: 'not yet' | 'yes' | 'stopped' = 'not yet';
@@ -57,7 +59,7 @@ export class ApiKeyStore {
   constructor(db: Db) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
     this.lastUse = db.collection<KeyLastUse>('api_key_last_use');
-    this.overrides = keyOverrides(db);
+    this.side = keySideDocuments(db);
     // Shared by every store over the same database in this process, so a revocation through
     // any of them (admin API, console) reaches authentication at once.
     this.shared = sharedStateOf(db);
@@ -124,8 +126,8 @@ export class ApiKeyStore {
   /** Reads a key and caches what came back as of `now`, the time the read was asked for. */
   private async read(id: string, now: number): Promise<ApiKeyDocument | null> {
     const startedAt = Date.now();
-    const [found, limits] = await Promise.all([this.collection.findOne({ _id: id }), readOverrides(this.overrides, id)]);
-    const key = found && withLimits(found, limits);
+    const [found, settle] = await Promise.all([this.collection.findOne({ _id: id }), readKeySettings(this.side, [id])]);
+    const key = found && settle(found);
     settleRead(this.shared, id, key, startedAt, now);
     return key;
   }
@@ -145,6 +147,12 @@ export class ApiKeyStore {
     return { keys: await this.withUseAndLimits(found.slice(0, page.limit)), hasMore: found.length > page.limit, isFirstPage: after === null };
   }
 
+  /** A key by its id, with its last use, limits and models; null when there is none. */
+  async find(keyId: string): Promise<ApiKeyDocument | null> {
+    const key = await this.collection.findOne({ _id: keyId });
+    return key && (await this.withUseAndLimits([key]))[0]!;
+  }
+
   /** One of the account's keys (another account's is as missing as an unknown one); the
    * arguments in TaskStore.findForAccount's order. */
   async findForAccount(keyId: string, accountId: string): Promise<ApiKeyDocument | null> {
@@ -152,15 +160,16 @@ export class ApiKeyStore {
     return key ? (await this.withUseAndLimits([key]))[0]! : null;
   }
 
-  /** The keys with when each was last used and their own limits, read from where they live. */
+  /** The keys with when each was last used, their own limits and their models, read from where
+   * they live. */
   private async withUseAndLimits(keys: ApiKeyDocument[]): Promise<ApiKeyDocument[]> {
     if (keys.length === 0) return keys;
     const ids = keys.map((key) => key._id);
-    const [uses, limits] = await Promise.all([this.lastUse.find({ _id: { $in: ids } }).toArray(), readOverridesOf(this.overrides, ids)]);
+    const [uses, settle] = await Promise.all([this.lastUse.find({ _id: { $in: ids } }).toArray(), readKeySettings(this.side, ids)]);
     const usedAt = new Map(uses.map((use) => [use._id, use.last_used_at]));
     for (const key of keys) {
       key.last_used_at = usedAt.get(key._id) ?? key.last_used_at ?? null;
-      withLimits(key, limits.get(key._id));
+      settle(key);
     }
     return keys;
   }
@@ -171,8 +180,22 @@ export class ApiKeyStore {
     const updated = await this.shared.feed.recordAround(keyId, async () => {
       const key = await this.collection.findOne({ _id: keyId });
       if (!key) return null;
-      await setOverrides(this.overrides, keyId, limits);
-      return withLimits(key, limits);
+      await setOverrides(this.side.overrides, keyId, limits);
+      return (await this.withUseAndLimits([key]))[0]!;
+    });
+    this.shared.cache.delete(keyId);
+    return updated;
+  }
+
+  /** Replaces the models the key may use (null: every model); null when there is no such key.
+   * Written to a document of the key's models, never to the key's own. Every process refuses
+   * a model taken away within KEY_CACHE_MS, as it does a revoked key (store/api-key-cache.ts). */
+  async setModels(keyId: string, models: string[] | null): Promise<ApiKeyDocument | null> {
+    const updated = await this.shared.feed.recordAround(keyId, async () => {
+      const key = await this.collection.findOne({ _id: keyId });
+      if (!key) return null;
+      await setKeyModels(this.side.models, keyId, models);
+      return (await this.withUseAndLimits([key]))[0]!;
     });
     this.shared.cache.delete(keyId);
     return updated;
@@ -191,10 +214,9 @@ export class ApiKeyStore {
       // its limits live elsewhere), so on FerretDB no other write can carry the document from
       // before it back.
       await this.collection.updateOne({ _id: keyId, revoked_at: null }, { $set: { revoked_at: new Date() } });
-      const [key, use] = await Promise.all([this.collection.findOne({ _id: keyId }), this.lastUse.findOne({ _id: keyId })]);
-      // Its last use lives in its own collection, as for listForAccount.
-      if (key) key.last_used_at = use?.last_used_at ?? key.last_used_at ?? null;
-      return key;
+      const key = await this.collection.findOne({ _id: keyId });
+      // Its last use, limits and models live in documents of their own, as for listForAccount.
+      return key && (await this.withUseAndLimits([key]))[0]!;
     });
   }
 

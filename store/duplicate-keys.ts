@@ -14,3 +14,13 @@ export function onlyDuplicateKeys(error: unknown): boolean {
   const failures = error instanceof MongoBulkWriteError ? [error.writeErrors].flat() : [];
   return failures.length > 0 && failures.every((failure) => failure.code === 11000);
 }
+
+/** Runs an upsert, once more if it met a duplicate key: two first writes of one document at
+ * once both try to insert it, and FerretDB refuses the second rather than updating. Written
+ * again, it finds the document and updates it. */
+export async function upsertOnceMore(write: () => Promise<unknown>): Promise<void> {
+  await write().catch((error: unknown) => {
+    if (!isDuplicateKey(error)) throw error;
+    return write();
+  });
+}

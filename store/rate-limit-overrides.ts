@@ -1,5 +1,5 @@
 import type { Collection, Db } from 'mongodb';
-import { isDuplicateKey, onlyDuplicateKeys } from './duplicate-keys.ts';
+import { isDuplicateKey, onlyDuplicateKeys, upsertOnceMore } from './duplicate-keys.ts';
 
 // An operator's overrides of the per-minute limits, each in a document of its own: one per
 // account in account_rate_limits, one per key in api_key_rate_limits, _id the account's or the
@@ -27,15 +27,9 @@ export function keyOverrides(db: Db): Collection<RateLimitOverrideDocument> {
   return db.collection<RateLimitOverrideDocument>('api_key_rate_limits');
 }
 
-/** Replaces the overrides of one account or key. Two first settings at once both try to insert
- * the document, and FerretDB refuses the second with a duplicate key rather than updating: that
- * one is written again, and then updates. */
+/** Replaces the overrides of one account or key. */
 export async function setOverrides(collection: Collection<RateLimitOverrideDocument>, id: string, limits: RateLimitOverrides): Promise<void> {
-  const write = () => collection.updateOne({ _id: id }, { $set: { rate_limits: limits } }, { upsert: true });
-  await write().catch((error: unknown) => {
-    if (!isDuplicateKey(error)) throw error;
-    return write();
-  });
+  await upsertOnceMore(() => collection.updateOne({ _id: id }, { $set: { rate_limits: limits } }, { upsert: true }));
 }
 
 /** The overrides of one account or key; null when none were ever set. */

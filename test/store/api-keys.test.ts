@@ -89,6 +89,35 @@ describe('API key lookups', () => {
     assert.ok(listed.every((key) => key.last_used_at instanceof Date && key.revoked_at instanceof Date));
   });
 
+  it('changes the models a key may use: at once in this process, within the cache time elsewhere, and never undoing a revocation', async () => {
+    const admin = new ApiKeyStore(database.db);
+    const other = otherInstance();
+    const { key, plaintext } = await admin.create({ accountId: 'acct_models', name: 'k', models: ['seedance-2.0'] });
+    assert.deepEqual((await other.findActiveByPlaintext(plaintext))?.models, ['seedance-2.0']);
+    const changed = await admin.setModels(key._id, ['gpt-4o-mini', 'gpt-4o-mini', 'sora-2']);
+    assert.deepEqual(changed?.models, ['gpt-4o-mini', 'sora-2'], 'each model once');
+    assert.deepEqual((await admin.findActiveByPlaintext(plaintext))?.models, ['gpt-4o-mini', 'sora-2']);
+    const elapsed = await until(async () => ((await other.findActiveByPlaintext(plaintext)) as { models: string[] | null } | null)?.models?.includes('sora-2') === true, 'another instance still sees the old models after 5 s');
+    assert.ok(elapsed < KEY_CACHE_MS, `another instance saw the change after ${elapsed} ms`);
+    // Every read joins the change: a listing, a lookup by id, a fresh instance.
+    assert.deepEqual((await admin.listForAccount('acct_models'))[0]?.models, ['gpt-4o-mini', 'sora-2']);
+    assert.deepEqual((await admin.find(key._id))?.models, ['gpt-4o-mini', 'sora-2']);
+    assert.equal((await admin.setModels(key._id, null))?.models, null, 'null: every model');
+    const fresh = otherInstance();
+    assert.equal((await fresh.findActiveByPlaintext(plaintext))?.models, null);
+    fresh.stopWatching();
+    // The key document keeps the models it was created with: a change is a document of its own.
+    assert.deepEqual((await admin.collection.findOne({ _id: key._id }))?.models, ['seedance-2.0']);
+    assert.equal(await admin.setModels('key_none', ['sora-2']), null);
+    // A change racing a revocation never writes the key back live (see the race above).
+    for (let trial = 0; trial < 20; trial++) {
+      const racing = await admin.create({ accountId: 'acct_models', name: `r${trial}`, models: null });
+      await Promise.all([admin.revoke(racing.key._id), admin.setModels(racing.key._id, ['sora-2'])]);
+      assert.ok((await admin.collection.findOne({ _id: racing.key._id }))?.revoked_at, `trial ${trial}: the revocation was undone`);
+    }
+    other.stopWatching();
+  });
+
   it('answers an idle key from memory while the change feed is live, and reads it again when the feed is not', async () => {
     const live = otherInstance();
     const stalled = otherInstance();

@@ -11,7 +11,7 @@ import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountOnboarding } from '../../services/account-onboarding.ts';
 import { addCredits } from '../../services/credit-addition.ts';
 import type { CreditDeductions } from '../../services/credit-deduction.ts';
-import { accountIdParams, accountList, accountListQuery, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, keyView } from './schemas.ts';
+import { accountIdParams, accountList, accountListQuery, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, unknownModels } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
 import { listPage } from '../list-query.ts';
 
@@ -115,10 +115,8 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     const account = await accounts.find(request.params.id);
     if (!account) throw accountNotFound(request.params.id);
     const models = request.body.models ?? null;
-    const unknown = models?.filter((modelId) => !catalog.find(modelId)) ?? [];
-    if (unknown.length > 0) {
-      throw new GatewayError('invalid_request', `Unknown model ids in 'models': ${unknown.join(', ')}.`, 'models');
-    }
+    const refusal = unknownModels(catalog, models);
+    if (refusal) throw refusal;
     const { key, plaintext } = await apiKeys.create({ accountId: account._id, name: request.body.name, models });
     return reply.status(201).send({
       id: key._id,
@@ -129,11 +127,5 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
       last4: key.last4,
       created_at: key.created_at.toISOString(),
     });
-  });
-
-  app.delete('/keys/:id', { schema: { ...documented('revokeKey', 'Revoke an API key, effective at once'), params: accountIdParams, response: { 200: keyView, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
-    const key = await apiKeys.revoke(request.params.id);
-    if (!key) throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
-    return toKeyView(key);
   });
 };

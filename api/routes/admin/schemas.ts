@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { listAfter, listAnswer, listLimit } from '../list-query.ts';
 import type { Catalog } from '../../../core/catalog.ts';
+import { GatewayError } from '../../../core/errors.ts';
 import { MAX_USD_AMOUNT, usdToMicros } from '../../../core/money.ts';
 import { atMostCharacters, nameText, WHITESPACE_CLASS } from '../../../core/characters.ts';
 import { consoleEmail, consolePassword } from '../../services/account-onboarding.ts';
@@ -66,6 +67,27 @@ export function createKeyBodyFor(catalog: Catalog) {
     .meta({ examples: [{ name: 'production' }] });
 }
 
+/** PUT /admin/keys/{id}/models. */
+export function keyModelsBodyFor(catalog: Catalog) {
+  const ids = catalog.all().map((model) => model.id);
+  return z
+    .strictObject({
+      models: z
+        .array(z.string().min(1))
+        .min(1)
+        .nullable()
+        .meta({ items: { type: 'string', enum: ids } })
+        .describe('The models the key may use from now on; null for every model.'),
+    })
+    .meta({ examples: [{ models: [ids[0] ?? 'seedance-2.0'] }, { models: null }] });
+}
+
+/** The ids in `models` that are not in the catalog, refused in one message naming them all. */
+export function unknownModels(catalog: Catalog, models: string[] | null): GatewayError | undefined {
+  const unknown = models?.filter((modelId) => !catalog.find(modelId)) ?? [];
+  return unknown.length > 0 ? new GatewayError('invalid_request', `Unknown model ids in 'models': ${unknown.join(', ')}.`, 'models') : undefined;
+}
+
 export const keyView = z.object({
   id: z.string(),
   name: z.string(),
@@ -76,6 +98,13 @@ export const keyView = z.object({
   last_used_at: z.string().nullable(),
   revoked_at: z.string().nullable(),
   status: z.enum(['active', 'revoked']),
+});
+
+export const keyDetailView = keyView.extend({
+  account_id: z.string(),
+  rate_limits: z
+    .object({ requests_per_minute: z.number().int().nullable(), tokens_per_minute: z.number().int().nullable() })
+    .describe('The key’s own per-minute limits; null fields use the account’s (PUT /admin/keys/{id}/rate-limits).'),
 });
 
 export const accountView = z.object({

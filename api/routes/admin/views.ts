@@ -28,3 +28,11 @@ export function toKeyView(key: ApiKeyDocument) {
     status: key.revoked_at ? ('revoked' as const) : ('active' as const),
   };
 }
+
+export function toKeyDetailView(key: ApiKeyDocument) {
+  return {
+    ...toKeyView(key),
+    account_id: key.account_id,
+    rate_limits: { requests_per_minute: key.rate_limits?.requests_per_minute ?? null, tokens_per_minute: key.rate_limits?.tokens_per_minute ?? null },
+  };
+}
