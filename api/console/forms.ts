@@ -79,9 +79,18 @@ export const operatorSignInForm = z.object({ admin_token: z.string().min(1, 'Ent
 const NAME_CHARACTERS_HINT = 'Use a name on one line, without control characters or direction overrides.';
 const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep the name to 200 characters at most.').refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT);
 
-export function createKeyForm(modelIds: readonly string[]) {
+function modelList(modelIds: readonly string[]) {
   const knownModel = z.string().refine((modelId) => modelIds.includes(modelId), 'Choose models from the list.');
-  return z.object({ name: keyName, models: z.preprocess(toList, z.array(knownModel)), reference });
+  return z.preprocess(toList, z.array(knownModel));
+}
+
+export function createKeyForm(modelIds: readonly string[]) {
+  return z.object({ name: keyName, models: modelList(modelIds), reference });
+}
+
+/** A key's models changed: none ticked is every model, as at creation. */
+export function keyModelsForm(modelIds: readonly string[]) {
+  return z.object({ models: modelList(modelIds) });
 }
 
 export const createAccountForm = z

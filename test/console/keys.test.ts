@@ -126,6 +126,37 @@ describe('console keys', () => {
     assert.ok(!list.body.includes(`/console/keys/${keyId}/revoke`), 'a revoked key has no delete link');
   });
 
+  it("changes a key's models on a page of their own: the key's next call feels it, the key stays the same", async () => {
+    const { plaintext } = await createThroughConsole({ name: 'narrowed', models: ['seedance-2.0'] });
+    const keyId = (await harness.database.db.collection('api_keys').findOne({ hash: hashApiKey(plaintext) }))!._id;
+    const modelStatus = async (model: string) => (await harness.app.inject({ method: 'GET', url: `/v1/models/${model}`, headers: bearer(plaintext) })).statusCode;
+    assert.match((await browser.get('/console/keys')).body, new RegExp(`href="/console/keys/${keyId}/models"`));
+    const page = await browser.get(`/console/keys/${keyId}/models`);
+    assert.equal(page.statusCode, 200);
+    assert.match(visibleText(page.body), /Models of key “narrowed”/);
+    assert.match(page.body, /value="seedance-2.0" checked/, 'the key’s models are ticked');
+    assert.ok(!/value="sora-2" checked/.test(page.body));
+
+    assert.equal((await browser.post(`/console/keys/${keyId}/models`, { models: ['sora-2'] }, { csrf: false })).statusCode, 403, 'no CSRF token, no change');
+    assert.equal(await modelStatus('sora-2'), 403);
+    await browser.get(`/console/keys/${keyId}/models`);
+    const saved = await browser.post(`/console/keys/${keyId}/models`, { models: ['sora-2', 'gpt-4o-mini'] });
+    assert.deepEqual([saved.statusCode, saved.headers.location], [303, '/console/keys?notice=models']);
+    assert.deepEqual([await modelStatus('sora-2'), await modelStatus('gpt-4o-mini'), await modelStatus('seedance-2.0')], [200, 200, 403]);
+    const list = await browser.get('/console/keys?notice=models');
+    assert.match(visibleText(list.body), /Models saved\./);
+    assert.match(visibleText(new RegExp(`<tr data-key-id="${keyId}">[\\s\\S]*?</tr>`).exec(list.body)?.[0] ?? ''), /sora-2, gpt-4o-mini|gpt-4o-mini, sora-2/);
+
+    const unknown = await browser.post(`/console/keys/${keyId}/models`, { models: ['sora-2', 'gpt-99'] }, { csrf: await browser.csrfToken(`/console/keys/${keyId}/models`) });
+    assert.equal(unknown.statusCode, 400);
+    assert.match(visibleText(unknown.body), /Choose models from the list\./);
+    assert.equal(await modelStatus('gpt-4o-mini'), 200, 'a refused form changes nothing');
+
+    await browser.get(`/console/keys/${keyId}/models`);
+    assert.equal((await browser.post(`/console/keys/${keyId}/models`, {})).statusCode, 303, 'none ticked');
+    assert.equal(await modelStatus('gpt-image-1'), 200, 'none ticked: every model');
+  });
+
   it("cannot see or delete another account's key", async () => {
     const other = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { name: 'Other' } });
     const foreign = await createKey(harness.app, other.json().id, { name: 'theirs' });
@@ -133,6 +164,9 @@ describe('console keys', () => {
     await browser.get('/console/keys');
     const attempt = await browser.post(`/console/keys/${foreign.id}/revoke`, {});
     assert.equal(attempt.statusCode, 404);
+    assert.equal((await browser.get(`/console/keys/${foreign.id}/models`)).statusCode, 404);
+    await browser.get('/console/keys');
+    assert.equal((await browser.post(`/console/keys/${foreign.id}/models`, { models: 'sora-2' })).statusCode, 404);
     assert.match(attempt.headers['content-type'] as string, /^text\/html/);
     assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(foreign.key) })).statusCode, 200);
     assert.ok(!(await browser.get('/console/keys')).body.includes('theirs'));

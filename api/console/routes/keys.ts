@@ -5,11 +5,11 @@ import { accountFrame, accountIdOf } from '../account-area.ts';
 import { configuredLimits, effectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
 import { setCreatedKeyCookie, takeCreatedKey } from '../created-key-flash.ts';
-import { createKeyForm, formReference, parseForm } from '../forms.ts';
+import { createKeyForm, formReference, keyModelsForm, parseForm } from '../forms.ts';
 import { SESSION_COOKIE } from '../sessions.ts';
-import { createdKeyPage, keysPage, revokeConfirmPage } from '../views/keys.ts';
+import { createdKeyPage, keyModelsPage, keysPage, revokeConfirmPage } from '../views/keys.ts';
 
-// Creating, listing and deleting (revoking) API keys. Creation answers with a redirect, never
+// Creating, listing, restricting and deleting (revoking) API keys. Creation answers with a redirect, never
 // with the key itself, so a reload cannot create a second key; the plaintext travels to the
 // page that shows it once in a sealed one-time cookie (created-key-flash.ts).
 
@@ -17,12 +17,14 @@ import { createdKeyPage, keysPage, revokeConfirmPage } from '../views/keys.ts';
 export const KEYS_PAGE_SIZE = 100;
 
 const REVOKED_NOTICE = { kind: 'success' as const, text: 'Key deleted. Every call made with it now answers 401.' };
+const MODELS_NOTICE = { kind: 'success' as const, text: 'Models saved. The key’s next call may use those models and no others (403 for the rest).' };
 const ALREADY_CREATED_NOTICE = { kind: 'warning' as const, text: 'That form was sent already: its key is in the list below, and its secret was shown once, when it was made.' };
 
 export async function keyRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
   const { apiKeys, catalog, secureCookies, formClaims } = context;
   const models = catalog.all();
   const keyForm = createKeyForm(models.map((model) => model.id));
+  const modelsForm = keyModelsForm(models.map((model) => model.id));
 
   const defaults = configuredLimits(context.config);
   /** What the limiter applies to each of the holder's keys. */
@@ -44,7 +46,8 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
   app.get('/keys', async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const page = await keysPageOf(request, typeof query.after === 'string' && query.after !== '' ? query.after : undefined);
-    const notice = query.notice === 'revoked' ? REVOKED_NOTICE : query.notice === 'already_created' ? ALREADY_CREATED_NOTICE : null;
+    const notices = { revoked: REVOKED_NOTICE, already_created: ALREADY_CREATED_NOTICE, models: MODELS_NOTICE };
+    const notice = typeof query.notice === 'string' && Object.hasOwn(notices, query.notice) ? notices[query.notice as keyof typeof notices] : null;
     return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, notice, formReference: formReference() }));
   });
 
@@ -83,6 +86,28 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
     const key = created ? await ownKey(request, created.keyId).catch(() => null) : null;
     const showable = key && !key.revoked_at && created ? { key, plaintext: created.plaintext } : { key: null, plaintext: null };
     return sendPage(reply, createdKeyPage(accountFrame(request, reply, 'keys'), showable));
+  });
+
+  app.get('/keys/:keyId/models', async (request, reply) => {
+    const key = await ownKey(request, (request.params as { keyId: string }).keyId);
+    if (key.revoked_at) return reply.redirect('/console/keys?notice=revoked', 303);
+    return sendPage(reply, keyModelsPage(accountFrame(request, reply, 'keys'), { key, models }));
+  });
+
+  app.post('/keys/:keyId/models', async (request, reply) => {
+    const key = await ownKey(request, (request.params as { keyId: string }).keyId);
+    // A deleted key uses no model: there is nothing left to change.
+    if (key.revoked_at) return reply.redirect('/console/keys?notice=revoked', 303);
+    const form = parseForm(modelsForm, request.body);
+    if (!form.ok) {
+      const body = request.body as Record<string, unknown> | undefined;
+      const chosenModels = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
+      return sendPage(reply, keyModelsPage(accountFrame(request, reply, 'keys'), { key, models, state: form, chosenModels }), 400);
+    }
+    // The same change as the admin API's PUT /admin/keys/{id}/models.
+    await apiKeys.setModels(key._id, form.data.models.length > 0 ? form.data.models : null);
+    request.log.info({ key_id: key._id, models: form.data.models }, 'key models changed in the console');
+    return reply.redirect('/console/keys?notice=models', 303);
   });
 
   app.get('/keys/:keyId/revoke', async (request, reply) => {

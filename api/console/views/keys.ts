@@ -7,8 +7,8 @@ import { csrfField, layout, type Notice, type PageFrame } from './layout.ts';
 import { limitsLabel } from './limits.ts';
 import type { EffectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 
-// The API keys pages: the list with the creation form, the one-time plaintext, and the
-// confirmation before a revocation.
+// The API keys pages: the list with the creation form, the one-time plaintext, a key's models,
+// and the confirmation before a revocation.
 
 type AccountFrame = Extract<PageFrame, { area: 'account' }>;
 
@@ -34,7 +34,7 @@ function keysTable(keys: ApiKeyDocument[], limitsOf: (key: ApiKeyDocument) => Ef
     <td>${formatTime(key.last_used_at)}</td>
     <td>${keyStatusBadge(key)}</td>
     <td><a href="/console/usage?key=${key._id}">Usage</a>${
-      key.revoked_at ? '' : html` · <a class="danger-link" href="/console/keys/${key._id}/revoke">Delete</a>`
+      key.revoked_at ? '' : html` · <a href="/console/keys/${key._id}/models">Models</a> · <a class="danger-link" href="/console/keys/${key._id}/revoke">Delete</a>`
     }</td>
   </tr>`,
   )}</tbody>
@@ -117,6 +117,24 @@ export function createdKeyPage(frame: AccountFrame, input: { key: ApiKeyDocument
 <div class="card"><p>A key's plaintext is shown only once, right after it is created, and this one has been shown already. If you did not copy it, delete the key and create another.</p>
 <div class="actions"><a class="button secondary" href="/console/keys">Back to API keys</a></div></div>`;
   return layout(frame, { title: 'New key', body });
+}
+
+/** Changes the models a key may use, the key itself unchanged (its callers keep it). */
+export function keyModelsPage(frame: AccountFrame, input: { key: ApiKeyDocument; models: readonly CatalogModel[]; state?: FormState; chosenModels?: readonly string[] }): Html {
+  const state = input.state ?? {};
+  return layout(frame, {
+    title: 'Key models',
+    body: html`<h1>Models of key “${input.key.name}”</h1>
+<div class="card">
+  <p>Key <span class="mono">${maskedKey(input.key)}</span> may use ${modelsLabel(input.key.models)} now. The change applies to its next call, in about a second everywhere; the key itself stays the same, and video tasks already submitted run to their end.</p>
+  ${formError(state)}
+  <form method="post" action="/console/keys/${input.key._id}/models">
+    ${csrfField(frame.csrfToken)}
+    ${modelChoices(input.models, state, input.chosenModels ?? input.key.models ?? [])}
+    <div class="actions"><button type="submit">Save models</button><a class="button secondary" href="/console/keys">Cancel</a></div>
+  </form>
+</div>`,
+  });
 }
 
 /** Asks before a key is deleted: the holder's keys page, or an operator's account page (whose
