@@ -183,7 +183,7 @@ export class ApiKeyStore {
       await setOverrides(this.side.overrides, keyId, limits);
       return (await this.withUseAndLimits([key]))[0]!;
     });
-    this.shared.cache.delete(keyId);
+    this.changedHere(keyId);
     return updated;
   }
 
@@ -197,8 +197,17 @@ export class ApiKeyStore {
       await setKeyModels(this.side.models, keyId, models);
       return (await this.withUseAndLimits([key]))[0]!;
     });
-    this.shared.cache.delete(keyId);
+    this.changedHere(keyId);
     return updated;
+  }
+
+  /** A change this process made to a key's side documents: its cached read goes, and so does
+   * any read under way that started before now (a background refresh that read the old models
+   * just before the write), which would otherwise land in the cache as fresh until this
+   * process's own feed reported the change. */
+  private changedHere(keyId: string): void {
+    this.shared.changedAt.set(keyId, Date.now());
+    this.shared.cache.delete(keyId);
   }
 
   async revoke(keyId: string): Promise<ApiKeyDocument | null> {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as pause } from 'node:timers/promises';
 import { KEY_CHANGE_POLL_MS } from '../../store/api-key-changes.ts';
-import { KEY_CACHE_MS, KEY_REFRESH_AFTER_MS } from '../../store/api-key-cache.ts';
+import { KEY_CACHE_MS, KEY_REFRESH_AFTER_MS, settleRead, sharedStateOf } from '../../store/api-key-cache.ts';
 import { ApiKeyStore } from '../../store/api-keys.ts';
 import { testDatabase } from '../helpers/engines.ts';
 
@@ -109,6 +109,14 @@ describe('API key lookups', () => {
     // The key document keeps the models it was created with: a change is a document of its own.
     assert.deepEqual((await admin.collection.findOne({ _id: key._id }))?.models, ['seedance-2.0']);
     assert.equal(await admin.setModels('key_none', ['sora-2']), null);
+    // A read that started before a change and lands after it (a background refresh that read
+    // the old models) is not cached as fresh in the process that made the change.
+    const readStartedAt = Date.now() - 1;
+    const staleRead = await admin.collection.findOne({ _id: key._id });
+    await admin.setModels(key._id, ['sora-2']);
+    settleRead(sharedStateOf(database.db), key._id, staleRead, readStartedAt, readStartedAt);
+    assert.deepEqual((await admin.findActiveByPlaintext(plaintext))?.models, ['sora-2']);
+    await admin.setModels(key._id, null);
     // A change racing a revocation never writes the key back live (see the race above).
     for (let trial = 0; trial < 20; trial++) {
       const racing = await admin.create({ accountId: 'acct_models', name: `r${trial}`, models: null });
