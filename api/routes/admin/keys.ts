@@ -19,6 +19,10 @@ function keyNotFound(id: string): GatewayError {
   return new GatewayError('resource_not_found', `No key with id '${id}'.`);
 }
 
+function keyRevoked(id: string): GatewayError {
+  return new GatewayError('conflict', `The key '${id}' is revoked: it can use no model, and its models no longer change.`);
+}
+
 export const adminKeyRoutes: FastifyPluginAsyncZod<AdminKeyRouteOptions> = async (app, { apiKeys, catalog }) => {
   app.addHook('onRequest', app.requireAdmin);
   const documented = (operationId: string, summary: string) => ({ tags: ['admin'], operationId, summary, security: adminTokenSecurity, params: accountIdParams });
@@ -44,9 +48,11 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<AdminKeyRouteOptions> = async
       if (refusal) throw refusal;
       const existing = await apiKeys.find(request.params.id);
       if (!existing) throw keyNotFound(request.params.id);
-      if (existing.revoked_at) throw new GatewayError('conflict', `The key '${request.params.id}' is revoked: it can use no model, and its models no longer change.`);
+      if (existing.revoked_at) throw keyRevoked(request.params.id);
       const key = await apiKeys.setModels(request.params.id, request.body.models);
       if (!key) throw keyNotFound(request.params.id);
+      // Revoked while this ran: the models were written, but the key uses none.
+      if (key.revoked_at) throw keyRevoked(request.params.id);
       return toKeyDetailView(key);
     },
   );
