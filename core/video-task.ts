@@ -87,9 +87,9 @@ const MAX_FAIRNESS_KEY_BYTES = 64;
  * backlog Temporal hands out its tasks to the accounts in turn rather than first come, first
  * served. An account that submits thousands of tasks at once, or whose receiver answers every
  * webhook slowly, then delays another account's next task by a turn, not by its whole backlog.
- * It needs `matching.enableFairness` on the Temporal server (README, Operations); a server
- * without it ignores the key. Account ids are ASCII and far shorter than the limit; one from
- * elsewhere is cut to it rather than failing the start. */
+ * It needs `matching.enableFairness` on the Temporal server (README, Configuration); a server
+ * without it ignores the key. Account ids are ASCII (a character a byte) and far shorter than
+ * the limit; a longer one is cut to it rather than failing the start. */
 export function taskPriority(accountId: string): { fairnessKey: string } {
   return { fairnessKey: accountId.slice(0, MAX_FAIRNESS_KEY_BYTES) };
 }

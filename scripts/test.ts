@@ -40,7 +40,7 @@ try {
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
   if (!temporalAddress) {
     const port = await freePort();
-    engines.push(await startTemporalDevServer({ port }));
+    engines.push(await startTemporalDevServer({ port, onePartition: true }));
     temporalAddress = `127.0.0.1:${port}`;
   }
   console.log(`[test] engines ready in ${((Date.now() - started) / 1000).toFixed(1)} s: store ${mongodbUri}, temporal ${temporalAddress}`);

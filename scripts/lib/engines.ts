@@ -56,15 +56,18 @@ export async function startTemporalDevServer(options: {
   dbFile?: string;
   output?: StartOptions['output'];
   ownProcessGroup?: boolean;
+  /** One partition per task queue (tests; see below). */
+  onePartition?: boolean;
 }): Promise<ManagedProcess> {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'warn'];
   // Fairness keys (core/video-task.ts taskPriority) take effect only with this on: one
   // account's backlog then waits its turn among the others' (README, Operations).
   args.push('--dynamic-config-value', 'matching.enableFairness=true');
-  // One partition per task queue: a single-node server gains nothing from four, and with one a
-  // backlog is handed out in order (in turns between accounts), which tests can rely on. With
-  // four, a task landing in an emptier partition jumps ahead of a small backlog by chance.
-  args.push('--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1', '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1');
+  // For tests, one partition per task queue: with one, a backlog is handed out in order (in
+  // turns between accounts), which tests can rely on; with Temporal's four, a task landing in an
+  // emptier partition jumps ahead of a small backlog by chance. Not for `npm start`: its server
+  // keeps its data, and tasks queued in partitions 1 to 3 by an earlier run would never be read.
+  if (options.onePartition) args.push('--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1', '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1');
   if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   else args.push('--headless');
   if (options.dbFile) {

@@ -13,17 +13,18 @@ import { startStackWorker, startVideoStack, type VideoStack } from '../helpers/v
 // out to the accounts in turn. The worker here has a single webhook slot, so a backlog forms at
 // once; first come, first served, the other account's webhook would wait for all of it.
 
-const SLOW_ANSWER_MS = 600;
+const SLOW_ANSWER_MS = 1_000;
 const SLOW_TASKS = 10;
 
 /** A receiver that answers `/slow/…` after SLOW_ANSWER_MS and anything else at once, and notes
- * which path arrived when. */
+ * the order in which paths first arrived (a retry, should one attempt time out on a loaded
+ * machine, is not a new arrival). */
 async function startReceiver() {
   const arrivals: string[] = [];
   const server = createServer((request, response) => {
     request.resume();
     request.on('end', () => {
-      arrivals.push(request.url!);
+      if (!arrivals.includes(request.url!)) arrivals.push(request.url!);
       setTimeout(() => response.writeHead(200).end('ok'), request.url!.startsWith('/slow/') ? SLOW_ANSWER_MS : 0);
     });
   });
