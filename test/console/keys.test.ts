@@ -153,8 +153,10 @@ describe('console keys', () => {
     assert.equal(await modelStatus('gpt-4o-mini'), 200, 'a refused form changes nothing');
 
     await browser.get(`/console/keys/${keyId}/models`);
-    assert.equal((await browser.post(`/console/keys/${keyId}/models`, {})).statusCode, 303, 'none ticked');
+    const opened = await browser.post(`/console/keys/${keyId}/models`, {});
+    assert.deepEqual([opened.statusCode, opened.headers.location], [303, '/console/keys?notice=every_model'], 'none ticked');
     assert.equal(await modelStatus('gpt-image-1'), 200, 'none ticked: every model');
+    assert.match(visibleText((await browser.get('/console/keys?notice=every_model')).body), /none ticked, so the key may use every model/);
   });
 
   it("cannot see or delete another account's key", async () => {

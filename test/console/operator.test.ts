@@ -175,7 +175,7 @@ describe('console operator pages', () => {
 
     const page = await operator.get(`/console/operator/accounts/${accountId}`);
     const keys = visibleText(/data-testid="operator-keys"[\s\S]*?<\/table>/.exec(page.body)?.[0] ?? '');
-    assert.match(keys, /render farm fg_…\S{4} seedance-2\.0 active .* 5 \$0\.400025/);
+    assert.match(keys, /render farm fg_…\S{4} seedance-2\.0 Change active .* 5 \$0\.400025/);
     assert.ok(page.body.includes(`href="${TEMPORAL_UI}/namespaces/prod%20ns/workflows/task_operator_view"`), 'a link to the workflow history');
   });
 
@@ -215,5 +215,34 @@ describe('console operator pages', () => {
     // Another account's key cannot be reached through this one.
     assert.equal((await operator.get(`/console/operator/accounts/${accountId}/keys/${other.id}/revoke`)).statusCode, 404);
     assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(other.key) })).statusCode, 200);
+  });
+
+  it("changes an account's key's models on the key's page, effective on its next call", async () => {
+    const created = await createAccount({ name: 'Models Co' });
+    const accountId = /accounts\/(acct_[\w-]+)/.exec(created.headers.location as string)![1]!;
+    const key = await createKey(harness.app, accountId, { name: 'narrow', models: ['sora-2'] });
+    const modelStatus = async (model: string) => (await harness.app.inject({ method: 'GET', url: `/v1/models/${model}`, headers: bearer(key.key) })).statusCode;
+    const keyPage = `/console/operator/accounts/${accountId}/keys/${key.id}/rate-limits`;
+    assert.ok((await operator.get(`/console/operator/accounts/${accountId}`)).body.includes(`href="${keyPage}#models" aria-label="Change the models of narrow"`));
+    const page = await operator.get(keyPage);
+    assert.match(page.body, /value="sora-2" checked/);
+    const action = `/console/operator/accounts/${accountId}/keys/${key.id}/models`;
+    assert.equal((await operator.post(action, { models: 'gpt-4o-mini' }, { csrf: false })).statusCode, 403, 'no form token, no change');
+    await operator.get(keyPage);
+    const refused = await operator.post(action, { models: ['gpt-4o-mini', 'gpt-99'] });
+    assert.equal(refused.statusCode, 400);
+    assert.match(visibleText(refused.body), /Choose models from the list\./);
+    assert.match(refused.body, /value="gpt-4o-mini" checked/, 'what was ticked stays ticked');
+    assert.equal(await modelStatus('gpt-4o-mini'), 403);
+    await operator.get(keyPage);
+    const saved = await operator.post(action, { models: 'gpt-4o-mini' });
+    assert.deepEqual([saved.statusCode, saved.headers.location], [303, `/console/operator/accounts/${accountId}?notice=key_models_saved#keys`]);
+    assert.deepEqual([await modelStatus('gpt-4o-mini'), await modelStatus('sora-2')], [200, 403]);
+    assert.match(visibleText((await operator.get(`/console/operator/accounts/${accountId}?notice=key_models_saved`)).body), /Models saved\./);
+    // Another account's key cannot be reached through this one.
+    const other = await createKey(harness.app, (await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` }, payload: { name: 'Other' } })).json().id, { name: 'theirs', models: ['sora-2'] });
+    await operator.get(keyPage);
+    assert.equal((await operator.post(`/console/operator/accounts/${accountId}/keys/${other.id}/models`, { models: 'gpt-4o-mini' })).statusCode, 404);
+    assert.equal((await harness.app.inject({ method: 'GET', url: '/v1/models/gpt-4o-mini', headers: bearer(other.key) })).statusCode, 403);
   });
 });

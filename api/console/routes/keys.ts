@@ -18,6 +18,7 @@ export const KEYS_PAGE_SIZE = 100;
 
 const REVOKED_NOTICE = { kind: 'success' as const, text: 'Key deleted. Every call made with it now answers 401.' };
 const MODELS_NOTICE = { kind: 'success' as const, text: 'Models saved. The key’s next call may use those models and no others (403 for the rest).' };
+const EVERY_MODEL_NOTICE = { kind: 'success' as const, text: 'Models saved: none ticked, so the key may use every model from its next call.' };
 const ALREADY_CREATED_NOTICE = { kind: 'warning' as const, text: 'That form was sent already: its key is in the list below, and its secret was shown once, when it was made.' };
 
 export async function keyRoutes(app: FastifyInstance, { context }: { context: ConsoleContext }): Promise<void> {
@@ -46,7 +47,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
   app.get('/keys', async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const page = await keysPageOf(request, typeof query.after === 'string' && query.after !== '' ? query.after : undefined);
-    const notices = { revoked: REVOKED_NOTICE, already_created: ALREADY_CREATED_NOTICE, models: MODELS_NOTICE };
+    const notices = { revoked: REVOKED_NOTICE, already_created: ALREADY_CREATED_NOTICE, models: MODELS_NOTICE, every_model: EVERY_MODEL_NOTICE };
     const notice = typeof query.notice === 'string' && Object.hasOwn(notices, query.notice) ? notices[query.notice as keyof typeof notices] : null;
     return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, notice, formReference: formReference() }));
   });
@@ -105,9 +106,10 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
       return sendPage(reply, keyModelsPage(accountFrame(request, reply, 'keys'), { key, models, state: form, chosenModels }), 400);
     }
     // The same change as the admin API's PUT /admin/keys/{id}/models.
-    await apiKeys.setModels(key._id, form.data.models.length > 0 ? form.data.models : null);
-    request.log.info({ key_id: key._id, models: form.data.models }, 'key models changed in the console');
-    return reply.redirect('/console/keys?notice=models', 303);
+    const chosen = form.data.models.length > 0 ? form.data.models : null;
+    await apiKeys.setModels(key._id, chosen);
+    request.log.info({ key_id: key._id, models: chosen }, 'key models changed in the console');
+    return reply.redirect(`/console/keys?notice=${chosen ? 'models' : 'every_model'}`, 303);
   });
 
   app.get('/keys/:keyId/revoke', async (request, reply) => {

@@ -2,14 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import { configuredLimits } from '../../services/rate-limits/limit-settings.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
-import { parseForm, rateLimitsForm } from '../forms.ts';
+import { keyModelsForm, parseForm, rateLimitsForm } from '../forms.ts';
 import type { FormState } from '../views/fields.ts';
 import { keyLimitsPage } from '../views/key-limits.ts';
 import { revokeConfirmPage } from '../views/keys.ts';
 import type { AccountForms } from './operator.ts';
 
 // The operator's rate-limit forms: the account's overrides (on the account's page) and each
-// key's own (on a page per key); and deleting a key. They go through the same settings service as
+// key's own (on a page per key, with the key's models); and deleting a key. They go through the same settings service as
 // PUT /admin/.../rate-limits, and answer like the console's other forms: a redirect with a
 // notice, or the page again with the refused field marked. Registered inside operator.ts, so
 // its sign-in guard applies.
@@ -19,6 +19,8 @@ type RenderAccount = (request: FastifyRequest, reply: FastifyReply, accountId: s
 export async function operatorLimitRoutes(app: FastifyInstance, { context, renderAccount }: { context: ConsoleContext; renderAccount: RenderAccount }): Promise<void> {
   const { rateLimits, accounts, apiKeys } = context;
   const defaults = configuredLimits(context.config);
+  const models = context.catalog.all();
+  const modelsForm = keyModelsForm(models.map((model) => model.id));
 
   app.post('/accounts/:accountId/rate-limits', async (request, reply) => {
     const { accountId } = request.params as { accountId: string };
@@ -40,8 +42,8 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
     return { account, key };
   }
 
-  function renderKey(reply: FastifyReply, found: Awaited<ReturnType<typeof accountKey>>, state?: FormState, status = 200) {
-    return sendPage(reply, keyLimitsPage({ csrfToken: reply.generateCsrf(), ...found, defaults, ...(state ? { state } : {}) }), status);
+  function renderKey(reply: FastifyReply, found: Awaited<ReturnType<typeof accountKey>>, forms: { state?: FormState; modelsState?: { state: FormState; chosen: string[] } } = {}, status = 200) {
+    return sendPage(reply, keyLimitsPage({ csrfToken: reply.generateCsrf(), ...found, defaults, models, ...forms }), status);
   }
 
   app.get('/accounts/:accountId/keys/:keyId/rate-limits', async (request, reply) => renderKey(reply, await accountKey(request)));
@@ -65,9 +67,26 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
   app.post('/accounts/:accountId/keys/:keyId/rate-limits', async (request, reply) => {
     const found = await accountKey(request);
     const form = parseForm(rateLimitsForm, request.body);
-    if (!form.ok) return renderKey(reply, found, form, 400);
+    if (!form.ok) return renderKey(reply, found, { state: form }, 400);
     await rateLimits.setForKey(found.key._id, form.data);
     request.log.info({ account_id: found.account._id, key_id: found.key._id, limits: form.data }, 'key rate limits set in the console');
     return reply.redirect(`/console/operator/accounts/${found.account._id}?notice=limits_saved#keys`, 303);
+  });
+
+  // The same change as PUT /admin/keys/{id}/models and the holder's Models page.
+  app.post('/accounts/:accountId/keys/:keyId/models', async (request, reply) => {
+    const found = await accountKey(request);
+    const accountHref = `/console/operator/accounts/${found.account._id}`;
+    if (found.key.revoked_at) return reply.redirect(`${accountHref}?notice=key_revoked#keys`, 303);
+    const form = parseForm(modelsForm, request.body);
+    if (!form.ok) {
+      const body = request.body as Record<string, unknown> | undefined;
+      const chosen = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
+      return renderKey(reply, found, { modelsState: { state: form, chosen } }, 400);
+    }
+    const chosen = form.data.models.length > 0 ? form.data.models : null;
+    await apiKeys.setModels(found.key._id, chosen);
+    request.log.info({ account_id: found.account._id, key_id: found.key._id, models: chosen }, 'key models set by an operator in the console');
+    return reply.redirect(`${accountHref}?notice=${chosen ? 'key_models_saved' : 'key_every_model'}#keys`, 303);
   });
 }

@@ -4,19 +4,25 @@ import { effectiveLimits, type EffectiveLimits } from '../../services/rate-limit
 import { html, type Html } from '../html.ts';
 import { formError, type FormState } from './fields.ts';
 import { maskedKey } from './format.ts';
-import { modelsLabel } from './keys.ts';
+import type { CatalogModel } from '../../../core/catalog.ts';
+import { modelChoices, modelsLabel } from './keys.ts';
 import { csrfField, layout } from './layout.ts';
 import { limitFields, limitsLabel } from './limits.ts';
 
-// One key's own limits, on a page of its own (linked from its row on the account page): a form
-// inside a wide table would sit off-screen on a phone, and this needs no JavaScript either.
+// One key's own limits and models, on a page of its own (linked from its row on the account
+// page): a form inside a wide table would sit off-screen on a phone, and this needs no
+// JavaScript either.
 
 export interface KeyLimitsView {
   csrfToken: string;
   account: Pick<AccountWithLimits, '_id' | 'name' | 'rate_limits'>;
   key: ApiKeyDocument;
   defaults: EffectiveLimits;
+  /** The catalog's models, for the key's models form. */
+  models: readonly CatalogModel[];
   state?: FormState;
+  /** The models form refused, with what was ticked. */
+  modelsState?: { state: FormState; chosen: readonly string[] };
 }
 
 export function keyLimitsPage(view: KeyLimitsView): Html {
@@ -49,7 +55,17 @@ export function keyLimitsPage(view: KeyLimitsView): Html {
     ${limitFields(state, key.rate_limits, fallback)}
     <div class="actions"><button type="submit">Save limits</button><a href="${accountHref}#keys">Cancel</a></div>
   </form>
-</div>`,
+</div>
+${key.revoked_at ? '' : html`<div class="card" id="models">
+  <h2>Models</h2>
+  <p class="muted">The same key, its callers unchanged: from its next call it may use the models ticked here, and no others.</p>
+  ${formError(view.modelsState?.state ?? {})}
+  <form method="post" action="${accountHref}/keys/${key._id}/models">
+    ${csrfField(csrfToken)}
+    ${modelChoices(view.models, view.modelsState?.state ?? {}, view.modelsState?.chosen ?? key.models ?? [])}
+    <div class="actions"><button type="submit">Save models</button><a href="${accountHref}#keys">Cancel</a></div>
+  </form>
+</div>`}`,
     },
   );
 }

@@ -41,7 +41,7 @@ function keysTable(keys: ApiKeyDocument[], limitsOf: (key: ApiKeyDocument) => Ef
 </table></div>`;
 }
 
-function modelChoices(models: readonly CatalogModel[], state: FormState, chosenModels: readonly string[]): Html {
+export function modelChoices(models: readonly CatalogModel[], state: FormState, chosenModels: readonly string[]): Html {
   const chosen = new Set(chosenModels);
   const kinds: Array<[CatalogModel['kind'], string]> = [['video', 'Video'], ['chat', 'Chat'], ['image', 'Images']];
   return html`<fieldset>

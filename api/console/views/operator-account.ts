@@ -52,8 +52,9 @@ function keysWithSpend(view: OperatorAccountView): Html {
       ? ''
       : html`<br><a href="/console/operator/accounts/${account._id}/keys/${key._id}/rate-limits" aria-label="Change the limits of ${key.name}">Change</a>`;
     const remove = key.revoked_at ? '' : html`<br><a href="/console/operator/accounts/${account._id}/keys/${key._id}/revoke" aria-label="Delete ${key.name}">Delete</a>`;
+    const changeModels = key.revoked_at ? '' : html`<br><a href="/console/operator/accounts/${account._id}/keys/${key._id}/rate-limits#models" aria-label="Change the models of ${key.name}">Change</a>`;
     return html`<tr data-key-id="${key._id}">
-    <td class="text">${key.name}</td><td class="mono">${maskedKey(key)}</td><td class="text">${modelsLabel(key.models)}</td><td>${keyStatusBadge(key)}${remove}</td>
+    <td class="text">${key.name}</td><td class="mono">${maskedKey(key)}</td><td class="text">${modelsLabel(key.models)}${changeModels}</td><td>${keyStatusBadge(key)}${remove}</td>
     <td class="limits" data-testid="key-limits">${limitsLabel(effectiveLimits(key.rate_limits, account.rate_limits, view.defaultLimits))}${change}</td>
     <td>${formatTime(key.created_at)}</td><td>${formatTime(key.last_used_at)}</td>
     <td class="num">${formatCount(usage.requests)}</td><td class="num">${formatUsd(usage.spend_micros)}</td>
