@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { newId } from '../core/ids.ts';
+import { isDuplicateKey } from './duplicate-keys.ts';
 import { generateWebhookSecret } from '../core/webhook-signature.ts';
 import { availableBalance, type TotalsWithAvailable } from './available-balance.ts';
 import { BudgetLeaseStore } from './budget-leases.ts';
@@ -23,6 +24,9 @@ export interface AccountDocument {
   previous_webhook_secret?: string;
   previous_webhook_secret_expires_at?: Date;
   created_at: Date;
+  /** For an account created under an Idempotency-Key: what the creation asked for (hashed), so
+   * a retry of it is told from another request under the same key. Written with the insert. */
+  creation_fingerprint?: string;
 }
 
 export interface PreviousWebhookSecret {
@@ -74,17 +78,33 @@ export class AccountStore {
   }
 
   /** `id` lets a caller reserve things under the account's id (its console sign-in) first. */
-  async create(input: { name: string; balanceMicros: number; id?: string }): Promise<AccountWithTotals> {
+  /** Creates the account with its opening balance. With a `fingerprint` (a creation under an
+   * Idempotency-Key, whose id derives from the key), an account already there under that id is
+   * the same creation retried when its fingerprint matches: it is finished (its opening credit
+   * moves once, by its reference) and returned as `replayed`; otherwise 'mismatch'. */
+  async create(input: { name: string; balanceMicros: number; id: string; fingerprint: string }): Promise<(AccountWithTotals & { replayed?: true }) | 'mismatch'>;
+  async create(input: { name: string; balanceMicros: number; id?: string }): Promise<AccountWithTotals>;
+  async create(input: { name: string; balanceMicros: number; id?: string; fingerprint?: string }): Promise<(AccountWithTotals & { replayed?: true }) | 'mismatch'> {
     const account: AccountDocument = {
       _id: input.id ?? newId('acct'),
       name: input.name,
       webhook_secret: generateWebhookSecret(),
       created_at: new Date(),
+      ...(input.fingerprint === undefined ? {} : { creation_fingerprint: input.fingerprint }),
     };
-    await this.collection.insertOne(account);
+    let replayed = false;
+    try {
+      await this.collection.insertOne(account);
+    } catch (error) {
+      if (input.fingerprint === undefined || !isDuplicateKey(error)) throw error;
+      const existing = await this.collection.findOne({ _id: account._id });
+      if (existing?.creation_fingerprint !== input.fingerprint) return 'mismatch';
+      Object.assign(account, existing);
+      replayed = true;
+    }
     // At most MAX_USD_AMOUNT by the forms, into an empty account: never past the funds limit.
     if (input.balanceMicros > 0) await this.credit(account._id, input.balanceMicros, `${account._id}:opening`);
-    return { ...account, ...(await this.ledger.totals(account._id)) };
+    return { ...account, ...(await this.ledger.totals(account._id)), ...(replayed ? { replayed: true as const } : {}) };
   }
 
   async find(accountId: string): Promise<AccountWithTotals | null> {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { atLeastCharacters, atMostCharacters } from '../../core/characters.ts';
 import { GatewayError } from '../../core/errors.ts';
@@ -23,21 +24,35 @@ export class AccountOnboarding {
   constructor(private readonly stores: { accounts: AccountStore; credentials: ConsoleCredentialStore }) {}
 
   /** Creates an account, with a console sign-in when one is given (409 conflict when its email
-   * already signs in elsewhere, and then no account is created). */
-  async createAccount(input: { name: string; balanceMicros: number; signIn?: ConsoleSignIn }): Promise<{ account: AccountWithTotals; consoleEmail: string | null }> {
-    const accountId = newId('acct');
-    if (!input.signIn) {
-      return { account: await this.stores.accounts.create({ id: accountId, name: input.name, balanceMicros: input.balanceMicros }), consoleEmail: null };
-    }
+   * already signs in elsewhere, and then no account is created).
+   *
+   * Under an Idempotency-Key the account's id derives from the key, so a retry of a creation
+   * that timed out (or whose process died halfway) finds the account the first made: it is
+   * finished where it stopped and returned with `replayed`. A retry that asks for another name,
+   * opening balance or email is a 422 and changes nothing; its password is not compared (only
+   * its hash is kept, salted), so the first one stands. The key never expires: the id it names is
+   * the account's for good. */
+  async createAccount(input: { name: string; balanceMicros: number; signIn?: ConsoleSignIn; idempotencyKey?: string }): Promise<{ account: AccountWithTotals & { replayed?: true }; consoleEmail: string | null }> {
+    const email = input.signIn ? normaliseEmail(input.signIn.email) : null;
+    const keyed = input.idempotencyKey === undefined ? undefined : { id: accountIdFor(input.idempotencyKey), fingerprint: creationFingerprint(input.name, input.balanceMicros, email) };
+    const accountId = keyed?.id ?? newId('acct');
+    const create = async () => {
+      const created = keyed ? await this.stores.accounts.create({ ...keyed, name: input.name, balanceMicros: input.balanceMicros }) : await this.stores.accounts.create({ id: accountId, name: input.name, balanceMicros: input.balanceMicros });
+      if (created === 'mismatch') throw creationMismatch();
+      return created;
+    };
+    if (!input.signIn || email === null) return { account: await create(), consoleEmail: null };
     // The email is reserved first: its unique insert is atomic even on FerretDB, so two
-    // requests for the same email cannot both end up with an account.
-    const email = normaliseEmail(input.signIn.email);
+    // requests for the same email cannot both end up with an account. Held by this very id, it
+    // was reserved by the first try of this creation.
     const passwordHash = await hashPassword(input.signIn.password);
-    if ((await this.stores.credentials.insert({ email, accountId, passwordHash })) === 'taken') throw emailTaken(email);
+    const reservedHere = (await this.stores.credentials.insert({ email, accountId, passwordHash })) === 'created';
+    if (!reservedHere && (!keyed || (await this.stores.credentials.find(email))?.account_id !== accountId)) throw emailTaken(email);
     try {
-      return { account: await this.stores.accounts.create({ id: accountId, name: input.name, balanceMicros: input.balanceMicros }), consoleEmail: email };
+      return { account: await create(), consoleEmail: email };
     } catch (error) {
-      await this.stores.credentials.collection.deleteOne({ _id: email, account_id: accountId }).catch(() => {});
+      // Only a reservation of this try's own: the first try's belongs to its account.
+      if (reservedHere) await this.stores.credentials.collection.deleteOne({ _id: email, account_id: accountId }).catch(() => {});
       throw error;
     }
   }
@@ -50,6 +65,19 @@ export class AccountOnboarding {
     if (await this.stores.credentials.setPassword({ email, accountId, passwordHash })) return 'password_changed';
     throw emailTaken(email);
   }
+}
+
+/** The account id an Idempotency-Key names: as random to anyone without the key as newId's. */
+export function accountIdFor(idempotencyKey: string): string {
+  return `acct_${createHash('sha256').update(`admin:create-account:${idempotencyKey}`).digest('base64url').slice(0, 16)}`;
+}
+
+function creationFingerprint(name: string, balanceMicros: number, email: string | null): string {
+  return createHash('sha256').update(JSON.stringify([name, balanceMicros, email])).digest('base64url');
+}
+
+function creationMismatch(): GatewayError {
+  return new GatewayError('idempotency_mismatch', 'This Idempotency-Key already created an account with another name, opening balance or email. Use a new key for a new account.', 'Idempotency-Key');
 }
 
 function emailTaken(email: string): GatewayError {

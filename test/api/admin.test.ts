@@ -184,6 +184,40 @@ describe('admin API', () => {
     assert.equal((await harness.app.inject({ method: 'POST', url: `/admin/accounts/${other.id}/credits`, headers: { ...adminHeaders, 'idempotency-key': 'credit-2024-001' }, payload: { amount_usd: 1 } })).json().balance_usd, 1);
   });
 
+  it('creates an account once per Idempotency-Key: a retry gets the same account, another request under the key a 422', async () => {
+    const key = `onboard-${Date.now()}`;
+    const create = (payload: object, idempotencyKey = key) => harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { ...adminHeaders, 'idempotency-key': idempotencyKey }, payload });
+    const email = `once-${Date.now()}@example.com`;
+    const body = { name: 'Once Ltd', balance_usd: 2.5, console_email: email, console_password: 'a long enough console password' };
+    const first = await create(body);
+    assert.equal(first.statusCode, 201, first.body);
+    assert.equal(first.headers['idempotent-replayed'], undefined);
+    // The retry (its password is not compared: the first one stands).
+    const retried = await create({ ...body, console_password: 'another long console password' });
+    assert.equal(retried.statusCode, 201, retried.body);
+    assert.equal(retried.headers['idempotent-replayed'], 'true');
+    assert.equal(retried.json().id, first.json().id);
+    assert.equal(retried.json().webhook_secret, first.json().webhook_secret);
+    assert.equal(retried.json().balance_usd, 2.5, 'the opening balance moved once');
+    assert.equal(await harness.database.db.collection('accounts').countDocuments({ name: 'Once Ltd' }), 1);
+    assert.equal(await harness.database.db.collection('console_credentials').countDocuments({ account_id: first.json().id }), 1);
+    // Another request under the same key changes nothing.
+    for (const changed of [{ ...body, name: 'Twice Ltd' }, { ...body, balance_usd: 3 }, { ...body, console_email: `other-${email}` }, { name: 'Once Ltd', balance_usd: 2.5 }]) {
+      const refused = await create(changed);
+      assert.deepEqual([refused.statusCode, refused.json().error.code, refused.json().error.param], [422, 'idempotency_mismatch', 'Idempotency-Key'], JSON.stringify(changed));
+    }
+    assert.equal(await harness.database.db.collection('console_credentials').countDocuments({ _id: `other-${email}` as never }), 0, 'the refused email was not kept');
+    // Sent at once, twice: one account, both answered with it.
+    const together = await Promise.all([0, 1].map(() => create({ name: 'Together', balance_usd: 1 }, `${key}-together`)));
+    assert.deepEqual(together.map((answer) => answer.statusCode), [201, 201]);
+    assert.equal(together[0]!.json().id, together[1]!.json().id);
+    assert.equal((await harness.app.inject({ method: 'GET', url: `/admin/accounts/${together[0]!.json().id}`, headers: adminHeaders })).json().balance_usd, 1);
+    // Without a key, every request is a new account; a malformed key is a 400.
+    const unkeyed = await Promise.all([0, 1].map(() => post('/admin/accounts', { name: 'No key' })));
+    assert.notEqual(unkeyed[0]!.json().id, unkeyed[1]!.json().id);
+    assert.equal((await create({ name: 'Bad key' }, 'tab\there')).statusCode, 400);
+  });
+
   it('issues a key once in plaintext and stores only its SHA-256 hash', async () => {
     const account = await createAccount(harness.app, { name: 'Keys' });
     const response = await post(`/admin/accounts/${account.id}/keys`, { name: 'prod', models: ['gpt-4o-mini', 'gpt-4o-mini'] });

@@ -23,13 +23,15 @@ export interface AdminRouteOptions {
   deductions: CreditDeductions;
 }
 
-const moneyMovementHeaders = z.looseObject({
-  'idempotency-key': z
-    .string()
-    .regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1 to 255 printable ASCII characters')
-    .optional()
-    .describe('Makes a retry safe: the same key moves the money once; the same key with another amount is a 422.'),
-});
+/** The headers of a route that takes an `Idempotency-Key`, which does what `effect` says. */
+function idempotencyKeyHeaders(effect: string) {
+  return z.looseObject({
+    'idempotency-key': z.string().regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1 to 255 printable ASCII characters').optional().describe(effect),
+  });
+}
+
+const moneyMovementHeaders = idempotencyKeyHeaders('Makes a retry safe: the same key moves the money once; the same key with another amount is a 422.');
+const accountCreationHeaders = idempotencyKeyHeaders('Makes a retry safe: the same key creates the account once, for good (it never expires); the same key with another name, opening balance or email is a 422.');
 
 function accountNotFound(id: string): GatewayError {
   return new GatewayError('resource_not_found', `No account with id '${id}'.`);
@@ -46,15 +48,30 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   // Declared where it is enforced: every route here wants the operator token.
   const documented = (operationId: string, summary: string) => ({ tags: ['admin'], operationId, summary, security: adminTokenSecurity });
 
-  app.post('/accounts', { schema: { ...documented('createAccount', 'Create an account'), body: createAccountBody, response: { 201: accountView, ...errorResponses(...BODY_ERRORS, 409, ...AUTHENTICATED_ERRORS) } } }, async (request, reply) => {
-    const { console_email: email, console_password: password } = request.body;
-    const { account } = await onboarding.createAccount({
-      name: request.body.name,
-      balanceMicros: request.body.balance_usd ?? 0,
-      signIn: email !== undefined && password !== undefined ? { email, password } : undefined,
-    });
-    return reply.status(201).send(toAccountView(await accounts.withAvailable(account)));
-  });
+  app.post(
+    '/accounts',
+    {
+      schema: {
+        ...documented('createAccount', 'Create an account'),
+        description: 'With `Idempotency-Key`, a retry (after a timeout, say) answers the account the first request created, 201 with `idempotent-replayed: true`, and creates no other; the same key with another name, opening balance or email is a 422.',
+        headers: accountCreationHeaders,
+        body: createAccountBody,
+        response: { 201: accountView, ...errorResponses(...BODY_ERRORS, 409, 422, ...AUTHENTICATED_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const { console_email: email, console_password: password } = request.body;
+      const idempotencyKey = request.headers['idempotency-key'];
+      const { account } = await onboarding.createAccount({
+        name: request.body.name,
+        balanceMicros: request.body.balance_usd ?? 0,
+        signIn: email !== undefined && password !== undefined ? { email, password } : undefined,
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+      });
+      if (account.replayed) reply.header('idempotent-replayed', 'true');
+      return reply.status(201).send(toAccountView(await accounts.withAvailable(account)));
+    },
+  );
 
   app.get('/accounts', { schema: { ...documented('listAccounts', 'List accounts, newest first'), description: 'Page with `after` (the `last_id` of the page before) while `has_more` is true.', querystring: accountListQuery, response: { 200: accountList, ...errorResponses(400, 404, ...AUTHENTICATED_ERRORS) } } }, async (request) => {
     const { limit, after } = request.query;
