@@ -176,38 +176,32 @@ export class ApiKeyStore {
 
   /** Sets the key's own per-minute limits (null fields fall back to the account's); null when
    * there is no such key. Written to the limits' own document, never to the key's. */
-  async setRateLimits(keyId: string, limits: RateLimitOverrides): Promise<ApiKeyDocument | null> {
-    const updated = await this.shared.feed.recordAround(keyId, async () => {
-      const key = await this.collection.findOne({ _id: keyId });
-      if (!key) return null;
-      await setOverrides(this.side.overrides, keyId, limits);
-      return (await this.withUseAndLimits([key]))[0]!;
-    });
-    this.changedHere(keyId);
-    return updated;
+  setRateLimits(keyId: string, limits: RateLimitOverrides): Promise<ApiKeyDocument | null> {
+    return this.changeBeside(keyId, () => setOverrides(this.side.overrides, keyId, limits));
   }
 
   /** Replaces the models the key may use (null: every model); null when there is no such key.
    * Written to a document of the key's models, never to the key's own. Every process refuses
    * a model taken away within KEY_CACHE_MS, as it does a revoked key (store/api-key-cache.ts). */
-  async setModels(keyId: string, models: string[] | null): Promise<ApiKeyDocument | null> {
+  setModels(keyId: string, models: string[] | null): Promise<ApiKeyDocument | null> {
+    return this.changeBeside(keyId, () => setKeyModels(this.side.models, keyId, models));
+  }
+
+  /** Changes one of the key's side documents (`write`), between two records of the change feed,
+   * and answers the key as it now reads; null when there is no such key. Then the change is this
+   * process's own: its cached read goes, and so does any read under way that started before now
+   * (a background refresh that read the old models just before the write), which would
+   * otherwise land in the cache as fresh until this process's own feed reported the change. */
+  private async changeBeside(keyId: string, write: () => Promise<void>): Promise<ApiKeyDocument | null> {
     const updated = await this.shared.feed.recordAround(keyId, async () => {
       const key = await this.collection.findOne({ _id: keyId });
       if (!key) return null;
-      await setKeyModels(this.side.models, keyId, models);
+      await write();
       return (await this.withUseAndLimits([key]))[0]!;
     });
-    this.changedHere(keyId);
-    return updated;
-  }
-
-  /** A change this process made to a key's side documents: its cached read goes, and so does
-   * any read under way that started before now (a background refresh that read the old models
-   * just before the write), which would otherwise land in the cache as fresh until this
-   * process's own feed reported the change. */
-  private changedHere(keyId: string): void {
     this.shared.changedAt.set(keyId, Date.now());
     this.shared.cache.delete(keyId);
+    return updated;
   }
 
   async revoke(keyId: string): Promise<ApiKeyDocument | null> {
