@@ -62,11 +62,12 @@ describe('admin API: a key by id, and its models', () => {
       const refused = await putModels(key.id, payload);
       assert.equal(refused.statusCode, 400, `${JSON.stringify(payload)}: ${refused.body}`);
     }
+    assert.match((await putModels(key.id, { models: [] })).json().error.message, /at least one model, or be null for every model/);
     assert.equal((await putModels('key_none', { models: ['sora-2'] })).statusCode, 404);
     assert.equal((await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${key.id}`, headers: adminHeaders })).statusCode, 200);
     const revoked = await putModels(key.id, { models: null });
     assert.deepEqual([revoked.statusCode, revoked.json().error.type], [409, 'conflict_error']);
-    assert.match(revoked.json().error.message, /revoked/);
+    assert.match(revoked.json().error.message, /is revoked: it uses no model, and its models were not changed/);
     // Nothing changed by the refusals.
     assert.deepEqual((await readKey(key.id)).json().models, ['sora-2']);
     assert.equal(await modelStatus(key.key, 'sora-2'), 401);

@@ -167,6 +167,14 @@ describe('console keys', () => {
     const attempt = await browser.post(`/console/keys/${foreign.id}/revoke`, {});
     assert.equal(attempt.statusCode, 404);
     assert.equal((await browser.get(`/console/keys/${foreign.id}/models`)).statusCode, 404);
+    // A deleted key of one's own: its models page says it is gone, and changes nothing.
+    const { plaintext: deletedKey } = await createThroughConsole({ name: 'deleted', models: ['sora-2'] });
+    const deletedId = (await harness.database.db.collection('api_keys').findOne({ hash: hashApiKey(deletedKey) }))!._id;
+    await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${deletedId}`, headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` } });
+    assert.equal((await browser.get(`/console/keys/${deletedId}/models`)).headers.location, '/console/keys?notice=key_gone');
+    assert.match(visibleText((await browser.get('/console/keys?notice=key_gone')).body), /That key is deleted: it uses no model, and its models were not changed\./);
+    assert.equal((await browser.post(`/console/keys/${deletedId}/models`, { models: 'gpt-4o-mini' })).headers.location, '/console/keys?notice=key_gone');
+    assert.equal(await harness.database.db.collection('api_key_models').countDocuments({ _id: deletedId as never }), 0);
     await browser.get('/console/keys');
     assert.equal((await browser.post(`/console/keys/${foreign.id}/models`, { models: 'sora-2' })).statusCode, 404);
     assert.match(attempt.headers['content-type'] as string, /^text\/html/);

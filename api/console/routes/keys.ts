@@ -18,6 +18,7 @@ export const KEYS_PAGE_SIZE = 100;
 
 const REVOKED_NOTICE = { kind: 'success' as const, text: 'Key deleted. Every call made with it now answers 401.' };
 const MODELS_NOTICE = { kind: 'success' as const, text: 'Models saved. The key’s next call may use those models and no others (403 for the rest).' };
+const KEY_GONE_NOTICE = { kind: 'warning' as const, text: 'That key is deleted: it uses no model, and its models were not changed.' };
 const EVERY_MODEL_NOTICE = { kind: 'success' as const, text: 'Models saved: none ticked, so the key may use every model from its next call.' };
 const ALREADY_CREATED_NOTICE = { kind: 'warning' as const, text: 'That form was sent already: its key is in the list below, and its secret was shown once, when it was made.' };
 
@@ -47,7 +48,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
   app.get('/keys', async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const page = await keysPageOf(request, typeof query.after === 'string' && query.after !== '' ? query.after : undefined);
-    const notices = { revoked: REVOKED_NOTICE, already_created: ALREADY_CREATED_NOTICE, models: MODELS_NOTICE, every_model: EVERY_MODEL_NOTICE };
+    const notices = { revoked: REVOKED_NOTICE, already_created: ALREADY_CREATED_NOTICE, models: MODELS_NOTICE, every_model: EVERY_MODEL_NOTICE, key_gone: KEY_GONE_NOTICE };
     const notice = typeof query.notice === 'string' && Object.hasOwn(notices, query.notice) ? notices[query.notice as keyof typeof notices] : null;
     return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, notice, formReference: formReference() }));
   });
@@ -91,14 +92,14 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
 
   app.get('/keys/:keyId/models', async (request, reply) => {
     const key = await ownKey(request, (request.params as { keyId: string }).keyId);
-    if (key.revoked_at) return reply.redirect('/console/keys?notice=revoked', 303);
+    if (key.revoked_at) return reply.redirect('/console/keys?notice=key_gone', 303);
     return sendPage(reply, keyModelsPage(accountFrame(request, reply, 'keys'), { key, models }));
   });
 
   app.post('/keys/:keyId/models', async (request, reply) => {
     const key = await ownKey(request, (request.params as { keyId: string }).keyId);
     // A deleted key uses no model: there is nothing left to change.
-    if (key.revoked_at) return reply.redirect('/console/keys?notice=revoked', 303);
+    if (key.revoked_at) return reply.redirect('/console/keys?notice=key_gone', 303);
     const form = parseForm(modelsForm, request.body);
     if (!form.ok) {
       const body = request.body as Record<string, unknown> | undefined;

@@ -77,7 +77,7 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
   app.post('/accounts/:accountId/keys/:keyId/models', async (request, reply) => {
     const found = await accountKey(request);
     const accountHref = `/console/operator/accounts/${found.account._id}`;
-    if (found.key.revoked_at) return reply.redirect(`${accountHref}?notice=key_revoked#keys`, 303);
+    if (found.key.revoked_at) return reply.redirect(`${accountHref}?notice=key_gone#keys`, 303);
     const form = parseForm(modelsForm, request.body);
     if (!form.ok) {
       const body = request.body as Record<string, unknown> | undefined;

@@ -20,7 +20,11 @@ function keyNotFound(id: string): GatewayError {
 }
 
 function keyRevoked(id: string): GatewayError {
-  return new GatewayError('conflict', `The key '${id}' is revoked: it can use no model, and its models no longer change.`);
+  return new GatewayError('conflict', `The key '${id}' is revoked: it uses no model, and its models were not changed.`);
+}
+
+function keyRevokedMeanwhile(id: string): GatewayError {
+  return new GatewayError('conflict', `The key '${id}' was revoked while its models changed: it uses no model, whatever its models say.`);
 }
 
 export const adminKeyRoutes: FastifyPluginAsyncZod<AdminKeyRouteOptions> = async (app, { apiKeys, catalog }) => {
@@ -52,7 +56,7 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<AdminKeyRouteOptions> = async
       const key = await apiKeys.setModels(request.params.id, request.body.models);
       if (!key) throw keyNotFound(request.params.id);
       // Revoked while this ran: the models were written, but the key uses none.
-      if (key.revoked_at) throw keyRevoked(request.params.id);
+      if (key.revoked_at) throw keyRevokedMeanwhile(request.params.id);
       return toKeyDetailView(key);
     },
   );

@@ -53,7 +53,7 @@ export const deductCreditsBody = z
 
 export const createKeyBody = z.strictObject({
   name: nameText(200),
-  models: z.array(z.string().min(1)).min(1).nullish(),
+  models: z.array(z.string().min(1)).min(1, 'must list at least one model, or be left out for every model').nullish(),
 });
 
 /** The body as the route documents it: `models` lists the catalog's ids. The route itself
@@ -74,7 +74,7 @@ export function keyModelsBodyFor(catalog: Catalog) {
     .strictObject({
       models: z
         .array(z.string().min(1))
-        .min(1)
+        .min(1, 'must list at least one model, or be null for every model')
         .nullable()
         .meta({ items: { type: 'string', enum: ids } })
         .describe('The models the key may use from now on; null for every model.'),
