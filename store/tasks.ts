@@ -190,13 +190,18 @@ export class TaskStore {
 
   /** One page of an account's tasks, newest first (ties by id), those after `after` (a task of
    * the account) only; `status` narrows it. Whether more follow, from one extra document. */
-  async listPage(filter: { accountId: string; limit: number; after?: TaskDocument; status?: TaskStatus }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
+  /** `visibleTo`: only the tasks this key submitted, or of the models it may use (a restricted
+   * key; api/services/video-tasks.ts). */
+  async listPage(filter: { accountId: string; limit: number; after?: TaskDocument; status?: TaskStatus; visibleTo?: { keyId: string; models: string[] } }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
     const query: Filter<TaskDocument> = { account_id: filter.accountId };
     if (filter.status) query.status = filter.status;
+    const either: Filter<TaskDocument>[][] = [];
     if (filter.after) {
       const { created_at: createdAt, _id: id } = filter.after;
-      query.$or = [{ created_at: { $lt: createdAt } }, { created_at: createdAt, _id: { $lt: id } }];
+      either.push([{ created_at: { $lt: createdAt } }, { created_at: createdAt, _id: { $lt: id } }]);
     }
+    if (filter.visibleTo) either.push([{ key_id: filter.visibleTo.keyId }, { model: { $in: filter.visibleTo.models } }]);
+    if (either.length > 0) query.$and = either.map((alternatives) => ({ $or: alternatives }));
     const found = await this.collection.find(query).sort({ created_at: -1, _id: -1 }).limit(filter.limit + 1).toArray();
     return { tasks: found.slice(0, filter.limit), hasMore: found.length > filter.limit };
   }

@@ -5,7 +5,7 @@ import { quotedId } from '../../core/characters.ts';
 import { unavailableDependency } from '../../core/dependency-errors.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import { resolveModel } from '../../core/model-access.ts';
+import { mayUseModel, resolveModel } from '../../core/model-access.ts';
 import { videoPriceMicros } from '../../core/pricing.ts';
 import { refusedOnSight, type Allowlist } from '../../core/outbound-guard.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
@@ -272,8 +272,8 @@ export class VideoTaskService {
     });
   }
 
-  /** A page of the caller's account's tasks, newest first; `after` is the last task_id of the page
-   * before (a 404 when the account has no such task). */
+  /** A page of the caller's account's tasks that its key may read (readableBy), newest first;
+   * `after` is the last task_id of the page before (a 404 when the account has no such task). */
   async list(principal: Principal, page: { limit: number; after?: string; status?: TaskStatus }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
     let after: TaskDocument | undefined;
     if (page.after !== undefined) {
@@ -281,7 +281,8 @@ export class VideoTaskService {
       if (!task) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
       after = task;
     }
-    return this.options.tasks.listPage({ accountId: principal.accountId, limit: page.limit, after, status: page.status });
+    const visibleTo = principal.models === null ? undefined : { keyId: principal.keyId, models: principal.models };
+    return this.options.tasks.listPage({ accountId: principal.accountId, limit: page.limit, after, status: page.status, ...(visibleTo ? { visibleTo } : {}) });
   }
 
   async find(principal: Principal, taskId: string): Promise<TaskDocument> {
@@ -293,6 +294,16 @@ export class VideoTaskService {
       const what = taskId === '' ? 'No task id in the path: GET /v1/video/generations/{task_id} reads a task, GET /v1/video/generations lists them.' : `No video task with id ${quotedId(taskId)}.`;
       throw new GatewayError('task_not_found', what, 'task_id');
     }
+    if (!readableBy(principal, task)) {
+      throw new GatewayError('model_not_allowed', `This API key may not use the model ${quotedId(task.model)}: it reads the tasks it submitted, and its account's tasks of the models it may use. Another key of the account submitted this one.`, 'task_id');
+    }
     return task;
   }
+}
+
+/** A key reads the tasks it submitted (whatever its models became since) and its account's
+ * tasks of the models it may use: a key given out for one model does not read the clips, prompts
+ * and webhook history of the account's other models (spec 5: a model a key lacks is a 403). */
+export function readableBy(principal: Principal, task: TaskDocument): boolean {
+  return task.key_id === principal.keyId || mayUseModel(principal, task.model);
 }

@@ -11,6 +11,8 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
   let foreignTaskId: string;
   /** Oldest first, as submitted. */
   const submitted: string[] = [];
+  /** Tasks of the other accounts tests make, for the cleanup. */
+  const elsewhere: string[] = [];
 
   const submit = async (key: string) => {
     const response = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'sora-2', prompt: 'a lighthouse' } });
@@ -31,7 +33,7 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
   });
   after(async () => {
     // No worker runs these tasks here; stop their workflows to keep the server tidy.
-    for (const taskId of [...submitted, foreignTaskId]) await harness.temporal.client.workflow.getHandle(taskId).terminate('test cleanup');
+    for (const taskId of [...submitted, ...elsewhere, foreignTaskId]) await harness.temporal.client.workflow.getHandle(taskId).terminate('test cleanup');
     await harness.close();
   });
 
@@ -53,6 +55,39 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
       cursor = `&after=${body.last_id}`;
     }
     assert.deepEqual(seen, [...submitted].reverse());
+  });
+
+  it("shows a key restricted to some models the tasks it submitted and those of its models, not the account's others", async () => {
+    const account = await createAccount(harness.app, { name: 'restricted reader', balance_usd: 100 });
+    const everything = (await createKey(harness.app, account.id, { name: 'everything' })).key;
+    const seedanceOnly = await createKey(harness.app, account.id, { name: 'seedance only', models: ['seedance-2.0'] });
+    const chatOnly = (await createKey(harness.app, account.id, { name: 'chat only', models: ['gpt-4o-mini'] })).key;
+    const bySubmit = async (key: string, model: string) => {
+      const response = await harness.app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model, prompt: 'a harbour' } });
+      assert.equal(response.statusCode, 200, response.body);
+      elsewhere.push(response.json().task_id);
+      return response.json().task_id as string;
+    };
+    const soraOfOther = await bySubmit(everything, 'sora-2');
+    const seedanceOfOther = await bySubmit(everything, 'seedance-2.0');
+    const ownSeedance = await bySubmit(seedanceOnly.key, 'seedance-2.0');
+    // Its models narrowed after it submitted: the key still reads its own task.
+    assert.equal((await harness.app.inject({ method: 'PUT', url: `/admin/keys/${seedanceOnly.id}/models`, headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { models: ['gpt-4o-mini'] } })).statusCode, 200);
+    const read = (key: string, taskId: string, path = '') => harness.app.inject({ method: 'GET', url: `/v1/video/generations/${taskId}${path}`, headers: bearer(key) });
+    assert.equal((await read(seedanceOnly.key, ownSeedance)).statusCode, 200, 'its own task, whatever its models became');
+    const refused = await read(seedanceOnly.key, seedanceOfOther);
+    assert.deepEqual([refused.statusCode, refused.json().error.type, refused.json().error.code, refused.json().error.param], [403, 'permission_error', 'model_not_allowed', 'task_id']);
+    assert.match(refused.json().error.message, /may not use the model 'seedance-2\.0': it reads the tasks it submitted/);
+    assert.equal((await read(chatOnly, soraOfOther, '/content')).statusCode, 403, 'nor its clip');
+    assert.equal((await read(everything, ownSeedance)).statusCode, 200, 'an unrestricted key reads every task of its account');
+    const listed = async (key: string) => ((await list(key, '?limit=100')).json().data as Array<{ task_id: string }>).map((task) => task.task_id);
+    assert.deepEqual(await listed(seedanceOnly.key), [ownSeedance]);
+    assert.deepEqual(await listed(chatOnly), []);
+    assert.deepEqual(await listed(everything), [ownSeedance, seedanceOfOther, soraOfOther]);
+    // Given seedance-2.0 again, the key reads the account's seedance tasks too.
+    await harness.app.inject({ method: 'PUT', url: `/admin/keys/${seedanceOnly.id}/models`, headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { models: ['seedance-2.0'] } });
+    assert.deepEqual(await listed(seedanceOnly.key), [ownSeedance, seedanceOfOther]);
+    assert.equal((await read(seedanceOnly.key, seedanceOfOther)).statusCode, 200);
   });
 
   it('gives each task the JSON its own GET gives', async () => {
