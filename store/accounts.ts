@@ -77,8 +77,8 @@ export class AccountStore {
     return { ...account, ...(await availableBalance({ ledger: this.ledger, leases: this.leases }, account._id)) };
   }
 
-  /** `id` lets a caller reserve things under the account's id (its console sign-in) first. */
-  /** Creates the account with its opening balance. With a `fingerprint` (a creation under an
+  /** Creates the account with its opening balance. `id` lets a caller reserve things under the
+   * account's id (its console sign-in) first. With a `fingerprint` (a creation under an
    * Idempotency-Key, whose id derives from the key), an account already there under that id is
    * the same creation retried when its fingerprint matches: it is finished (its opening credit
    * moves once, by its reference) and returned as `replayed`; otherwise 'mismatch'. */

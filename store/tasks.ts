@@ -189,9 +189,9 @@ export class TaskStore {
   }
 
   /** One page of an account's tasks, newest first (ties by id), those after `after` (a task of
-   * the account) only; `status` narrows it. Whether more follow, from one extra document. */
-  /** `visibleTo`: only the tasks this key submitted, or of the models it may use (a restricted
-   * key; api/services/video-tasks.ts). */
+   * the account) only; `status` narrows it, and `visibleTo` to the tasks a restricted key
+   * submitted or of the models it may use (api/services/video-tasks.ts readableBy). Whether more
+   * follow, from one extra document. */
   async listPage(filter: { accountId: string; limit: number; after?: TaskDocument; status?: TaskStatus; visibleTo?: { keyId: string; models: string[] } }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
     const query: Filter<TaskDocument> = { account_id: filter.accountId };
     if (filter.status) query.status = filter.status;

@@ -76,7 +76,7 @@ export function withResponseHeaders<Document extends object>(document: Document)
           ...requestId,
           ...(path.startsWith('/v1/') && code !== 401 ? requestLimits : {}),
           ...(operation.operationId === 'createChatCompletion' && code !== 401 && code !== 404 ? tokenLimits : {}),
-          ...(IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200 ? replayed : {}),
+          ...((IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200) || (operation.operationId === 'createAccount' && code === 201) ? replayed : {}),
           // And on the 409 for a duplicate of an Idempotency-Key request still in progress.
           ...(code === 429 || code === 502 || code === 503 || (IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 409) ? retryAfter : {}),
           ...(UPSTREAM_OPERATIONS.has(operation.operationId ?? '') && (code === 429 || code === 502) ? retryAfterMs : {}),

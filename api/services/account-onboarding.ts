@@ -28,10 +28,10 @@ export class AccountOnboarding {
    *
    * Under an Idempotency-Key the account's id derives from the key, so a retry of a creation
    * that timed out (or whose process died halfway) finds the account the first made: it is
-   * finished where it stopped and returned with `replayed`. A retry that asks for another name,
-   * opening balance or email is a 422 and changes nothing; its password is not compared (only
-   * its hash is kept, salted), so the first one stands. The key never expires: the id it names is
-   * the account's for good. */
+   * finished where it stopped and returned with `replayed`, as it is now (its balance, its
+   * webhook secret). A retry that asks for another name, opening balance or email is a 422 and
+   * changes nothing; its password is not compared (only its hash is kept, salted), so the first
+   * one stands. The key never expires: the id it names is the account's for good. */
   async createAccount(input: { name: string; balanceMicros: number; signIn?: ConsoleSignIn; idempotencyKey?: string }): Promise<{ account: AccountWithTotals & { replayed?: true }; consoleEmail: string | null }> {
     const email = input.signIn ? normaliseEmail(input.signIn.email) : null;
     const keyed = input.idempotencyKey === undefined ? undefined : { id: accountIdFor(input.idempotencyKey), fingerprint: creationFingerprint(input.name, input.balanceMicros, email) };
@@ -41,18 +41,32 @@ export class AccountOnboarding {
       if (created === 'mismatch') throw creationMismatch();
       return created;
     };
-    if (!input.signIn || email === null) return { account: await create(), consoleEmail: null };
-    // The email is reserved first: its unique insert is atomic even on FerretDB, so two
-    // requests for the same email cannot both end up with an account. Held by this very id, it
-    // was reserved by the first try of this creation.
-    const passwordHash = await hashPassword(input.signIn.password);
-    const reservedHere = (await this.stores.credentials.insert({ email, accountId, passwordHash })) === 'created';
-    if (!reservedHere && (!keyed || (await this.stores.credentials.find(email))?.account_id !== accountId)) throw emailTaken(email);
+    // Made under this key already: this creation retried (finished and replayed), or another
+    // request under the key (a 422). Either way its sign-ins stay as they are.
+    if (keyed && (await this.stores.accounts.findDocument(accountId))) return { account: await create(), consoleEmail: email };
+    let reservedHere = false;
+    if (email !== null && input.signIn) {
+      // The email is reserved first: its unique insert is atomic even on FerretDB, so two
+      // requests for the same email cannot both end up with an account. Held by this very id,
+      // a try of this creation under the same key reserved it (one at the same time, or one
+      // that died before the account was made).
+      const passwordHash = await hashPassword(input.signIn.password);
+      reservedHere = (await this.stores.credentials.insert({ email, accountId, passwordHash })) === 'created';
+      if (!reservedHere && (!keyed || (await this.stores.credentials.find(email))?.account_id !== accountId)) throw emailTaken(email);
+    }
+    // A try under the same key that died before the account was made may have reserved another
+    // email for it: that one must not sign in to an account made without it.
+    if (keyed) await this.stores.credentials.collection.deleteMany({ account_id: accountId, ...(email === null ? {} : { _id: { $ne: email } }) });
     try {
       return { account: await create(), consoleEmail: email };
     } catch (error) {
-      // Only a reservation of this try's own: the first try's belongs to its account.
-      if (reservedHere) await this.stores.credentials.collection.deleteOne({ _id: email, account_id: accountId }).catch(() => {});
+      // Only this try's own reservation: when another request under the key made the account
+      // meanwhile (a 422), or when no account came of it. One this try made (its opening credit
+      // failed, or the insert's answer was lost) keeps its sign-in.
+      const mismatch = error instanceof GatewayError && error.code === 'idempotency_mismatch';
+      if (reservedHere && (mismatch || !(await this.stores.accounts.exists(accountId).catch(() => true)))) {
+        await this.stores.credentials.collection.deleteOne({ _id: email!, account_id: accountId }).catch(() => {});
+      }
       throw error;
     }
   }

@@ -278,7 +278,8 @@ export class VideoTaskService {
     let after: TaskDocument | undefined;
     if (page.after !== undefined) {
       const task = page.after.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(page.after, principal.accountId);
-      if (!task) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
+      // A task this key may not read is no cursor for it either (never listed to it).
+      if (!task || !readableBy(principal, task)) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
       after = task;
     }
     const visibleTo = principal.models === null ? undefined : { keyId: principal.keyId, models: principal.models };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { hashApiKey, isWellFormedApiKey } from '../../core/api-keys.ts';
+import { accountIdFor } from '../../api/services/account-onboarding.ts';
 import { adminHeaders, bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 
 describe('admin API', () => {
@@ -212,6 +213,22 @@ describe('admin API', () => {
     assert.deepEqual(together.map((answer) => answer.statusCode), [201, 201]);
     assert.equal(together[0]!.json().id, together[1]!.json().id);
     assert.equal((await harness.app.inject({ method: 'GET', url: `/admin/accounts/${together[0]!.json().id}`, headers: adminHeaders })).json().balance_usd, 1);
+    // A try that died after reserving its email, before the account was made: a retry with the
+    // same email makes the account with it; one with another email makes it without the dead
+    // try's, which must not sign in to an account made without it.
+    const leftover = async (idempotencyKey: string, leftEmail: string) =>
+      harness.database.db.collection('console_credentials').insertOne({ _id: leftEmail as never, account_id: accountIdFor(idempotencyKey), password_hash: 'from a try that died', created_at: new Date(), updated_at: new Date() });
+    const sameEmail = `same-${Date.now()}@example.com`;
+    await leftover(`${key}-died-same`, sameEmail);
+    const resumed = await create({ name: 'Resumed', console_email: sameEmail, console_password: 'a long enough console password' }, `${key}-died-same`);
+    assert.equal(resumed.statusCode, 201, resumed.body);
+    assert.equal(resumed.json().id, accountIdFor(`${key}-died-same`));
+    const deadEmail = `dead-${Date.now()}@example.com`;
+    await leftover(`${key}-died-other`, deadEmail);
+    const remade = await create({ name: 'Remade', console_email: `new-${deadEmail}`, console_password: 'a long enough console password' }, `${key}-died-other`);
+    assert.equal(remade.statusCode, 201, remade.body);
+    const signIns = await harness.database.db.collection('console_credentials').find({ account_id: remade.json().id }).toArray();
+    assert.deepEqual(signIns.map((signIn) => signIn._id), [`new-${deadEmail}`]);
     // Without a key, every request is a new account; a malformed key is a 400.
     const unkeyed = await Promise.all([0, 1].map(() => post('/admin/accounts', { name: 'No key' })));
     assert.notEqual(unkeyed[0]!.json().id, unkeyed[1]!.json().id);

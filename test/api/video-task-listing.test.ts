@@ -83,6 +83,7 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
     const listed = async (key: string) => ((await list(key, '?limit=100')).json().data as Array<{ task_id: string }>).map((task) => task.task_id);
     assert.deepEqual(await listed(seedanceOnly.key), [ownSeedance]);
     assert.deepEqual(await listed(chatOnly), []);
+    assert.equal((await list(chatOnly, `?after=${soraOfOther}`)).statusCode, 404, 'a task it may not read is no cursor for it');
     assert.deepEqual(await listed(everything), [ownSeedance, seedanceOfOther, soraOfOther]);
     // Given seedance-2.0 again, the key reads the account's seedance tasks too.
     await harness.app.inject({ method: 'PUT', url: `/admin/keys/${seedanceOnly.id}/models`, headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { models: ['seedance-2.0'] } });
