@@ -51,6 +51,7 @@ import { UsageReports } from '../store/usage-reports.ts';
 import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { accountOverrides } from '../store/rate-limit-overrides.ts';
 import { createOpenAiProxies } from './services/openai-proxy/index.ts';
+import type { UpstreamClientOptions } from './services/openai-proxy/upstream-client.ts';
 import { VideoTaskService } from './services/video-tasks.ts';
 import { AccountOnboarding } from './services/account-onboarding.ts';
 import { ConsoleCredentialStore } from '../store/console-credentials.ts';
@@ -67,6 +68,9 @@ export interface AppDependencies {
   /** Wrong admin tokens one address may send (OPERATOR_TOKEN_GUESSES when absent): the contract
    * fuzz test's generated requests carry wrong ones by the hundred beside its right ones. */
   adminTokenGuesses?: FailureLimit;
+  /** How the chat and image upstreams are called (their retries' pauses, say); tests lengthen a pause
+   * to act inside it. */
+  upstreamClient?: UpstreamClientOptions;
 }
 
 /** A request id a caller may choose: a UUID, a W3C trace id, `req_…`, at most 128 characters. */
@@ -170,7 +174,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     log: app.log,
   });
   app.addHook('onClose', async () => limiter.close());
-  const openAi = createOpenAiProxies({ catalog, budgets, limiter });
+  const openAi = createOpenAiProxies({ catalog, budgets, limiter, ...(dependencies.upstreamClient ? { upstream: dependencies.upstreamClient } : {}) });
 
   await app.register(requestLog);
   await app.register(gracefulClose, { calls: openAi.calls, graceMs: config.SHUTDOWN_GRACE_MS });

@@ -13,6 +13,8 @@ import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, half
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
 // forced usage request), mid-stream failures, connection retries and upstream refusals.
 
+const RETRY_DELAY_MS = 400;
+
 describe('chat against a scripted upstream', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
   let stack: OpenAiStack;
@@ -20,7 +22,8 @@ describe('chat against a scripted upstream', () => {
   let accountId: string;
   before(async () => {
     upstream = await startFakeUpstream(answerScripted);
-    stack = await startApiBeforeUpstream('chat-upstream', upstream.url, { upstreamChatModel: UPSTREAM_MODEL });
+    // Retries wait 400 ms (then 800), not 50: a test acts inside that pause (see below).
+    stack = await startApiBeforeUpstream('chat-upstream', upstream.url, { upstreamChatModel: UPSTREAM_MODEL, upstreamClient: { retryDelayMs: RETRY_DELAY_MS } });
     const caller = await stack.newCaller('scripted');
     accountId = caller.accountId;
     client = stack.client(caller.key);
@@ -231,8 +234,14 @@ describe('chat against a scripted upstream', () => {
     const before = upstream.received.length;
     const controller = new AbortController();
     const call = stack.client(caller.key).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'reset always' }] }, { signal: controller.signal });
-    // The first try is dropped as soon as the upstream has it; the next waits 50 ms.
+    // The first try is dropped as soon as the upstream has it; the next waits RETRY_DELAY_MS.
+    // The gateway learns of the drop a moment after the upstream recorded the request: leaving
+    // at once could beat it (on a loaded machine it did), and the caller would then have left
+    // while the prompt was with the provider, which is billed. So leave a quarter of the way
+    // into the pause.
     await waitUntil(() => upstream.received.length > before, 5_000);
+    await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS / 4));
+    assert.equal(upstream.received.length, before + 1, 'still between the first try and the second');
     controller.abort();
     await assert.rejects(call, OpenAI.APIUserAbortError);
     const account = await stack.settledAccount(caller.accountId);

@@ -5,6 +5,7 @@ import type { FailureLimit } from '../../core/failures-by-address.ts';
 import { loadConfig, type Config } from '../../core/config.ts';
 import { createTemporalHandle, type TemporalHandle } from '../../core/temporal-client.ts';
 import { testDatabase, testTemporalAddress } from './engines.ts';
+import type { UpstreamClientOptions } from '../../api/services/openai-proxy/upstream-client.ts';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -21,7 +22,7 @@ export interface TestApp {
 export async function startTestApp(
   label: string,
   overrides: Partial<Record<keyof Config, string>> = {},
-  options: { logStream?: { write(line: string): void }; database?: TestApp['database']; adminTokenGuesses?: FailureLimit } = {},
+  options: { logStream?: { write(line: string): void }; database?: TestApp['database']; adminTokenGuesses?: FailureLimit; upstreamClient?: UpstreamClientOptions } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await testDatabase(label));
   const config = loadConfig({
@@ -40,7 +41,15 @@ export async function startTestApp(
   const catalog = loadCatalog(config.CATALOG_FILE, { SIMULATOR_URL: config.SIMULATOR_URL });
   // Silent unless the test reads the log itself, through the app's own logger settings.
   const logging = options.logStream ? { logStream: options.logStream } : { logger: false };
-  const app = await buildApp({ config, catalog, database, temporal, ...logging, ...(options.adminTokenGuesses ? { adminTokenGuesses: options.adminTokenGuesses } : {}) });
+  const app = await buildApp({
+    config,
+    catalog,
+    database,
+    temporal,
+    ...logging,
+    ...(options.adminTokenGuesses ? { adminTokenGuesses: options.adminTokenGuesses } : {}),
+    ...(options.upstreamClient ? { upstreamClient: options.upstreamClient } : {}),
+  });
   await app.ready();
   return {
     app,

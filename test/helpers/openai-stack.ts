@@ -12,6 +12,7 @@ import type { LedgerEntry } from '../../store/ledger.ts';
 import type { UsageRecord } from '../../store/usage.ts';
 import { createAccount, createKey, startTestApp, type TestApp } from './app.ts';
 import { settledAccount } from './settled-account.ts';
+import type { UpstreamClientOptions } from '../../api/services/openai-proxy/upstream-client.ts';
 
 // The api on a real port in front of an OpenAI-compatible upstream, driven with the official
 // `openai` client the way a caller would: only baseURL and apiKey changed.
@@ -32,8 +33,8 @@ export interface OpenAiStack extends TestApp {
   settledAccount(accountId: string, timeoutMs?: number): Promise<AccountWithTotals>;
 }
 
-async function startApi(label: string, overrides: Partial<Record<keyof Config, string>>): Promise<OpenAiStack> {
-  const harness = await startTestApp(label, overrides);
+async function startApi(label: string, overrides: Partial<Record<keyof Config, string>>, upstreamClient?: UpstreamClientOptions): Promise<OpenAiStack> {
+  const harness = await startTestApp(label, overrides, upstreamClient ? { upstreamClient } : {});
   await harness.app.listen({ host: '127.0.0.1', port: 0 });
   const baseUrl = `http://127.0.0.1:${(harness.app.server.address() as AddressInfo).port}`;
   const db = harness.database.db;
@@ -142,7 +143,7 @@ export async function startFakeUpstream(handler: FakeHandler) {
 export async function startApiBeforeUpstream(
   label: string,
   upstreamUrl: string,
-  options: { upstreamChatModel?: string; imageModel?: Record<string, unknown> } = {},
+  options: { upstreamChatModel?: string; imageModel?: Record<string, unknown>; upstreamClient?: UpstreamClientOptions } = {},
 ): Promise<OpenAiStack> {
   const catalog = JSON.parse(readFileSync('config/catalog.local.json', 'utf8'));
   catalog.upstreams['simulator-openai'].base_url = `${upstreamUrl}/v1`;
@@ -156,7 +157,7 @@ export async function startApiBeforeUpstream(
   const directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
   const file = path.join(directory, 'catalog.json');
   writeFileSync(file, JSON.stringify(catalog));
-  const stack = await startApi(label, { CATALOG_FILE: file });
+  const stack = await startApi(label, { CATALOG_FILE: file }, options.upstreamClient);
   const closeApi = stack.close;
   return {
     ...stack,
