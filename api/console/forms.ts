@@ -88,6 +88,12 @@ export function createKeyForm(modelIds: readonly string[]) {
   return z.object({ name: keyName, models: modelList(modelIds), reference });
 }
 
+/** The models a refused form had ticked, to tick them again on the page it comes back on. */
+export function tickedModels(body: unknown): string[] {
+  const models = (body as Record<string, unknown> | undefined)?.models ?? [];
+  return [models].flat().filter((model): model is string => typeof model === 'string');
+}
+
 /** A key's models changed: none ticked is every model, as at creation. */
 export function keyModelsForm(modelIds: readonly string[]) {
   return z.object({ models: modelList(modelIds) });

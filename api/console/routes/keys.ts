@@ -5,7 +5,7 @@ import { accountFrame, accountIdOf } from '../account-area.ts';
 import { configuredLimits, effectiveLimits } from '../../services/rate-limits/limit-settings.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
 import { setCreatedKeyCookie, takeCreatedKey } from '../created-key-flash.ts';
-import { createKeyForm, formReference, keyModelsForm, parseForm } from '../forms.ts';
+import { createKeyForm, formReference, keyModelsForm, parseForm, tickedModels } from '../forms.ts';
 import { SESSION_COOKIE } from '../sessions.ts';
 import { createdKeyPage, keyModelsPage, keysPage, revokeConfirmPage } from '../views/keys.ts';
 
@@ -57,8 +57,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
     const form = parseForm(keyForm, request.body);
     if (!form.ok) {
       const page = await keysPageOf(request, undefined);
-      const body = request.body as Record<string, unknown> | undefined;
-      const chosenModels = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
+      const chosenModels = tickedModels(request.body);
       return sendPage(reply, keysPage(accountFrame(request, reply, 'keys'), { ...page, limitsOf: limitsFor(request), models, state: form, chosenModels, formReference: formReference() }), 400);
     }
     // One key per rendered form: sent twice (a resubmit on a slow network), the second would
@@ -102,8 +101,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
     if (key.revoked_at) return reply.redirect('/console/keys?notice=key_gone', 303);
     const form = parseForm(modelsForm, request.body);
     if (!form.ok) {
-      const body = request.body as Record<string, unknown> | undefined;
-      const chosenModels = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
+      const chosenModels = tickedModels(request.body);
       return sendPage(reply, keyModelsPage(accountFrame(request, reply, 'keys'), { key, models, state: form, chosenModels }), 400);
     }
     // The same change as the admin API's PUT /admin/keys/{id}/models.

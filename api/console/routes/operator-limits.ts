@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import { configuredLimits } from '../../services/rate-limits/limit-settings.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
-import { keyModelsForm, parseForm, rateLimitsForm } from '../forms.ts';
+import { keyModelsForm, parseForm, rateLimitsForm, tickedModels } from '../forms.ts';
 import type { FormState } from '../views/fields.ts';
 import { keyLimitsPage } from '../views/key-limits.ts';
 import { revokeConfirmPage } from '../views/keys.ts';
@@ -80,9 +80,7 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
     if (found.key.revoked_at) return reply.redirect(`${accountHref}?notice=key_gone#keys`, 303);
     const form = parseForm(modelsForm, request.body);
     if (!form.ok) {
-      const body = request.body as Record<string, unknown> | undefined;
-      const chosen = [body?.models ?? []].flat().filter((model): model is string => typeof model === 'string');
-      return renderKey(reply, found, { modelsState: { state: form, chosen } }, 400);
+      return renderKey(reply, found, { modelsState: { state: form, chosen: tickedModels(request.body) } }, 400);
     }
     const chosen = form.data.models.length > 0 ? form.data.models : null;
     await apiKeys.setModels(found.key._id, chosen);
