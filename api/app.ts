@@ -10,6 +10,7 @@ import type { TemporalHandle } from '../core/temporal-client.ts';
 import { createVendorLookup } from '../core/vendor-lookup.ts';
 import { AccountStore } from '../store/accounts.ts';
 import { ApiKeyStore } from '../store/api-keys.ts';
+import { KeyCreationStore } from '../store/key-creations.ts';
 import { BudgetLeaseStore } from '../store/budget-leases.ts';
 import { pingDatabase, type Database } from '../store/database.ts';
 import { Ledger } from '../store/ledger.ts';
@@ -54,6 +55,7 @@ import { createOpenAiProxies } from './services/openai-proxy/index.ts';
 import type { UpstreamClientOptions } from './services/openai-proxy/upstream-client.ts';
 import { VideoTaskService } from './services/video-tasks.ts';
 import { AccountOnboarding } from './services/account-onboarding.ts';
+import { KeyCreation } from './services/key-creation.ts';
 import { ConsoleCredentialStore } from '../store/console-credentials.ts';
 
 export interface AppDependencies {
@@ -195,7 +197,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
   const onboarding = new AccountOnboarding({ accounts, credentials: new ConsoleCredentialStore(database.db) });
   const deductions = new CreditDeductions(accounts, budgets);
-  await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding, deductions });
+  const keyCreation = new KeyCreation({ apiKeys, creations: new KeyCreationStore(database.db) });
+  await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding, keyCreation, deductions });
   const rateLimitSettings = new RateLimitSettings({ accounts, apiKeys, limiter });
   await app.register(adminKeyRoutes, { prefix: '/admin', apiKeys, catalog });
   await app.register(adminRateLimitRoutes, { prefix: '/admin', settings: rateLimitSettings });

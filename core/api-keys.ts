@@ -42,7 +42,11 @@ export interface GeneratedApiKey {
 
 export function generateApiKey(): GeneratedApiKey {
   const body = toBase62(BigInt(`0x${randomBytes(32).toString('hex')}`), BODY_LENGTH);
-  const plaintext = `${KEY_PREFIX}${body}${checksumOf(body)}`;
+  return describeApiKey(`${KEY_PREFIX}${body}${checksumOf(body)}`);
+}
+
+/** What is stored of a key: its hash, and the ends shown to tell keys apart. */
+export function describeApiKey(plaintext: string): GeneratedApiKey {
   return { plaintext, hash: hashApiKey(plaintext), prefix: plaintext.slice(0, 8), last4: plaintext.slice(-4) };
 }
 

@@ -1,6 +1,7 @@
 import type { Collection, Db, Filter } from 'mongodb';
-import { generateApiKey, hashApiKey } from '../core/api-keys.ts';
+import { describeApiKey, generateApiKey, hashApiKey } from '../core/api-keys.ts';
 import { KEY_CACHE_MAX_MS, KEY_CACHE_MS, KEY_REFRESH_AFTER_MS, keySideDocuments, readKeySettings, settleRead, sharedStateOf, type KeySideDocuments, type SharedKeyState } from './api-key-cache.ts';
+import { isDuplicateKey } from './duplicate-keys.ts';
 import { setKeyModels } from './key-models.ts';
 import { setOverrides, type RateLimitOverrides } from './rate-limit-overrides.ts';
 
@@ -83,8 +84,11 @@ export class ApiKeyStore {
     }
   }
 
-  async create(input: { accountId: string; name: string; models: string[] | null }): Promise<{ key: ApiKeyDocument; plaintext: string }> {
-    const generated = generateApiKey();
+  /** A new key; with `plaintext`, the key of that plaintext (a creation under an Idempotency-Key
+   * made it up before: store/key-creations.ts), and when a try under the same key inserted it
+   * first, that key as it is. */
+  async create(input: { accountId: string; name: string; models: string[] | null; plaintext?: string; createdAt?: Date }): Promise<{ key: ApiKeyDocument; plaintext: string }> {
+    const generated = input.plaintext === undefined ? generateApiKey() : describeApiKey(input.plaintext);
     const key: ApiKeyDocument = {
       _id: keyIdForHash(generated.hash),
       account_id: input.accountId,
@@ -94,11 +98,17 @@ export class ApiKeyStore {
       last4: generated.last4,
       // Each model once, however often the request named it.
       models: input.models ? [...new Set(input.models)] : null,
-      created_at: new Date(),
+      created_at: input.createdAt ?? new Date(),
       revoked_at: null,
       last_used_at: null,
     };
-    await this.collection.insertOne(key);
+    try {
+      await this.collection.insertOne(key);
+    } catch (error) {
+      const existing = input.plaintext !== undefined && isDuplicateKey(error) ? await this.find(key._id) : null;
+      if (!existing) throw error;
+      return { key: existing, plaintext: generated.plaintext };
+    }
     return { key: { ...key, rate_limits: null }, plaintext: generated.plaintext };
   }
 

@@ -8,6 +8,7 @@ import { BudgetLeaseStore } from '../store/budget-leases.ts';
 import { IdempotencyStore } from '../store/idempotency.ts';
 import { Ledger } from '../store/ledger.ts';
 import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
+import { KeyCreationStore } from '../store/key-creations.ts';
 import { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 import { TaskStore } from '../store/tasks.ts';
 import { webhookTaskQueue } from '../core/video-task.ts';
@@ -59,6 +60,7 @@ const stopSweeper = startSweeper({
   leases: new BudgetLeaseStore(database.db),
   rateLimitBlocks: new RateLimitBlockStore(database.db),
   idempotency: new IdempotencyStore(database.db),
+  keyCreations: new KeyCreationStore(database.db),
   cursors: new SweeperCursorStore(database.db),
   client: temporal.client,
   taskQueue: config.TEMPORAL_TASK_QUEUE,

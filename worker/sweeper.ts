@@ -5,6 +5,7 @@ import { UNANSWERED_SUBMISSION_GRACE_MS } from '../core/video-task.ts';
 import { closeAbandonedTask } from '../store/abandoned-tasks.ts';
 import type { BudgetLeaseStore } from '../store/budget-leases.ts';
 import type { IdempotencyStore } from '../store/idempotency.ts';
+import type { KeyCreationStore } from '../store/key-creations.ts';
 import type { Ledger } from '../store/ledger.ts';
 import type { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import type { TaskDocument, TaskStore } from '../store/tasks.ts';
@@ -28,8 +29,9 @@ import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 // unlike Cancel) would stay `running` with its money held: the sweeper starts a workflow that
 // closes it (terminated-runs.ts).
 // The same timer releases the spend leases of dead api processes (lease-sweeper.ts) and deletes
-// the rate-limit blocks of past minutes and Idempotency-Key records past their 24 hours
-// (FerretDB has no TTL indexes).
+// the rate-limit blocks of past minutes and Idempotency-Key records past their 24 hours, and
+// scrubs the sealed plaintexts of keys created under an Idempotency-Key once their 24 hours are
+// over (FerretDB has no TTL indexes).
 
 export interface SweeperOptions {
   tasks: TaskStore;
@@ -81,7 +83,7 @@ async function workflowExists(client: Client, workflowId: string): Promise<boole
   }
 }
 
-export type SweepOptions = SweeperOptions & { leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore; idempotency: IdempotencyStore; cursors: SweeperCursorStore };
+export type SweepOptions = SweeperOptions & { leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore; idempotency: IdempotencyStore; keyCreations: KeyCreationStore; cursors: SweeperCursorStore };
 
 /** One round of every sweep, each on its own: one that fails (Temporal unreachable for the
  * unstarted tasks, say) neither skips the others nor stops them at the next round. Resolves
@@ -92,6 +94,7 @@ export async function sweepOnce(options: SweepOptions, now = new Date()): Promis
     ['expired spend leases', () => sweepExpiredLeases(options)],
     ['rate-limit blocks of past minutes', () => options.rateLimitBlocks.deleteExpired(now)],
     ['expired Idempotency-Key records', () => options.idempotency.deleteExpired(now)],
+    ['key plaintexts kept past their time', () => options.keyCreations.scrubExpired(now)],
     ['unstarted tasks', () => sweepUnstartedTasks(options)],
     ['terminated runs', () => sweepTerminatedRuns(options, now)],
   ];

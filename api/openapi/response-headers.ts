@@ -29,6 +29,9 @@ const tokenLimits = {
   'x-ratelimit-reset-tokens': text('When the minute ends, e.g. `12s`.'),
 };
 
+/** Admin creations that answer a retry under their Idempotency-Key with what the first made. */
+const CREATIONS_REPLAYED = new Set(['createAccount', 'createKey']);
+
 /** On an answer replayed for a repeated Idempotency-Key (api/plugins/idempotency.ts). */
 const replayed = {
   'idempotent-replayed': { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } } satisfies Header,
@@ -76,7 +79,7 @@ export function withResponseHeaders<Document extends object>(document: Document)
           ...requestId,
           ...(path.startsWith('/v1/') && code !== 401 ? requestLimits : {}),
           ...(operation.operationId === 'createChatCompletion' && code !== 401 && code !== 404 ? tokenLimits : {}),
-          ...((IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200) || (operation.operationId === 'createAccount' && code === 201) ? replayed : {}),
+          ...((IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 200) || (CREATIONS_REPLAYED.has(operation.operationId ?? '') && code === 201) ? replayed : {}),
           // And on the 409 for a duplicate of an Idempotency-Key request still in progress.
           ...(code === 429 || code === 502 || code === 503 || (IDEMPOTENT_OPERATIONS.has(operation.operationId ?? '') && code === 409) ? retryAfter : {}),
           ...(UPSTREAM_OPERATIONS.has(operation.operationId ?? '') && (code === 429 || code === 502) ? retryAfterMs : {}),

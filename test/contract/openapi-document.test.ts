@@ -177,6 +177,7 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(headersOf('/v1/video/generations', 'post', '429'), ['retry-after', ...limits, 'x-request-id'].sort());
     assert.deepEqual(headersOf('/v1/models', 'get', '401'), ['x-request-id']);
     assert.deepEqual(headersOf('/admin/accounts', 'post', '201'), ['idempotent-replayed', 'x-request-id']);
+    assert.deepEqual(headersOf('/admin/accounts/{id}/keys', 'post', '201'), ['idempotent-replayed', 'x-request-id']);
 
     const account = await harness.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { name: 'headers' } });
     const key = await harness.app.inject({ method: 'POST', url: `/admin/accounts/${account.json().id}/keys`, headers: { authorization: `Bearer ${harness.config.ADMIN_TOKEN}` }, payload: { name: 'k' } });

@@ -8,6 +8,7 @@ import { TaskStore } from '../../store/tasks.ts';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { BudgetLeaseStore } from '../../store/budget-leases.ts';
 import { IdempotencyStore } from '../../store/idempotency.ts';
+import { KeyCreationStore } from '../../store/key-creations.ts';
 import { RateLimitBlockStore } from '../../store/rate-limit-blocks.ts';
 import { SweeperCursorStore } from '../../store/sweeper-cursors.ts';
 import { sweepOnce, sweepUnstartedTasks } from '../../worker/sweeper.ts';
@@ -119,7 +120,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     assert.equal((await stack.temporal.client.workflow.getHandle(good.taskId).result()).status, 'succeeded');
   });
 
-  it('clears expired records first, and stops at the first unstarted task when Temporal cannot be reached', async () => {
+  it('clears expired records (and scrubs key plaintexts past their time) first, and stops at the first unstarted task when Temporal cannot be reached', async () => {
     const { db } = stack.database;
     const stranded = await strandedTask('unreachable', true);
     const another = await strandedTask('unreachable too', true);
@@ -128,6 +129,12 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     await idempotency.claim({ id: 'sweeper-expired-key', fingerprint: 'f', taskId: 'task_x', now: past });
     const blocks = new RateLimitBlockStore(db);
     await blocks.collection.insertOne({ _id: 'requests:key_sweeper:1:100:0', expires_at: past });
+    const keyCreations = new KeyCreationStore(db);
+    const sealed = { account_id: 'acct_sweeper', key_id: 'key_sweeper', name: 'k', models: null, sealed_plaintext: 'sealed', created_at: past };
+    await keyCreations.collection.insertMany([
+      { ...sealed, _id: 'keycr_sweeper_past', sealed_until: new Date(past.getTime() + 3_600_000) },
+      { ...sealed, _id: 'keycr_sweeper_kept', sealed_until: new Date(Date.now() + 3_600_000) },
+    ]);
     // Nothing listens on port 1: every Temporal call fails (at once: the client's own retries,
     // about 20 s of them, would only slow the suite down).
     const unreachable = new Client({
@@ -136,7 +143,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     const lines: string[] = [];
     const failed = await sweepOnce({
       tasks: tasks(), ledger: ledger(), client: unreachable, taskQueue: stack.taskQueue, graceMs: 60_000, log: (line) => lines.push(line),
-      leases: new BudgetLeaseStore(db), rateLimitBlocks: blocks, idempotency, cursors: new SweeperCursorStore(db),
+      leases: new BudgetLeaseStore(db), rateLimitBlocks: blocks, idempotency, keyCreations, cursors: new SweeperCursorStore(db),
     });
     await unreachable.connection.close();
     // A task it could not start fails only that task; listing terminated runs needs Temporal.
@@ -147,5 +154,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     assert.equal(await tasks().workflowStarted(stranded.taskId), false);
     assert.equal(await idempotency.collection.countDocuments({ expires_at: { $lt: new Date() } }), 0, 'expired Idempotency-Key records deleted');
     assert.equal(await blocks.collection.countDocuments({ _id: 'requests:key_sweeper:1:100:0' }), 0, 'past blocks deleted');
+    const seals = await keyCreations.collection.find({ account_id: 'acct_sweeper' }).sort({ _id: 1 }).toArray();
+    assert.deepEqual(seals.map((record) => [record._id, record.sealed_plaintext]), [['keycr_sweeper_kept', 'sealed'], ['keycr_sweeper_past', null]], 'a key plaintext past its time scrubbed, its record kept');
   });
 });

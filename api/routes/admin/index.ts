@@ -11,6 +11,7 @@ import { adminTokenSecurity } from '../../openapi/security.ts';
 import type { AccountOnboarding } from '../../services/account-onboarding.ts';
 import { addCredits } from '../../services/credit-addition.ts';
 import type { CreditDeductions } from '../../services/credit-deduction.ts';
+import type { KeyCreation } from '../../services/key-creation.ts';
 import { accountIdParams, accountList, accountListQuery, accountView, accountWithKeysView, addCreditsBody, createAccountBody, deductCreditsBody, createdKeyView, createKeyBodyFor, unknownModels } from './schemas.ts';
 import { toAccountView, toKeyView } from './views.ts';
 import { listPage } from '../list-query.ts';
@@ -20,6 +21,7 @@ export interface AdminRouteOptions {
   apiKeys: ApiKeyStore;
   catalog: Catalog;
   onboarding: AccountOnboarding;
+  keyCreation: KeyCreation;
   deductions: CreditDeductions;
 }
 
@@ -32,12 +34,13 @@ function idempotencyKeyHeaders(effect: string) {
 
 const moneyMovementHeaders = idempotencyKeyHeaders('Makes a retry safe: the same key moves the money once; the same key with another amount is a 422.');
 const accountCreationHeaders = idempotencyKeyHeaders('Makes a retry safe: the same key creates the account once, for good (it never expires); the same key with another name, opening balance or email is a 422.');
+const keyCreationHeaders = idempotencyKeyHeaders('Makes a retry safe: the same key creates the API key once, and a retry within 24 hours gets its plaintext again; the same key with another name or other models is a 422.');
 
 function accountNotFound(id: string): GatewayError {
   return new GatewayError('resource_not_found', `No account with id '${id}'.`);
 }
 
-export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog, onboarding, deductions }) => {
+export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { accounts, apiKeys, catalog, onboarding, keyCreation, deductions }) => {
   app.addHook('onRequest', app.requireAdmin);
   // Answers carry a key's plaintext (shown once) or an account's webhook secret: no cache, in
   // between or at the client, may keep them.
@@ -128,21 +131,37 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     return toAccountView(await accounts.withAvailable(account));
   });
 
-  app.post('/accounts/:id/keys', { schema: { ...documented('createKey', 'Create an API key (its plaintext is shown only here)'), params: accountIdParams, body: createKeyBodyFor(catalog), response: { 201: createdKeyView, ...errorResponses(...BODY_ERRORS, 404, ...AUTHENTICATED_ERRORS) } } }, async (request, reply) => {
-    const account = await accounts.find(request.params.id);
-    if (!account) throw accountNotFound(request.params.id);
-    const models = request.body.models ?? null;
-    const refusal = unknownModels(catalog, models);
-    if (refusal) throw refusal;
-    const { key, plaintext } = await apiKeys.create({ accountId: account._id, name: request.body.name, models });
-    return reply.status(201).send({
-      id: key._id,
-      key: plaintext,
-      name: key.name,
-      models: key.models,
-      prefix: key.prefix,
-      last4: key.last4,
-      created_at: key.created_at.toISOString(),
-    });
-  });
+  app.post(
+    '/accounts/:id/keys',
+    {
+      schema: {
+        ...documented('createKey', 'Create an API key (its plaintext is shown only here)'),
+        description:
+          'With `Idempotency-Key`, a retry within 24 hours (after a timeout, say) answers the key the first request created, plaintext included, 201 with `idempotent-replayed: true`, and creates no other; the same key with another name or other models is a 422. After 24 hours, or once that key is revoked, a retry is a 409 naming the key.',
+        params: accountIdParams,
+        headers: keyCreationHeaders,
+        body: createKeyBodyFor(catalog),
+        response: { 201: createdKeyView, ...errorResponses(...BODY_ERRORS, 404, 409, 422, ...AUTHENTICATED_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const account = await accounts.find(request.params.id);
+      if (!account) throw accountNotFound(request.params.id);
+      const models = request.body.models ?? null;
+      const refusal = unknownModels(catalog, models);
+      if (refusal) throw refusal;
+      const idempotencyKey = request.headers['idempotency-key'];
+      const { key, plaintext, replayed } = await keyCreation.create({ accountId: account._id, name: request.body.name, models, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
+      if (replayed) reply.header('idempotent-replayed', 'true');
+      return reply.status(201).send({
+        id: key._id,
+        key: plaintext,
+        name: key.name,
+        models: key.models,
+        prefix: key.prefix,
+        last4: key.last4,
+        created_at: key.created_at.toISOString(),
+      });
+    },
+  );
 };
