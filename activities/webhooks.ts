@@ -106,5 +106,12 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
       if (result.retryAfterMs !== undefined) answer.retryAfterMs = result.retryAfterMs;
       return answer;
     },
+
+    /** The webhook given up after its last attempt was cut off (that attempt recorded nothing):
+     * the task reads `exhausted`, and the metric counts it once, for the alert. Retried until the
+     * store takes it. */
+    async markWebhookGivenUp(input: { taskId: string }): Promise<void> {
+      if (await deps.tasks.giveUpPendingWebhook(input.taskId)) webhookAttempts.inc({ outcome: 'exhausted' });
+    },
   };
 }

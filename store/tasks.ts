@@ -166,6 +166,12 @@ export class TaskStore {
     return { task: await this.find(taskId), changed: result.modifiedCount === 1 };
   }
 
+  /** Marks a webhook still pending as given up (its last attempt was cut off before it could
+   * record it); false when it was not pending. */
+  async giveUpPendingWebhook(taskId: string): Promise<boolean> {
+    return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': 'exhausted' } })).modifiedCount === 1;
+  }
+
   async recordWebhookAttempt(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<void> {
     await this.collection.updateOne({ _id: taskId }, { $push: { 'webhook.attempts': attempt }, $set: { 'webhook.state': state } });
   }

@@ -33,4 +33,7 @@ export const PATCHES = {
   /** Webhook attempts run on a queue of their own (core/video-task.ts webhookTaskQueue), not
    * beside the task's holds, submissions and status reads. */
   webhooksOwnQueue: 'webhooks-own-queue',
+  /** A webhook whose last attempt was cut off (a lost worker, a store it could not read) is
+   * recorded as given up, `exhausted`, rather than left `pending` for good. */
+  webhookGivenUpRecorded: 'webhook-given-up-recorded',
 } as const;

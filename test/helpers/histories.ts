@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { testTemporalAddress } from './engines.ts';
 
 export const HISTORY_FIXTURES = 'test/fixtures/histories';
@@ -23,7 +25,20 @@ export async function recordHistoryIfAsked(workflowId: string, scenario: string)
     if (Date.now() - started > 30_000) throw new Error(`${workflowId} still runs after 30 s: record a finished workflow`);
   }
   const json = execFileSync(cli, ['workflow', 'show', '--workflow-id', workflowId, '--address', testTemporalAddress(), '--output', 'json'], { encoding: 'utf8' });
-  const file = path.join(HISTORY_FIXTURES, `${scenario}.${tag}.json`);
+  writeFixture(path.join(HISTORY_FIXTURES, `${scenario}.${tag}.json`), json);
+}
+
+/** recordHistoryIfAsked for a workflow of the time-skipping test server, which the CLI does not
+ * reach: its history is fetched through the client and written in the same JSON form. */
+export async function recordFetchedHistoryIfAsked(client: Client, workflowId: string, scenario: string): Promise<void> {
+  if (process.env.FRAMEGATE_RECORD_HISTORIES !== '1') return;
+  const tag = process.env.FRAMEGATE_RECORD_HISTORIES_TAG ?? new Date().toISOString().slice(0, 10);
+  const handle = client.workflow.getHandle(workflowId);
+  await handle.result();
+  writeFixture(path.join(HISTORY_FIXTURES, `${scenario}.${tag}.json`), historyToJSON(await handle.fetchHistory()));
+}
+
+function writeFixture(file: string, json: string): void {
   try {
     writeFileSync(file, json, { flag: 'wx' });
   } catch (error) {

@@ -8,15 +8,17 @@ export interface ReceivedWebhook {
 }
 
 /** A real HTTP receiver on loopback. `answers` are the statuses to reply with, in order; the
- * last one repeats. Each answer may carry extra headers (Retry-After, Location). */
-export async function startWebhookReceiver(answers: Array<number | { status: number; headers?: Record<string, string> }> = [200]) {
+ * last one repeats. Each answer may carry extra headers (Retry-After, Location). `beforeAnswer`
+ * runs before each answer, with the number of deliveries received so far. */
+export async function startWebhookReceiver(answers: Array<number | { status: number; headers?: Record<string, string> }> = [200], beforeAnswer?: (received: number) => Promise<void>) {
   const received: ReceivedWebhook[] = [];
   const waiters: Array<() => void> = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
+    request.on('end', async () => {
       received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      await beforeAnswer?.(received.length);
       const answer = answers[Math.min(received.length - 1, answers.length - 1)]!;
       const { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
       response.writeHead(status, headers).end(status < 300 ? 'ok' : 'not ok');

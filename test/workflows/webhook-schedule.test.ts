@@ -14,6 +14,7 @@ import { TaskStore } from '../../store/tasks.ts';
 import { createVideoWorker, type VideoWorker } from '../../worker/create-worker.ts';
 import type { videoTaskWorkflow } from '../../workflows/video-task.ts';
 import { temporalTestServerPath, testDatabase, uniqueName } from '../helpers/engines.ts';
+import { recordFetchedHistoryIfAsked } from '../helpers/histories.ts';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 // The whole webhook retry schedule (hours of durable timers) runs in seconds on the Java
@@ -54,9 +55,10 @@ describe('webhook delivery schedule (time-skipping server)', () => {
   });
 
   /** Stores a task the way the api does (snapshot + hold) and runs its workflow to the end. */
-  async function runTask(callbackUrl: string) {
+  async function runTask(callbackUrl: string, withAccount?: (accountId: string) => void) {
     const accounts = new AccountStore(database.db);
     const account = await accounts.create({ name: 'hooks', balanceMicros: 1_000_000 });
+    withAccount?.(account._id);
     const taskId = newId('task');
     const input: VideoTaskWorkflowInput = {
       taskId,
@@ -84,7 +86,7 @@ describe('webhook delivery schedule (time-skipping server)', () => {
       .filter((seconds) => seconds !== undefined && seconds !== null)
       .map(Number);
     const task = await new TaskStore(database.db).find(taskId);
-    return { result, timerSeconds, task, account };
+    return { result, timerSeconds, task, account, workflowId: taskId };
   }
 
   it('retries a receiver that keeps failing on the published schedule, then gives up (exhausted)', async () => {
@@ -104,6 +106,28 @@ describe('webhook delivery schedule (time-skipping server)', () => {
       assert.equal(task?.webhook?.state, 'exhausted');
       assert.equal(task?.webhook?.attempts.length, 10);
       assert.ok(task?.webhook?.attempts.every((attempt) => attempt.status === 500 && attempt.outcome === 'retry'));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('records a webhook whose last attempt was cut off as given up (exhausted), not pending for good', async () => {
+    const counted = async () => (await webhookAttempts.get()).values.find((value) => value.labels.outcome === 'exhausted')?.value ?? 0;
+    const exhaustedBefore = await counted();
+    // The ninth answer takes the account away: the tenth attempt cannot read its secrets and
+    // fails as a lost worker's would, recording nothing itself.
+    let accountId = '';
+    const receiver = await startWebhookReceiver([500], async (received) => {
+      if (received === WEBHOOK_RETRY_SCHEDULE_SECONDS.length - 1) await database.db.collection('accounts').deleteOne({ _id: accountId as never });
+    });
+    try {
+      const { result, task, workflowId } = await runTask(receiver.url, (account) => (accountId = account));
+      assert.equal(result.webhook, 'exhausted');
+      assert.equal(receiver.received.length, WEBHOOK_RETRY_SCHEDULE_SECONDS.length - 1);
+      assert.equal(task?.webhook?.attempts.length, WEBHOOK_RETRY_SCHEDULE_SECONDS.length - 1, 'the cut-off attempt records nothing');
+      assert.equal(task?.webhook?.state, 'exhausted');
+      assert.equal((await counted()) - exhaustedBefore, 1, 'counted once, for the alert');
+      await recordFetchedHistoryIfAsked(environment.client, workflowId, 'video-task-webhook-last-attempt-cut-off');
     } finally {
       await receiver.close();
     }
