@@ -197,7 +197,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
   const onboarding = new AccountOnboarding({ accounts, credentials: new ConsoleCredentialStore(database.db) });
   const deductions = new CreditDeductions(accounts, budgets);
-  const keyCreation = new KeyCreation({ apiKeys, creations: new KeyCreationStore(database.db) });
+  // Without an ADMIN_TOKEN the admin API refuses every request, so no key is created here.
+  const keyCreation = new KeyCreation({ apiKeys, creations: new KeyCreationStore(database.db) }, config.ADMIN_TOKEN ?? '');
   await app.register(adminRoutes, { prefix: '/admin', accounts, apiKeys, catalog, onboarding, keyCreation, deductions });
   const rateLimitSettings = new RateLimitSettings({ accounts, apiKeys, limiter });
   await app.register(adminKeyRoutes, { prefix: '/admin', apiKeys, catalog });

@@ -1,15 +1,16 @@
-import { createCipheriv, createDecipheriv, randomBytes, scrypt } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, randomBytes, scrypt } from 'node:crypto';
 
 // An API key's plaintext is shown once, in the answer to its creation, and the store keeps only
 // its hash. A creation under an Idempotency-Key must still answer a retry with the same
 // plaintext: the caller retries because the first answer never reached it. So the plaintext is
-// kept for a while sealed (AES-256-GCM) under a key derived from the Idempotency-Key itself,
-// which the store never holds: only a caller who knows the Idempotency-Key can open it.
+// kept for a while sealed (AES-256-GCM) under a key the store never holds, derived from the
+// ADMIN_TOKEN (the server's secret, which whoever may create keys holds anyway) and the
+// Idempotency-Key. A copy of the store alone opens nothing.
 //
-// The derivation is scrypt, salted with the account: someone who reads the store and guesses at
-// Idempotency-Keys pays a scrypt per guess and account. The record's id comes from the same
-// derivation (another part of its output), so it offers no cheaper test of a guess than the seal
-// does. A random Idempotency-Key (a UUID) leaves nothing to guess.
+// The derivation is scrypt, salted with the account, so a copy of the store is no fast oracle
+// for guessing the ADMIN_TOKEN offline either: each guess costs a scrypt. The record's id comes
+// from the account and the Idempotency-Key alone, so a retry finds its record after the
+// ADMIN_TOKEN changed (and is told its plaintext can no longer be opened).
 
 // 16 MiB and about 50 ms here: an admin route, rarely called, within Node's default maxmem.
 const COST = { N: 2 ** 14, r: 8, p: 1 } as const;
@@ -23,12 +24,10 @@ export interface CreationSecrets {
   sealKey: Buffer;
 }
 
-export function creationSecrets(accountId: string, idempotencyKey: string): Promise<CreationSecrets> {
+export function creationSecrets(accountId: string, idempotencyKey: string, serverSecret: string): Promise<CreationSecrets> {
+  const recordId = `keycr_${hash('sha256', `${accountId}\u0000${idempotencyKey}`, 'hex').slice(0, 48)}`;
   return new Promise((resolve, reject) => {
-    scrypt(idempotencyKey, `framegate key creation\u0000${accountId}`, 64, COST, (error, derived) => {
-      if (error) return reject(error);
-      resolve({ recordId: `keycr_${derived.subarray(0, 24).toString('hex')}`, sealKey: derived.subarray(32, 64) });
-    });
+    scrypt(`${serverSecret}\u0000${idempotencyKey}`, `framegate key creation\u0000${accountId}`, 32, COST, (error, sealKey) => (error ? reject(error) : resolve({ recordId, sealKey })));
   });
 }
 
@@ -42,11 +41,16 @@ export function sealPlaintext(plaintext: string, secrets: CreationSecrets): stri
   return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64');
 }
 
-/** The plaintext of a seal made with these secrets; throws when they are not the ones. */
-export function openSealedPlaintext(sealed: string, secrets: CreationSecrets): string {
+/** The plaintext of a seal made with these secrets; null when they are not the ones (the
+ * ADMIN_TOKEN changed since it was sealed). */
+export function openSealedPlaintext(sealed: string, secrets: CreationSecrets): string | null {
   const bytes = Buffer.from(sealed, 'base64');
   const decipher = createDecipheriv('aes-256-gcm', secrets.sealKey, bytes.subarray(0, IV_BYTES));
   decipher.setAAD(Buffer.from(secrets.recordId));
   decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-  return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  try {
+    return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  } catch {
+    return null;
+  }
 }

@@ -4,9 +4,10 @@ import { isDuplicateKey } from './duplicate-keys.ts';
 // The records of API keys created under an Idempotency-Key (POST /admin/accounts/{id}/keys):
 // one per account and Idempotency-Key, whose insert is the claim (a unique _id, atomic on
 // FerretDB and MongoDB alike). It names the key it made and holds the key's plaintext, sealed
-// under the Idempotency-Key (core/sealed-key-plaintext.ts), for PLAINTEXT_KEPT_MS; then the
-// worker's sweeper scrubs the seal (FerretDB has no TTL indexes) and the record stays, so a
-// retry after that is told which key it made rather than given a second one.
+// under the ADMIN_TOKEN and the Idempotency-Key (core/sealed-key-plaintext.ts), for
+// PLAINTEXT_KEPT_MS; then the worker's sweeper scrubs the seal (FerretDB has no TTL indexes).
+// The record itself stays for good, so a retry after that is told which key it made rather than
+// given a second one; nothing deletes a record, so no delete can race a claim or a scrub.
 
 export const PLAINTEXT_KEPT_MS = 24 * 60 * 60 * 1_000;
 
@@ -37,21 +38,22 @@ export class KeyCreationStore {
   }
 
   /** 'claimed' when this record is now the creation's; else the record a try under the same
-   * key claimed before (null when it was forgotten meanwhile: claim again). */
-  async claim(record: KeyCreationRecord): Promise<'claimed' | KeyCreationRecord | null> {
+   * key claimed before (records are never deleted, so it is there). */
+  async claim(record: KeyCreationRecord): Promise<'claimed' | KeyCreationRecord> {
     try {
       await this.collection.insertOne(record);
       return 'claimed';
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
     }
-    return this.collection.findOne({ _id: record._id });
+    const existing = await this.collection.findOne({ _id: record._id });
+    if (!existing) throw new Error(`the key creation record ${record._id} was refused as a duplicate, and is not there`);
+    return existing;
   }
 
-  /** Forgets a record whose key was never made and whose plaintext is gone (its creation died
-   * halfway, more than PLAINTEXT_KEPT_MS ago), so the key can be created afresh. */
-  async forget(record: KeyCreationRecord): Promise<void> {
-    await this.collection.deleteOne({ _id: record._id, created_at: record.created_at });
+  /** Scrubs one record's seal (a retry found it past its time before the sweeper did). */
+  async scrub(id: string): Promise<void> {
+    await this.collection.updateOne({ _id: id }, { $set: { sealed_plaintext: null } });
   }
 
   /** Scrubs the seals past their time; the number scrubbed. */

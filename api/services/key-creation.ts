@@ -8,7 +8,8 @@ import { PLAINTEXT_KEPT_MS, type KeyCreationRecord, type KeyCreationStore } from
 // creation whose answer was lost (a timeout, a dropped connection, a process that died halfway)
 // gets the key the first try made, its plaintext included, rather than a second key nobody
 // holds the plaintext of. The plaintext can be answered twice only because the creation's
-// record keeps it sealed under the Idempotency-Key, for PLAINTEXT_KEPT_MS (store/key-creations.ts).
+// record keeps it sealed for PLAINTEXT_KEPT_MS (store/key-creations.ts), under a key derived
+// from the ADMIN_TOKEN and the Idempotency-Key (core/sealed-key-plaintext.ts).
 
 export interface CreatedKey {
   key: ApiKeyDocument;
@@ -17,39 +18,37 @@ export interface CreatedKey {
 }
 
 export class KeyCreation {
-  constructor(private readonly stores: { apiKeys: ApiKeyStore; creations: KeyCreationStore }) {}
+  /** `serverSecret`: the ADMIN_TOKEN, which seals and opens the plaintexts kept for retries. */
+  constructor(
+    private readonly stores: { apiKeys: ApiKeyStore; creations: KeyCreationStore },
+    private readonly serverSecret: string,
+  ) {}
 
   /** A new key of the account; under an Idempotency-Key, the one a try under the same key made,
    * `replayed` (422 when it asked for another name or other models; 409 when that key was
-   * revoked since, or its plaintext is no longer kept). */
+   * revoked since, or its plaintext can no longer be shown). */
   async create(input: { accountId: string; name: string; models: string[] | null; idempotencyKey?: string }): Promise<CreatedKey> {
     // Each model once, however often the request named it.
     const models = input.models ? [...new Set(input.models)] : null;
     if (input.idempotencyKey === undefined) return this.stores.apiKeys.create({ accountId: input.accountId, name: input.name, models });
-    const secrets = await creationSecrets(input.accountId, input.idempotencyKey);
-    // A second round only when the record found was forgotten meanwhile (see below).
-    for (let round = 0; round < 3; round++) {
-      const generated = generateApiKey();
-      const now = new Date();
-      const record: KeyCreationRecord = {
-        _id: secrets.recordId,
-        account_id: input.accountId,
-        key_id: keyIdForHash(generated.hash),
-        name: input.name,
-        models,
-        sealed_plaintext: sealPlaintext(generated.plaintext, secrets),
-        created_at: now,
-        sealed_until: new Date(now.getTime() + PLAINTEXT_KEPT_MS),
-      };
-      const claim = await this.stores.creations.claim(record);
-      // The record goes first: a try that dies before the key is made leaves what a retry needs
-      // to make that very key.
-      if (claim === 'claimed') return this.made(record, generated.plaintext);
-      if (claim === null) continue;
-      const replayed = await this.replay(claim, { name: input.name, models }, secrets);
-      if (replayed) return replayed;
-    }
-    throw new Error(`could not claim the key creation record ${secrets.recordId}`);
+    const secrets = await creationSecrets(input.accountId, input.idempotencyKey, this.serverSecret);
+    const generated = generateApiKey();
+    const now = new Date();
+    const record: KeyCreationRecord = {
+      _id: secrets.recordId,
+      account_id: input.accountId,
+      key_id: keyIdForHash(generated.hash),
+      name: input.name,
+      models,
+      sealed_plaintext: sealPlaintext(generated.plaintext, secrets),
+      created_at: now,
+      sealed_until: new Date(now.getTime() + PLAINTEXT_KEPT_MS),
+    };
+    // The record goes first: a try that dies before the key is made leaves what a retry needs
+    // to make that very key.
+    const claim = await this.stores.creations.claim(record);
+    if (claim === 'claimed') return this.made(record, generated.plaintext);
+    return this.replay(claim, { name: input.name, models }, secrets);
   }
 
   /** The key of the record, made now if no try made it yet. */
@@ -57,40 +56,38 @@ export class KeyCreation {
     return this.stores.apiKeys.create({ accountId: record.account_id, name: record.name, models: record.models, plaintext, createdAt: record.created_at });
   }
 
-  /** The key a try under the same Idempotency-Key made (or, when it died before, makes it now);
-   * null when that try left nothing to go on (no key, no plaintext): then the record is
-   * forgotten, and this creation starts afresh. */
-  private async replay(record: KeyCreationRecord, asked: { name: string; models: string[] | null }, secrets: CreationSecrets): Promise<CreatedKey | null> {
+  /** The key a try under the same Idempotency-Key made, or, when it died before, makes it now. */
+  private async replay(record: KeyCreationRecord, asked: { name: string; models: string[] | null }, secrets: CreationSecrets): Promise<CreatedKey> {
     if (!sameKeyAsked(record, asked)) {
       throw new GatewayError('idempotency_mismatch', 'This Idempotency-Key already created a key with another name or other models. Use a new key for a new request.', 'Idempotency-Key');
     }
-    const [key, plaintext] = [await this.stores.apiKeys.find(record.key_id), keptPlaintext(record, secrets)];
-    if (key?.revoked_at) {
-      throw new GatewayError('conflict', `This Idempotency-Key created the key '${record.key_id}', which was revoked since. Create a new key under a new Idempotency-Key.`, 'Idempotency-Key');
+    const found = await this.stores.apiKeys.find(record.key_id);
+    if (found?.revoked_at) throw revokedSince(record);
+    const kept = record.sealed_plaintext !== null && record.sealed_until.getTime() > Date.now();
+    if (!kept) {
+      // Scrubbed here already, not only by the worker's next sweep.
+      if (record.sealed_plaintext !== null) await this.stores.creations.scrub(record._id);
+      throw new GatewayError('conflict', found ? `This Idempotency-Key created the key '${record.key_id}' at ${record.created_at.toISOString()}; its plaintext is kept for 24 hours only, so it cannot be shown again. ${REVOKE_AND_RENEW}` : `This Idempotency-Key began a key creation at ${record.created_at.toISOString()} that never finished, and its 24 hours are over. Create the key under a new Idempotency-Key.`, 'Idempotency-Key');
     }
+    const plaintext = openSealedPlaintext(record.sealed_plaintext!, secrets);
     if (plaintext === null) {
-      if (!key) {
-        await this.stores.creations.forget(record);
-        return null;
-      }
-      throw new GatewayError(
-        'conflict',
-        `This Idempotency-Key created the key '${record.key_id}' at ${record.created_at.toISOString()}; its plaintext is kept for 24 hours only, so it cannot be shown again. Revoke that key if its plaintext never reached you, and create a new one under a new Idempotency-Key.`,
-        'Idempotency-Key',
-      );
+      throw new GatewayError('conflict', `This Idempotency-Key created the key '${record.key_id}' under another ADMIN_TOKEN, which sealed its plaintext, so it cannot be shown again. ${REVOKE_AND_RENEW}`, 'Idempotency-Key');
     }
-    return { ...(key ? { key, plaintext } : await this.made(record, plaintext)), replayed: true };
+    const key = found ?? (await this.made(record, plaintext)).key;
+    // Revoked while this ran (or a try made the key and it was revoked before this one found it).
+    if (key.revoked_at) throw revokedSince(record);
+    return { key, plaintext, replayed: true };
   }
+}
+
+const REVOKE_AND_RENEW = 'Revoke that key if its plaintext never reached you, and create a new one under a new Idempotency-Key.';
+
+function revokedSince(record: KeyCreationRecord): GatewayError {
+  return new GatewayError('conflict', `This Idempotency-Key created the key '${record.key_id}', which was revoked since. Create a new key under a new Idempotency-Key.`, 'Idempotency-Key');
 }
 
 /** The same name and the same models, in any order. */
 function sameKeyAsked(record: KeyCreationRecord, asked: { name: string; models: string[] | null }): boolean {
   const sorted = (models: string[] | null) => (models === null ? null : JSON.stringify([...models].sort()));
   return record.name === asked.name && sorted(record.models) === sorted(asked.models);
-}
-
-/** The record's plaintext while it is kept (the sweeper scrubs it a little after its time). */
-function keptPlaintext(record: KeyCreationRecord, secrets: CreationSecrets): string | null {
-  if (record.sealed_plaintext === null || record.sealed_until.getTime() <= Date.now()) return null;
-  return openSealedPlaintext(record.sealed_plaintext, secrets);
 }

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { generateApiKey } from '../../core/api-keys.ts';
 import { creationSecrets, openSealedPlaintext, sealPlaintext } from '../../core/sealed-key-plaintext.ts';
-import { keyIdForHash } from '../../store/api-keys.ts';
+import { GatewayError } from '../../core/errors.ts';
+import { KeyCreation } from '../../api/services/key-creation.ts';
+import { ApiKeyStore, keyIdForHash } from '../../store/api-keys.ts';
 import { KeyCreationStore, PLAINTEXT_KEPT_MS } from '../../store/key-creations.ts';
-import { adminHeaders, bearer, createAccount, startTestApp, type TestApp } from '../helpers/app.ts';
+import { adminHeaders, bearer, createAccount, startTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 
 // POST /admin/accounts/{id}/keys under an Idempotency-Key: a retry gets the key the first try
 // made, plaintext included, for 24 hours.
@@ -38,13 +40,13 @@ describe('key creation under an Idempotency-Key', () => {
     assert.equal(await keysNamed(account.id, 'ci'), 1);
     assert.ok(await authenticates(retried.json().key));
 
-    // The store holds no plaintext, and the seal opens only under the Idempotency-Key.
+    // The store holds no plaintext; the seal opens only with the ADMIN_TOKEN and the Idempotency-Key.
     const [record] = await creations.collection.find({ account_id: account.id }).toArray();
     assert.ok(record && !JSON.stringify(record).includes(first.json().key), 'the plaintext is stored sealed only');
     assert.equal(record.key_id, first.json().id);
-    assert.equal(openSealedPlaintext(record.sealed_plaintext!, await creationSecrets(account.id, idempotencyKey)), first.json().key);
-    assert.throws(() => openSealedPlaintext(record.sealed_plaintext!, { recordId: record._id, sealKey: Buffer.alloc(32) }));
-    await assert.rejects(async () => openSealedPlaintext(record.sealed_plaintext!, await creationSecrets(account.id, `${idempotencyKey}x`)));
+    assert.equal(openSealedPlaintext(record.sealed_plaintext!, await creationSecrets(account.id, idempotencyKey, TEST_ADMIN_TOKEN)), first.json().key);
+    assert.equal(openSealedPlaintext(record.sealed_plaintext!, await creationSecrets(account.id, idempotencyKey, 'a guess at the admin token')), null);
+    assert.equal(openSealedPlaintext(record.sealed_plaintext!, await creationSecrets(account.id, `${idempotencyKey}x`, TEST_ADMIN_TOKEN)), null);
 
     // The Idempotency-Key is the account's: another account's request under it is its own.
     const other = await createAccount(harness.app, { name: 'Key retries, another account' });
@@ -81,28 +83,36 @@ describe('key creation under an Idempotency-Key', () => {
     const account = await createAccount(harness.app, { name: 'Key after a crash' });
     const idempotencyKey = `key-${crypto.randomUUID()}`;
     // What a try leaves when its process dies between the record and the key.
-    const secrets = await creationSecrets(account.id, idempotencyKey);
+    const secrets = await creationSecrets(account.id, idempotencyKey, TEST_ADMIN_TOKEN);
     const generated = generateApiKey();
     const createdAt = new Date(Date.now() - 60_000);
     await creations.claim({ _id: secrets.recordId, account_id: account.id, key_id: keyIdForHash(generated.hash), name: 'resumed', models: null, sealed_plaintext: sealPlaintext(generated.plaintext, secrets), created_at: createdAt, sealed_until: new Date(createdAt.getTime() + PLAINTEXT_KEPT_MS) });
     assert.equal(await authenticates(generated.plaintext), false);
 
-    const retried = await create(account.id, { name: 'resumed' }, idempotencyKey);
-    assert.equal(retried.statusCode, 201, retried.body);
-    assert.equal(retried.headers['idempotent-replayed'], 'true');
-    assert.deepEqual([retried.json().key, retried.json().id, retried.json().created_at], [generated.plaintext, keyIdForHash(generated.hash), createdAt.toISOString()]);
+    // Four retries at once, each finding the key still to make: one key, the same for all.
+    const retries = await Promise.all([0, 1, 2, 3].map(() => create(account.id, { name: 'resumed' }, idempotencyKey)));
+    assert.deepEqual(retries.map((retried) => retried.statusCode), [201, 201, 201, 201], retries.map((retried) => retried.body).join('\n'));
+    for (const retried of retries) {
+      assert.equal(retried.headers['idempotent-replayed'], 'true');
+      assert.deepEqual([retried.json().key, retried.json().id, retried.json().created_at], [generated.plaintext, keyIdForHash(generated.hash), createdAt.toISOString()]);
+    }
+    assert.equal(await keysNamed(account.id, 'resumed'), 1);
     assert.ok(await authenticates(generated.plaintext));
+    // Retries at once rarely meet at the key's insert: the one that comes second gets the key
+    // the first inserted, not a duplicate-key error.
+    const again = await new ApiKeyStore(harness.database.db).create({ accountId: account.id, name: 'resumed', models: null, plaintext: generated.plaintext, createdAt });
+    assert.deepEqual([again.key._id, again.plaintext], [keyIdForHash(generated.hash), generated.plaintext]);
 
-    // One that died more than 24 hours ago left nothing to go on: the retry starts afresh.
+    // One that died more than 24 hours ago left no plaintext to make the key with: a 409, and
+    // still no key.
     const deadKey = `${idempotencyKey}-long-dead`;
-    const dead = await creationSecrets(account.id, deadKey);
+    const dead = await creationSecrets(account.id, deadKey, TEST_ADMIN_TOKEN);
     const longAgo = new Date(Date.now() - 2 * PLAINTEXT_KEPT_MS);
-    await creations.claim({ _id: dead.recordId, account_id: account.id, key_id: 'key_never_made', name: 'afresh', models: null, sealed_plaintext: null, created_at: longAgo, sealed_until: new Date(longAgo.getTime() + PLAINTEXT_KEPT_MS) });
-    const afresh = await create(account.id, { name: 'afresh' }, deadKey);
-    assert.equal(afresh.statusCode, 201, afresh.body);
-    assert.equal(afresh.headers['idempotent-replayed'], undefined);
-    assert.ok(await authenticates(afresh.json().key));
-    assert.equal((await creations.collection.findOne({ _id: dead.recordId }))?.key_id, afresh.json().id);
+    await creations.claim({ _id: dead.recordId, account_id: account.id, key_id: 'key_never_made', name: 'unfinished', models: null, sealed_plaintext: null, created_at: longAgo, sealed_until: new Date(longAgo.getTime() + PLAINTEXT_KEPT_MS) });
+    const unfinished = await create(account.id, { name: 'unfinished' }, deadKey);
+    assert.deepEqual(refusal(unfinished), [409, 'conflict', 'Idempotency-Key']);
+    assert.match(unfinished.json().error.message, /never finished/);
+    assert.equal(await keysNamed(account.id, 'unfinished'), 0);
   });
 
   it('tells a retry which key it made once the key is revoked or its plaintext no longer kept (409)', async () => {
@@ -118,16 +128,37 @@ describe('key creation under an Idempotency-Key', () => {
     // Past its 24 hours, before the sweeper scrubbed it, and after.
     const lateKey = `key-${crypto.randomUUID()}`;
     const late = (await create(account.id, { name: 'late' }, lateKey)).json();
-    const { recordId } = await creationSecrets(account.id, lateKey);
+    const { recordId } = await creationSecrets(account.id, lateKey, TEST_ADMIN_TOKEN);
     await creations.collection.updateOne({ _id: recordId }, { $set: { sealed_until: new Date(Date.now() - 1_000) } });
     const overdue = await create(account.id, { name: 'late' }, lateKey);
     assert.deepEqual(refusal(overdue), [409, 'conflict', 'Idempotency-Key']);
     assert.match(overdue.json().error.message, new RegExp(`'${late.id}'.*24 hours`));
     assert.ok(!overdue.body.includes(late.key));
+    assert.equal((await creations.collection.findOne({ _id: recordId }))?.sealed_plaintext, null, 'scrubbed by the retry that found it overdue');
+    // The sweeper scrubs the others past their time.
+    const sweptKey = `key-${crypto.randomUUID()}`;
+    assert.equal((await create(account.id, { name: 'swept' }, sweptKey)).statusCode, 201);
+    const swept = (await creationSecrets(account.id, sweptKey, TEST_ADMIN_TOKEN)).recordId;
+    await creations.collection.updateOne({ _id: swept }, { $set: { sealed_until: new Date(Date.now() - 1_000) } });
     assert.ok((await creations.scrubExpired(new Date())) >= 1);
-    assert.equal((await creations.collection.findOne({ _id: recordId }))?.sealed_plaintext, null);
+    assert.equal((await creations.collection.findOne({ _id: swept }))?.sealed_plaintext, null);
     assert.deepEqual(refusal(await create(account.id, { name: 'late' }, lateKey)), [409, 'conflict', 'Idempotency-Key']);
     assert.equal(await keysNamed(account.id, 'late'), 1);
     assert.ok(await authenticates(late.key), 'the key itself still works');
+  });
+
+  it('cannot show the plaintext again once the ADMIN_TOKEN changed, and says so (409)', async () => {
+    const account = await createAccount(harness.app, { name: 'Key retries after a token change' });
+    const idempotencyKey = `key-${crypto.randomUUID()}`;
+    const first = (await create(account.id, { name: 'rotated' }, idempotencyKey)).json();
+    // An api process started with another ADMIN_TOKEN, over the same store.
+    const rotated = new KeyCreation({ apiKeys: new ApiKeyStore(harness.database.db), creations }, 'another admin token, after a rotation');
+    await assert.rejects(rotated.create({ accountId: account.id, name: 'rotated', models: null, idempotencyKey }), (error: unknown) => {
+      assert.ok(error instanceof GatewayError);
+      assert.equal(error.code, 'conflict');
+      assert.match(error.message, new RegExp(`'${first.id}'.*another ADMIN_TOKEN`));
+      return true;
+    });
+    assert.equal(await keysNamed(account.id, 'rotated'), 1);
   });
 });
