@@ -45,14 +45,14 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
   /** The attempt on the task's record, tried a few times. It never fails the activity: the
    * receiver has had its answer, and an error here would make a delivered webhook a retry,
    * sent again at every later slot. */
-  async function record(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<void> {
+  async function record(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<'recorded' | 'given up before' | 'unrecorded'> {
     for (let index = 0; ; index++) {
       try {
-        return await deps.tasks.recordWebhookAttempt(taskId, attempt, state);
+        return (await deps.tasks.recordWebhookAttempt(taskId, attempt, state)) === 'exhausted' ? 'given up before' : 'recorded';
       } catch (error) {
         if (index >= RECORD_RETRY_MS.length) {
           warn('could not record a webhook attempt; the delivery stands', { taskId, attempt: attempt.attempt, outcome: attempt.outcome, error: String(error) });
-          return;
+          return 'unrecorded';
         }
         await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS[index]));
       }
@@ -94,22 +94,25 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
         dispatcher: deps.dispatcher,
         ...(deps.timeoutMs !== undefined ? { timeoutMs: deps.timeoutMs } : {}),
       });
-      // The last attempt's failure is the webhook given up: counted apart, for an alert.
-      webhookAttempts.inc({ outcome: result.outcome === 'retry' && input.lastAttempt ? 'exhausted' : result.outcome });
+      const givenUp = result.outcome === 'retry' && input.lastAttempt;
+      if (!givenUp) webhookAttempts.inc({ outcome: result.outcome });
       const attempt: WebhookAttempt = { attempt: input.attempt, at: sentAt, outcome: result.outcome, duration_ms: result.durationMs };
       if (result.status !== undefined) attempt.status = result.status;
       if (result.error !== undefined) attempt.error = result.error;
       if (result.detail !== undefined) warn('webhook destination refused', { taskId: task._id, detail: result.detail });
       const state = result.outcome === 'retry' ? (input.lastAttempt ? 'exhausted' : 'pending') : result.outcome;
-      await record(task._id, attempt, state);
+      const recorded = await record(task._id, attempt, state);
+      // The last attempt's failure is the webhook given up: counted apart, for an alert, and once,
+      // by the write that gave it up (this one, or the workflow's markWebhookGivenUp after it).
+      if (givenUp && recorded === 'recorded') webhookAttempts.inc({ outcome: 'exhausted' });
       const answer: { outcome: WebhookAttempt['outcome']; retryAfterMs?: number } = { outcome: result.outcome };
       if (result.retryAfterMs !== undefined) answer.retryAfterMs = result.retryAfterMs;
       return answer;
     },
 
-    /** The webhook given up after its last attempt was cut off (that attempt recorded nothing):
-     * the task reads `exhausted`, and the metric counts it once, for the alert. Retried until the
-     * store takes it. */
+    /** The webhook given up, after the last attempt: when that attempt was cut off or could not
+     * record itself, the task reads `exhausted` from here, and the metric counts it once, for the
+     * alert; otherwise nothing. Retried until the store takes it. */
     async markWebhookGivenUp(input: { taskId: string }): Promise<void> {
       if (await deps.tasks.giveUpPendingWebhook(input.taskId)) webhookAttempts.inc({ outcome: 'exhausted' });
     },

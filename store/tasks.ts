@@ -172,8 +172,12 @@ export class TaskStore {
     return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': 'exhausted' } })).modifiedCount === 1;
   }
 
-  async recordWebhookAttempt(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<void> {
-    await this.collection.updateOne({ _id: taskId }, { $push: { 'webhook.attempts': attempt }, $set: { 'webhook.state': state } });
+  /** Adds the attempt and sets the webhook's state; the state it had before (undefined for a
+   * task gone), so a webhook given up is counted once by whichever write gave it up. */
+  async recordWebhookAttempt(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<NonNullable<TaskDocument['webhook']>['state'] | undefined> {
+    // No projection: FerretDB 1.24 refuses findAndModify's `fields` ("not implemented yet").
+    const before = await this.collection.findOneAndUpdate({ _id: taskId }, { $push: { 'webhook.attempts': attempt }, $set: { 'webhook.state': state } }, { returnDocument: 'before' });
+    return before?.webhook?.state;
   }
 
   /** The newest tasks of an account (or of one of its keys; created in a span of time), newest

@@ -33,7 +33,8 @@ export const PATCHES = {
   /** Webhook attempts run on a queue of their own (core/video-task.ts webhookTaskQueue), not
    * beside the task's holds, submissions and status reads. */
   webhooksOwnQueue: 'webhooks-own-queue',
-  /** A webhook whose last attempt was cut off (a lost worker, a store it could not read) is
-   * recorded as given up, `exhausted`, rather than left `pending` for good. */
+  /** A webhook given up is recorded `exhausted` by the workflow too, after the last attempt: one
+   * whose last attempt was cut off (a lost worker, a store it could not read) or could not record
+   * itself was left `pending` for good. */
   webhookGivenUpRecorded: 'webhook-given-up-recorded',
 } as const;

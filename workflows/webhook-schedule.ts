@@ -21,7 +21,6 @@ export async function deliverWebhook(taskId: string): Promise<NonNullable<VideoT
   // status reads of every other account needed.
   const webhookDelivery = patched(PATCHES.webhooksOwnQueue) ? proxyActivities<Activities>({ ...attemptOptions, taskQueue: webhookTaskQueue(workflowInfo().taskQueue) }) : deliveryOnTaskQueue;
   let retryAfterMs = 0;
-  let cutOff = false;
   for (let index = 0; index < WEBHOOK_RETRY_SCHEDULE_SECONDS.length; index++) {
     const delay = Math.min(Math.max(WEBHOOK_RETRY_SCHEDULE_SECONDS[index]! * 1000, retryAfterMs), WEBHOOK_MAX_DELAY_MS);
     const attempt = `${index + 1} of ${WEBHOOK_RETRY_SCHEDULE_SECONDS.length}`;
@@ -36,14 +35,13 @@ export async function deliverWebhook(taskId: string): Promise<NonNullable<VideoT
       const answer = await webhookDelivery.deliverTaskWebhook({ taskId, attempt: index + 1, lastAttempt });
       if (answer.outcome !== 'retry') return answer.outcome;
       retryAfterMs = answer.retryAfterMs ?? 0;
-      cutOff = false;
     } catch {
       retryAfterMs = 0; // the attempt itself failed (worker lost, store down): next slot of the schedule
-      cutOff = true;
     }
   }
-  // The last attempt records the webhook given up; one cut off recorded nothing, and the task
-  // would read `pending` for good, uncounted by the metric operators alert on.
-  if (cutOff && patched(PATCHES.webhookGivenUpRecorded)) await bookkeeping.markWebhookGivenUp({ taskId });
+  // The last attempt records the webhook given up itself; one cut off (or whose record the store
+  // would not take) left the task reading `pending` for good, uncounted by the metric operators
+  // alert on. Made sure of here, after any last attempt: a no-op when it was recorded.
+  if (patched(PATCHES.webhookGivenUpRecorded)) await bookkeeping.markWebhookGivenUp({ taskId });
   return 'exhausted';
 }

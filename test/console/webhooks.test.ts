@@ -108,7 +108,7 @@ describe('console webhook secret', () => {
   it('reports a delivered webhook as delivered even when the store will not take its record', async () => {
     class TasksRefusingRecords extends TaskStore {
       refused = 0;
-      override async recordWebhookAttempt(): Promise<void> {
+      override async recordWebhookAttempt(): Promise<never> {
         this.refused++;
         throw new Error('store unreachable (simulated)');
       }

@@ -18,9 +18,13 @@ export async function startWebhookReceiver(answers: Array<number | { status: num
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', async () => {
       received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
-      await beforeAnswer?.(received.length);
       const answer = answers[Math.min(received.length - 1, answers.length - 1)]!;
-      const { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
+      let { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
+      // A hook that fails answers 500 (and says why) rather than leave the request hanging.
+      await beforeAnswer?.(received.length).catch((error: unknown) => {
+        console.error('webhook receiver: beforeAnswer failed:', error);
+        [status, headers] = [500, {}];
+      });
       response.writeHead(status, headers).end(status < 300 ? 'ok' : 'not ok');
       waiters.splice(0).forEach((wake) => wake());
     });

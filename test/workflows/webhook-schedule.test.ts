@@ -94,7 +94,7 @@ describe('webhook delivery schedule (time-skipping server)', () => {
     const counted = async (outcome: string) => (await webhookAttempts.get()).values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
     const [retriesBefore, exhaustedBefore] = [await counted('retry'), await counted('exhausted')];
     try {
-      const { result, timerSeconds, task } = await runTask(receiver.url);
+      const { result, timerSeconds, task, workflowId } = await runTask(receiver.url);
       assert.equal(result.status, 'succeeded');
       assert.equal(result.webhook, 'exhausted');
       // The given-up webhook is counted apart from the retries, for an alert.
@@ -106,6 +106,7 @@ describe('webhook delivery schedule (time-skipping server)', () => {
       assert.equal(task?.webhook?.state, 'exhausted');
       assert.equal(task?.webhook?.attempts.length, 10);
       assert.ok(task?.webhook?.attempts.every((attempt) => attempt.status === 500 && attempt.outcome === 'retry'));
+      await recordFetchedHistoryIfAsked(environment.client, workflowId, 'video-task-webhook-exhausted');
     } finally {
       await receiver.close();
     }
