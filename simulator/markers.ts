@@ -27,6 +27,8 @@
  * - `[sim:slow]`                   stream with 200 ms between chunks.
  * - `[sim:delay_ms=N]`             wait N ms before the first byte.
  * - `[sim:chunks=N gap_ms=M]`      the reply is exactly N content chunks, M ms apart.
+ * - `[sim:image_kib=N]`            images: each PNG carries N KiB more (an ancillary chunk
+ *                                  decoders skip), as large as a real high-resolution image.
  */
 export interface Markers {
   fail: boolean;
@@ -42,6 +44,7 @@ export interface Markers {
   delayMs?: number;
   chunks?: number;
   gapMs?: number;
+  imageKib?: number;
 }
 
 const markerPattern = /\[sim:([^\]]*)\]/g;
@@ -99,6 +102,12 @@ export function parseMarkers(text: string): Markers {
         case 'chunks': {
           const count = nonNegativeInteger(value);
           if (count !== undefined && count > 0) markers.chunks = count;
+          break;
+        }
+        case 'image_kib': {
+          // At most 64 MiB an image, so a typo cannot have the simulator allocate gigabytes.
+          const kib = nonNegativeInteger(value);
+          if (kib !== undefined) markers.imageKib = Math.min(kib, 65_536);
           break;
         }
         case 'gap_ms': {

@@ -51,7 +51,7 @@ function pixelSize(size: string): { width: number; height: number } {
   return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
 }
 
-export function promptImage(prompt: string, index: number, size: string): Buffer {
+export function promptImage(prompt: string, index: number, size: string, paddingBytes = 0): Buffer {
   const digest = createHash('sha256').update(`${index}:${prompt}`).digest();
   const from: Rgb = [digest[0]!, digest[1]!, digest[2]!];
   const to: Rgb = [digest[3]!, digest[4]!, digest[5]!];
@@ -61,7 +61,7 @@ export function promptImage(prompt: string, index: number, size: string): Buffer
     const share = (x + y) / span;
     const mix = (channel: 0 | 1 | 2) => Math.round(from[channel] + (to[channel] - from[channel]) * share);
     return [mix(0), mix(1), mix(2)];
-  });
+  }, paddingBytes);
 }
 
 export async function imageRoutes(app: FastifyInstance, options: ImageOptions): Promise<void> {
@@ -81,7 +81,7 @@ export async function imageRoutes(app: FastifyInstance, options: ImageOptions): 
     const baseUrl = publicBaseUrl(request, options.baseUrl);
     const format = answerFormat(body.model, body.response_format);
     const data = Array.from({ length: body.n }, (_, index) => {
-      const png = promptImage(body.prompt, index, body.size);
+      const png = promptImage(body.prompt, index, body.size, (markers.imageKib ?? 0) * 1024);
       if (format === 'b64_json') return { b64_json: png.toString('base64') };
       const id = `img_${randomBytes(12).toString('hex')}`;
       options.images.add(id, png);

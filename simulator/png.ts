@@ -16,7 +16,9 @@ function chunk(type: string, data: Buffer): Buffer {
 
 export type Rgb = readonly [number, number, number];
 
-export function encodePng(width: number, height: number, colourAt: (x: number, y: number) => Rgb): Buffer {
+/** `paddingBytes` more in a private ancillary chunk (`fgPd`), which decoders skip: an image as
+ * large as a real one without the pixels to encode. */
+export function encodePng(width: number, height: number, colourAt: (x: number, y: number) => Rgb, paddingBytes = 0): Buffer {
   const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
@@ -36,5 +38,6 @@ export function encodePng(width: number, height: number, colourAt: (x: number, y
       pixels[offset + 2] = blue;
     }
   }
-  return Buffer.concat([signature, chunk('IHDR', header), chunk('IDAT', deflateSync(pixels)), chunk('IEND', Buffer.alloc(0))]);
+  const padding = paddingBytes > 0 ? [chunk('fgPd', Buffer.alloc(paddingBytes))] : [];
+  return Buffer.concat([signature, chunk('IHDR', header), ...padding, chunk('IDAT', deflateSync(pixels)), chunk('IEND', Buffer.alloc(0))]);
 }

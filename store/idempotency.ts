@@ -1,5 +1,6 @@
 import type { Collection, Db } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
+import { IdempotencyAnswerPieces, PIECE_CHARS } from './idempotency-answer-pieces.ts';
 import { StoreClock } from './store-clock.ts';
 
 // Idempotency-Key records: one per (API key, Idempotency-Key), kept 24 hours. The insert of
@@ -26,6 +27,9 @@ export interface IdempotencyRecord {
   status_code?: number;
   content_type?: string;
   body?: string;
+  /** Instead of `body`, for an answer too long for the record: how many pieces keep it
+   * (store/idempotency-answer-pieces.ts), written by the claim at `created_at`. */
+  body_pieces?: number;
   /** When this attempt claimed the record (or took it over); identifies the attempt. */
   created_at: Date;
   /** When the attempt last said it is still running; absent on records from before refreshes
@@ -43,12 +47,14 @@ export type Claim = { kind: 'claimed'; record: IdempotencyRecord } | { kind: 'ex
 
 export class IdempotencyStore {
   readonly collection: Collection<IdempotencyRecord>;
+  readonly pieces: IdempotencyAnswerPieces;
 
   constructor(
     db: Db,
     private readonly clock = new StoreClock(db),
   ) {
     this.collection = db.collection<IdempotencyRecord>('idempotency_keys');
+    this.pieces = new IdempotencyAnswerPieces(db);
   }
 
   /** The store's time, which every process judges records by. */
@@ -97,10 +103,19 @@ export class IdempotencyStore {
   /** Stores the answer of the attempt that claimed the record at `claimedAt`; nothing when a
    * retry took the record over meanwhile (that attempt's answer is the one to keep). */
   async complete(id: string, claimedAt: Date, answer: { statusCode: number; contentType: string; body: string }): Promise<void> {
-    await this.collection.updateOne(
-      { _id: id, created_at: claimedAt },
-      { $set: { state: 'completed', status_code: answer.statusCode, content_type: answer.contentType, body: answer.body } },
-    );
+    const completed = { state: 'completed' as const, status_code: answer.statusCode, content_type: answer.contentType };
+    if (answer.body.length <= PIECE_CHARS) {
+      await this.collection.updateOne({ _id: id, created_at: claimedAt }, { $set: { ...completed, body: answer.body } });
+      return;
+    }
+    // Kept as long as a record claimed now would be: at least as long as this one.
+    const count = await this.pieces.keep(id, claimedAt, answer.body, new Date(this.clock.now() + IDEMPOTENCY_TTL_MS));
+    await this.collection.updateOne({ _id: id, created_at: claimedAt }, { $set: { ...completed, body_pieces: count } });
+  }
+
+  /** The answer a completed record keeps. */
+  answerOf(record: IdempotencyRecord): Promise<string> {
+    return record.body_pieces === undefined ? Promise.resolve(record.body ?? '') : this.pieces.read(record._id, record.created_at, record.body_pieces);
   }
 
   /** Forgets a request that did not succeed, so the caller can retry it under the same key;
@@ -110,6 +125,7 @@ export class IdempotencyStore {
   }
 
   async deleteExpired(now: Date): Promise<number> {
-    return (await this.collection.deleteMany({ expires_at: { $lt: now } })).deletedCount;
+    const records = (await this.collection.deleteMany({ expires_at: { $lt: now } })).deletedCount;
+    return records + (await this.pieces.deleteExpired(now));
   }
 }

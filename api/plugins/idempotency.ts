@@ -150,7 +150,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       throw new GatewayError('idempotency_mismatch', 'This Idempotency-Key was already used with a different request body. Use a new key for a new request.', 'Idempotency-Key');
     }
     if (record.state === 'completed') {
-      return replay(reply, { statusCode: record.status_code ?? 200, body: record.body ?? '', ...(record.content_type ? { contentType: record.content_type } : {}) });
+      return replay(reply, { statusCode: record.status_code ?? 200, body: await store.answerOf(record), ...(record.content_type ? { contentType: record.content_type } : {}) });
     }
     const silentMs = now.getTime() - lastSignOfLife(record).getTime();
     if (silentMs < route.staleAfterMs) {

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { hashApiKey } from '../../core/api-keys.ts';
+import { keyIdForHash } from '../../store/api-keys.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyStore } from '../../store/idempotency.ts';
 import { TaskStore } from '../../store/tasks.ts';
 import { adminHeaders, bearer, createKey } from '../helpers/app.ts';
@@ -229,6 +231,33 @@ describe('Idempotency-Key', () => {
     assert.equal(again.body, first.body);
     const account = await stack.settledAccount(caller.accountId);
     assert.equal(account.spent_micros, 80_000, 'two images, charged once');
+  });
+
+  it('answers a retried image generation larger than a store document with the same images, billed once', async () => {
+    // Two images of 9 MiB each: about 24 MiB of base64, past the 16 MiB a document may hold.
+    const caller = await stack.newCaller('large-images');
+    const generate = () =>
+      stack.app.inject({
+        method: 'POST',
+        url: '/v1/images/generations',
+        headers: { ...bearer(caller.key), 'idempotency-key': 'img-large' },
+        payload: { model: 'gpt-image-1', prompt: 'a lighthouse [sim:image_kib=9216]', n: 2, response_format: 'b64_json' },
+      });
+    const first = await generate();
+    assert.equal(first.statusCode, 200, first.body.slice(0, 500));
+    assert.ok(first.body.length > 20 * 1024 * 1024, `${first.body.length} characters`);
+    const again = await generate();
+    assert.equal(again.statusCode, 200, again.body.slice(0, 500));
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.ok(again.body === first.body, 'the same answer, byte for byte');
+    const record = await records.collection.findOne({ _id: new RegExp(`^${keyIdForHash(hashApiKey(caller.key))}:`) as never });
+    assert.equal(record?.body, undefined);
+    assert.ok((record?.body_pieces ?? 0) >= 3, `kept in ${record?.body_pieces} pieces`);
+    const account = await stack.settledAccount(caller.accountId);
+    assert.equal(account.spent_micros, 80_000, 'two images, charged once');
+    // The pieces go with their record's time.
+    await records.deleteExpired(new Date(Date.now() + 2 * IDEMPOTENCY_TTL_MS));
+    assert.equal(await records.pieces.collection.countDocuments({ _id: new RegExp(`^${record!._id}:`) as never }), 0);
   });
 
   it('frees the key of an image call whose caller left, so the retry runs at once and is billed once', async () => {

@@ -16,6 +16,7 @@ describe('simulator: prompt markers', () => {
   it('accepts zero delays', () => {
     assert.equal(parseMarkers('[sim:delay=0]').delaySeconds, 0);
     assert.equal(parseMarkers('[sim:delay_ms=0]').delayMs, 0);
+    assert.deepEqual([parseMarkers('[sim:image_kib=512]').imageKib, parseMarkers('[sim:image_kib=99999999]').imageKib, parseMarkers('[sim:image_kib=1.5]').imageKib], [512, 65_536, undefined]);
   });
 
   it('strips markers from text for echoing', () => {

@@ -16,13 +16,16 @@ function decodePng(bytes: Buffer) {
     chunks.push({ type, data });
     offset += 12 + length;
   }
-  assert.deepEqual(chunks.map((chunk) => chunk.type), ['IHDR', 'IDAT', 'IEND']);
+  // A padded image (`[sim:image_kib=N]`) has a private ancillary chunk (lowercase first
+  // letter: decoders that do not know it skip it) between the header and the pixels.
+  const padding = chunks.filter((chunk) => chunk.type === 'fgPd');
+  assert.deepEqual(chunks.filter((chunk) => chunk.type !== 'fgPd').map((chunk) => chunk.type), ['IHDR', 'IDAT', 'IEND']);
   const header = chunks[0]!.data;
   const width = header.readUInt32BE(0);
   const height = header.readUInt32BE(4);
-  const pixels = inflateSync(chunks[1]!.data);
+  const pixels = inflateSync(chunks.find((chunk) => chunk.type === 'IDAT')!.data);
   assert.equal(pixels.length, height * (1 + width * 3), 'one filter byte and RGB per pixel on every row');
-  return { width, height, firstPixel: [...pixels.subarray(1, 4)] };
+  return { width, height, firstPixel: [...pixels.subarray(1, 4)], paddingBytes: padding.reduce((sum, chunk) => sum + chunk.data.length, 0) };
 }
 
 describe('simulator: OpenAI image generation', () => {
@@ -63,6 +66,18 @@ describe('simulator: OpenAI image generation', () => {
     assert.equal(again.json.data[0].b64_json, entry.b64_json, 'the colours derive from the prompt');
     const other = await generate({ prompt: 'a blue circle', response_format: 'b64_json', size: '256x256' });
     assert.notEqual(other.json.data[0].b64_json, entry.b64_json);
+  });
+
+  it('makes each image N KiB larger with [sim:image_kib=N], still a PNG of the size asked for', async () => {
+    const padded = await generate({ prompt: 'a red square [sim:image_kib=300]', response_format: 'b64_json', n: 2 });
+    assert.equal(padded.status, 200);
+    assert.equal(padded.json.data.length, 2);
+    for (const entry of padded.json.data) {
+      const png = decodePng(Buffer.from(entry.b64_json, 'base64'));
+      assert.deepEqual([png.width, png.height, png.paddingBytes], [64, 64, 300 * 1024]);
+    }
+    const plain = decodePng(Buffer.from((await generate({ prompt: 'a red square', response_format: 'b64_json' })).json.data[0].b64_json, 'base64'));
+    assert.equal(plain.paddingBytes, 0);
   });
 
   it('answers without response_format as OpenAI does: base64 for gpt-image models, which take none there, a link for dall-e ones', async () => {
