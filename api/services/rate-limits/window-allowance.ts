@@ -30,6 +30,9 @@ export class WindowAllowance {
   private claiming: Promise<boolean> | null = null;
   /** Times catchUp() ran: a claim that was out meanwhile must not undo it. */
   private catchUps = 0;
+  /** Units of block `nextIndex` used under the key's limit before this one (see the
+   * constructor), until that block is claimed or lost. */
+  private usedOfNextBlock = 0;
 
   readonly id: string;
   /** Names the key's allowances of this kind and minute, whatever their limit. */
@@ -47,21 +50,24 @@ export class WindowAllowance {
     readonly limit: number,
     /** Units of this minute used under the key's limit before this one: an operator who
      * changes a limit mid-minute (lowers it to stop abuse, say) does not hand out a fresh one.
-     * The new limit's first blocks, as many as cover them, count as gone. */
+     * The new limit's first blocks that they fill count as gone, and the block they end in
+     * counts as that much spent when this process claims it: a limit raised from 2 to 1,000
+     * after 2 calls gives 998 more, not the 900 a whole skipped block would leave. */
     unitsUsedBefore = 0,
   ) {
     this.id = windowAllowanceId(kind, keyId, window, limit);
     this.minuteId = `${kind}:${keyId}:${window}`;
     this.endsAt = (window + 1) * WINDOW_MS;
     this.blockSize = Math.max(1, Math.ceil(limit / 10));
-    this.nextIndex = Math.ceil(unitsUsedBefore / this.blockSize);
+    this.nextIndex = Math.floor(unitsUsedBefore / this.blockSize);
+    this.usedOfNextBlock = unitsUsedBefore - this.nextIndex * this.blockSize;
   }
 
   /** Units of this minute used, as far as this process can tell: every block below the next it
    * would try is claimed by some process (an earlier limit's used units included), less what
    * this process holds unspent. */
   get usedUnits(): number {
-    return Math.max(0, Math.min(this.limit, this.nextIndex * this.blockSize) - this.available);
+    return Math.max(0, Math.min(this.limit, this.nextIndex * this.blockSize + this.usedOfNextBlock) - this.available);
   }
 
   /** Counts `unitsUsed` of this minute (used under another limit since this allowance was last
@@ -69,7 +75,12 @@ export class WindowAllowance {
    * shrinks to what the limit leaves. */
   catchUp(unitsUsed: number): void {
     this.catchUps++;
-    this.nextIndex = Math.max(this.nextIndex, Math.ceil(unitsUsed / this.blockSize));
+    // Past what this allowance already counts as claimed or used: the blocks the use fills are
+    // gone, and the one it ends in is that much spent (as in the constructor).
+    if (unitsUsed > this.nextIndex * this.blockSize + this.usedOfNextBlock) {
+      this.nextIndex = Math.floor(unitsUsed / this.blockSize);
+      this.usedOfNextBlock = unitsUsed - this.nextIndex * this.blockSize;
+    }
     const room = Math.max(0, Math.min(this.limit, this.nextIndex * this.blockSize) - unitsUsed);
     // What this process spent ahead of its blocks (a debt) is within `unitsUsed` already.
     this.available = Math.min(Math.max(this.available, 0), room);
@@ -77,7 +88,7 @@ export class WindowAllowance {
 
   /** Units left in this minute for everyone, as far as this process can tell. */
   get remaining(): number {
-    const unclaimed = Math.max(0, this.limit - this.nextIndex * this.blockSize);
+    const unclaimed = Math.max(0, this.limit - this.nextIndex * this.blockSize - this.usedOfNextBlock);
     return Math.max(0, Math.min(this.limit, unclaimed + this.available));
   }
 
@@ -163,13 +174,16 @@ export class WindowAllowance {
         // The key's limit came back to this one while the claim was out, and the minute's use
         // was counted past it: the block counts as gone with the rest (at worst a block that was
         // not is lost to the key for the minute). The caller asks again if it needs more.
-        this.nextIndex = Math.max(this.nextIndex, index + 1);
+        if (index + 1 > this.nextIndex) [this.nextIndex, this.usedOfNextBlock] = [index + 1, 0];
         if (won) return true;
         continue;
       }
       this.nextIndex = index + 1;
+      // Claimed or lost, the block that earlier use ended in is behind this process now.
+      const usedBefore = this.usedOfNextBlock;
+      this.usedOfNextBlock = 0;
       if (won) {
-        this.available += Math.min(this.blockSize, this.limit - index * this.blockSize);
+        this.available += Math.min(this.blockSize, this.limit - index * this.blockSize) - usedBefore;
         return true;
       }
     }

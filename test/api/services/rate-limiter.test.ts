@@ -199,6 +199,22 @@ describe('rate limiter: rounds on its own timer', () => {
     };
     assert.equal(await next(3, 5, 1_000), 3);
     assert.equal(await next(10, 12, 2_000), 7, 'raised from 3 to 10 after 3 calls: 7 more');
+    // Blocks of more than one unit: the new limit's first block was partly used, not all of it.
+    const third = async (requestsPerMinute: number, calls: number, from: number) => {
+      const caller = { accountId: 'acct_change', keyId: 'key_raise_far', rateLimits: { requests_per_minute: requestsPerMinute } };
+      let count = 0;
+      for (let call = 0; call < calls; call++) {
+        try {
+          await limits.admitRequest(caller, (later + 1) * 60_000 + from + call / 100);
+          count++;
+        } catch {
+          // 429: over the limit.
+        }
+      }
+      return count;
+    };
+    assert.equal(await third(2, 2, 1_000), 2);
+    assert.equal(await third(1_000, 1_000, 2_000), 998, 'raised from 2 to 1,000 after 2 calls: 998 more');
   });
 
   it('keeps counting when a limit goes back to one whose block claim was still out', async () => {
