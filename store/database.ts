@@ -1,5 +1,6 @@
 import { MongoClient, type Db } from 'mongodb';
 import { KeyChangeFeed } from './api-key-changes.ts';
+import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
 import { KeyCreationStore } from './key-creations.ts';
 import { Ledger } from './ledger.ts';
 import { moveLegacyOverrides } from './rate-limit-overrides.ts';
@@ -54,6 +55,7 @@ async function ensureIndexes(db: Db): Promise<void> {
   await KeyChangeFeed.ensureIndexes(db);
   await SignInFailureStore.ensureIndexes(db);
   await KeyCreationStore.ensureIndexes(db);
+  await IdempotencyAnswerPieces.ensureIndexes(db);
   await db.collection('usage').createIndex({ account_id: 1, day: 1 }, { name: 'by_account_day' });
   await db.collection('usage').createIndex({ key_id: 1, day: 1 }, { name: 'by_key_day' });
   // FerretDB scans regardless; on MongoDB these serve the operator pages and the expiry sweep.

@@ -1,6 +1,6 @@
 import type { Collection, Db } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
-import { IdempotencyAnswerPieces, PIECE_CHARS } from './idempotency-answer-pieces.ts';
+import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
 import { StoreClock } from './store-clock.ts';
 
 // Idempotency-Key records: one per (API key, Idempotency-Key), kept 24 hours. The insert of
@@ -100,17 +100,23 @@ export class IdempotencyStore {
     await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
   }
 
-  /** Stores the answer of the attempt that claimed the record at `claimedAt`; nothing when a
-   * retry took the record over meanwhile (that attempt's answer is the one to keep). */
-  async complete(id: string, claimedAt: Date, answer: { statusCode: number; contentType: string; body: string }): Promise<void> {
+  /** Keeps an answer too long for its record in pieces beside it (none for a shorter one:
+   * undefined); complete() then names them. Written while the request still refreshes its
+   * record, so a slow store cannot let a retry take the record over meanwhile. */
+  async keepAnswerPieces(id: string, claimedAt: Date, body: string): Promise<number | undefined> {
+    if (!IdempotencyAnswerPieces.needed(body)) return undefined;
+    // Until a record claimed now would expire: no earlier than this one.
+    return this.pieces.keep(id, claimedAt, body, new Date(this.clock.now() + IDEMPOTENCY_TTL_MS));
+  }
+
+  /** Stores the answer of the attempt that claimed the record at `claimedAt` (in the pieces
+   * keepAnswerPieces() wrote, when `pieces` says so; written now, when needed and not yet); nothing
+   * when a retry took the record over meanwhile (that attempt's answer is the one to keep). */
+  async complete(id: string, claimedAt: Date, answer: { statusCode: number; contentType: string; body: string; pieces?: number }): Promise<void> {
     const completed = { state: 'completed' as const, status_code: answer.statusCode, content_type: answer.contentType };
-    if (answer.body.length <= PIECE_CHARS) {
-      await this.collection.updateOne({ _id: id, created_at: claimedAt }, { $set: { ...completed, body: answer.body } });
-      return;
-    }
-    // Kept as long as a record claimed now would be: at least as long as this one.
-    const count = await this.pieces.keep(id, claimedAt, answer.body, new Date(this.clock.now() + IDEMPOTENCY_TTL_MS));
-    await this.collection.updateOne({ _id: id, created_at: claimedAt }, { $set: { ...completed, body_pieces: count } });
+    const pieces = answer.pieces ?? (await this.keepAnswerPieces(id, claimedAt, answer.body));
+    const kept = pieces === undefined ? { body: answer.body } : { body_pieces: pieces };
+    await this.collection.updateOne({ _id: id, created_at: claimedAt }, { $set: { ...completed, ...kept } });
   }
 
   /** The answer a completed record keeps. */

@@ -175,12 +175,17 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   // went stale, run and pay for it again. The record is written later, when the store is back.
   const keepAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const idempotent = request.idempotency;
+    const succeeded = reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string';
+    // An answer too long for its record goes in pieces first, while the record is still
+    // refreshed: tens of MiB into a slow store must not let a retry take it over meanwhile.
+    // A failure here leaves them to the record's write below.
+    const pieces = idempotent && !idempotent.finished && succeeded ? await store.keepAnswerPieces(idempotent.recordId, idempotent.claimedAt, payload).catch(() => undefined) : undefined;
     if (!finish(idempotent)) return payload;
     const { recordId, claimedAt } = idempotent;
     let write: () => Promise<unknown>;
-    if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
+    if (succeeded) {
       const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
-      write = () => store.complete(recordId, claimedAt, { statusCode: reply.statusCode, contentType, body: payload });
+      write = () => store.complete(recordId, claimedAt, { statusCode: reply.statusCode, contentType, body: payload, ...(pieces === undefined ? {} : { pieces }) });
     } else {
       write = () => store.release(recordId, claimedAt);
     }
