@@ -48,7 +48,9 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
   async function record(taskId: string, attempt: WebhookAttempt, state: NonNullable<TaskDocument['webhook']>['state']): Promise<'recorded' | 'given up before' | 'unrecorded'> {
     for (let index = 0; ; index++) {
       try {
-        return (await deps.tasks.recordWebhookAttempt(taskId, attempt, state)) === 'exhausted' ? 'given up before' : 'recorded';
+        const before = await deps.tasks.recordWebhookAttempt(taskId, attempt, state);
+        // A task gone has nothing recorded (and nothing to count).
+        return before === undefined ? 'unrecorded' : before === 'exhausted' ? 'given up before' : 'recorded';
       } catch (error) {
         if (index >= RECORD_RETRY_MS.length) {
           warn('could not record a webhook attempt; the delivery stands', { taskId, attempt: attempt.attempt, outcome: attempt.outcome, error: String(error) });

@@ -47,7 +47,13 @@ export class KeyCreation {
     // The record goes first: a try that dies before the key is made leaves what a retry needs
     // to make that very key.
     const claim = await this.stores.creations.claim(record);
-    if (claim === 'claimed') return this.made(record, generated.plaintext);
+    if (claim === 'claimed') {
+      const created = await this.made(record, generated.plaintext);
+      // A retry made this very key first (from the record), and it was revoked before this
+      // insert found it there: no plaintext of a revoked key goes out as a new one.
+      if (created.key.revoked_at) throw revokedSince(record);
+      return created;
+    }
     return this.replay(claim, { name: input.name, models }, secrets);
   }
 
@@ -71,7 +77,8 @@ export class KeyCreation {
     }
     const plaintext = openSealedPlaintext(record.sealed_plaintext!, secrets);
     if (plaintext === null) {
-      throw new GatewayError('conflict', `This Idempotency-Key created the key '${record.key_id}' under another ADMIN_TOKEN, which sealed its plaintext, so it cannot be shown again. ${REVOKE_AND_RENEW}`, 'Idempotency-Key');
+      const what = found ? `created the key '${record.key_id}'` : 'began a key creation that never finished';
+      throw new GatewayError('conflict', `This Idempotency-Key ${what} under another ADMIN_TOKEN, which sealed its plaintext, so it cannot be shown again. ${found ? REVOKE_AND_RENEW : 'Create the key under a new Idempotency-Key.'}`, 'Idempotency-Key');
     }
     const key = found ?? (await this.made(record, plaintext)).key;
     // Revoked while this ran (or a try made the key and it was revoked before this one found it).

@@ -183,7 +183,8 @@ export class WindowAllowance {
       const usedBefore = this.usedOfNextBlock;
       this.usedOfNextBlock = 0;
       if (won) {
-        this.available += Math.min(this.blockSize, this.limit - index * this.blockSize) - usedBefore;
+        // Never below nothing: earlier use past a short last block leaves it empty.
+        this.available += Math.max(0, Math.min(this.blockSize, this.limit - index * this.blockSize) - usedBefore);
         return true;
       }
     }

@@ -215,6 +215,24 @@ describe('rate limiter: rounds on its own timer', () => {
     };
     assert.equal(await third(2, 2, 1_000), 2);
     assert.equal(await third(1_000, 1_000, 2_000), 998, 'raised from 2 to 1,000 after 2 calls: 998 more');
+    // And back again: the earlier limit's blocks that the use since filled are gone, and the one
+    // it ends in is that much spent (blocks of 10; 45 used).
+    const fourth = async (requestsPerMinute: number, calls: number, from: number) => {
+      const caller = { accountId: 'acct_change', keyId: 'key_back_partly', rateLimits: { requests_per_minute: requestsPerMinute } };
+      let count = 0;
+      for (let call = 0; call < calls; call++) {
+        try {
+          await limits.admitRequest(caller, (later + 2) * 60_000 + from + call / 100);
+          count++;
+        } catch {
+          // 429: over the limit.
+        }
+      }
+      return count;
+    };
+    assert.equal(await fourth(100, 5, 1_000), 5);
+    assert.equal(await fourth(1_000, 40, 2_000), 40);
+    assert.equal(await fourth(100, 100, 3_000), 55, 'back to 100 after 45 calls: 55 more');
   });
 
   it('keeps counting when a limit goes back to one whose block claim was still out', async () => {
