@@ -137,7 +137,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
       schema: {
         ...documented('createKey', 'Create an API key (its plaintext is shown only here)'),
         description:
-          'With `Idempotency-Key`, a retry within 24 hours (after a timeout, say) answers the key the first request created, plaintext included, 201 with `idempotent-replayed: true`, and creates no other; the same key with another name or other models is a 422. After 24 hours, or once that key is revoked, a retry is a 409 naming the key.',
+          'With `Idempotency-Key`, a retry within 24 hours (after a timeout, say) answers the key the first request created, plaintext included, 201 with `idempotent-replayed: true`, and creates no other; the same key with another name or other models is a 422. After 24 hours, once that key is revoked, or after ADMIN_TOKEN changed, a retry is a 409 naming the key, and nothing is made.',
         params: accountIdParams,
         headers: keyCreationHeaders,
         body: createKeyBodyFor(catalog),
