@@ -2,6 +2,7 @@ import { ActivityFailure, ApplicationFailure, CancellationScope } from '@tempora
 import type { CloseTerminatedTaskInput, TaskError, VideoTaskWorkflowResult } from '../core/video-task.ts';
 import { bookkeeping, polling } from './activity-proxies.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
+import { showFinished } from './final-details.ts';
 
 // Closes a task whose videoTaskWorkflow run an operator terminated (Terminate in the Web UI,
 // `temporal workflow terminate`): that runs none of the workflow's code, so the task stayed
@@ -46,5 +47,6 @@ export async function closeTerminatedTaskWorkflow(input: CloseTerminatedTaskInpu
     return { status: 'failed', error: STOPPED };
   });
   if (task.callbackUrl) result.webhook = await CancellationScope.nonCancellable(() => deliverWebhook(task.taskId));
+  showFinished(result, task.callbackUrl ? 'sent' : 'none');
   return result;
 }

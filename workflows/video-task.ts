@@ -23,6 +23,7 @@ import { getTaskStateQuery, type TaskState } from './definitions.ts';
 import { PATCHES } from './patches.ts';
 import { submitThroughCancel, submitWaitingThroughCancel } from './submission-through-cancel.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
+import { showFinished } from './final-details.ts';
 
 // One workflow per video task: hold → submit → poll → settle → final snapshot → webhook.
 // Money and snapshots are settled before the webhook, so a caller who hears of a final state
@@ -129,6 +130,7 @@ export async function videoTaskWorkflow(input: VideoTaskWorkflowInput): Promise<
   if (outcome.status === 'failed') result.error = outcome.error;
   // No callback for an abandoned submission: its caller was told it failed and never saw this id.
   if (input.callbackUrl && !abandoned) result.webhook = await CancellationScope.nonCancellable(() => deliverWebhook(input.taskId));
+  showFinished(result, !input.callbackUrl ? 'none' : abandoned ? 'not for an abandoned submission' : 'sent');
   return result;
 }
 

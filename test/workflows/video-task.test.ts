@@ -55,6 +55,9 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     const settled = await accountOf(account.id);
     assert.deepEqual([settled.balance_usd, settled.held_usd, settled.spent_usd], [9.8, 0, 0.2]);
     await recordHistoryIfAsked(task.task_id, 'video-task-succeeded');
+    const finished = stack.temporal.client.workflow.getHandle(task.task_id);
+    await finished.result();
+    assert.equal((await finished.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails, 'Done: task succeeded; no webhook asked for');
     const usage = await stack.database.db.collection('usage').find({ key_id: key.id }).toArray();
     assert.equal(usage.length, 1);
     assert.deepEqual([usage[0]!.video_seconds, usage[0]!.spend_micros, usage[0]!.model], [5, 200_000, 'seedance-2.0']);
@@ -234,6 +237,10 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
       assert.ok(queues.filter(([name]) => name !== 'deliverTaskWebhook').every(([, queue]) => queue === stack.taskQueue), JSON.stringify(queues));
       // Every one of them in the account's turn (test/workflows/webhook-fairness.test.ts).
       assert.equal((await stack.temporal.client.workflow.getHandle(submitted.json.task_id).describe()).priority?.fairnessKey, account.id);
+      // What the Web UI shows of the closed run: its end, not its last step's "under way".
+      const handle = stack.temporal.client.workflow.getHandle(submitted.json.task_id);
+      await handle.result();
+      assert.equal((await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails, 'Done: task succeeded; webhook delivered');
       await recordHistoryIfAsked(submitted.json.task_id, 'video-task-webhook-delivered');
     } finally {
       await receiver.close();
