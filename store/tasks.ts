@@ -31,7 +31,8 @@ export interface TaskDocument {
    * that is not (its api died before answering) is closed unbilled rather than run
    * (worker/sweeper.ts). Absent on tasks stored before this was recorded: they are run. */
   recoverable?: boolean;
-  webhook?: { url: string; state: 'pending' | 'delivered' | 'gone' | 'refused' | 'exhausted'; attempts: WebhookAttempt[] };
+  /** `stopped`: an operator terminated the workflow while it still tried (worker/terminated-runs.ts). */
+  webhook?: { url: string; state: 'pending' | 'delivered' | 'gone' | 'refused' | 'exhausted' | 'stopped'; attempts: WebhookAttempt[] };
   created_at: Date;
   updated_at: Date;
 }
@@ -164,6 +165,12 @@ export class TaskStore {
     }
     const result = await this.collection.updateOne({ _id: taskId, status: { $in: OPEN_STATUSES } }, { $set: set });
     return { task: await this.find(taskId), changed: result.modifiedCount === 1 };
+  }
+
+  /** Marks a webhook still pending as stopped (its workflow was terminated); false when it was
+   * not pending. */
+  async stopPendingWebhook(taskId: string): Promise<boolean> {
+    return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': 'stopped' } })).modifiedCount === 1;
   }
 
   /** Marks a webhook still pending as given up (its last attempt was cut off before it could

@@ -2,7 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import { defaultPayloadConverter, WorkflowIdReusePolicy } from '@temporalio/common';
 import { taskPriority, type CloseTerminatedTaskInput } from '../core/video-task.ts';
 import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
-import type { TaskStore } from '../store/tasks.ts';
+import type { TaskDocument, TaskStore } from '../store/tasks.ts';
 import type { closeTerminatedTaskWorkflow } from '../workflows/close-terminated-task.ts';
 
 // Tasks whose workflow an operator terminated: Terminate runs none of the workflow's code, so
@@ -10,7 +10,9 @@ import type { closeTerminatedTaskWorkflow } from '../workflows/close-terminated-
 // since the last sweep (Temporal's visibility), and starts closeTerminatedTaskWorkflow under
 // the id of each one whose task is still open. Where the last sweep got to is kept in the
 // store (store/sweeper-cursors.ts): a restarted worker goes on from there, and the first sweep
-// ever starts from its own time, leaving runs terminated before this code alone.
+// ever starts from its own time, leaving runs terminated before this code alone. A task that was
+// final already (its run was in its webhook retries) stays as it ended; its webhook is marked
+// `stopped`.
 
 /** Visibility lists a closed run with some delay: each round looks this far behind its start. */
 const VISIBILITY_LAG_MS = 5 * 60_000;
@@ -43,7 +45,11 @@ export async function sweepTerminatedRuns(options: TerminatedRunSweep, now = new
   let started = 0;
   for await (const execution of options.client.workflow.list({ query })) {
     let task = await options.tasks.find(execution.workflowId);
-    if (!task || (task.status !== 'submitted' && task.status !== 'running')) continue;
+    if (!task) continue;
+    if (task.status !== 'submitted' && task.status !== 'running') {
+      await stopWebhookOfFinalTask(options, task, execution);
+      continue;
+    }
     let vendorTaskId = task.vendor_task_id;
     if (!vendorTaskId && execution.type === 'videoTaskWorkflow') {
       const submission = await submissionOfRun(options.client, execution.workflowId, execution.runId);
@@ -63,6 +69,16 @@ export async function sweepTerminatedRuns(options: TerminatedRunSweep, now = new
   }
   await options.cursors.write(cursorName, new Date(now.getTime() - VISIBILITY_LAG_MS));
   return started;
+}
+
+/** A final task whose run was terminated in its webhook retries keeps its state (README), and
+ * no attempt will come: its webhook reads `stopped` rather than promise one. Only when that run
+ * is the task's latest: a closing run still delivering the webhook leaves it alone. */
+async function stopWebhookOfFinalTask(options: TerminatedRunSweep, task: TaskDocument, execution: { workflowId: string; runId: string }): Promise<void> {
+  if (task.webhook?.state !== 'pending') return;
+  const latest = await options.client.workflow.getHandle(execution.workflowId).describe();
+  if (latest.runId !== execution.runId || latest.status.name === 'RUNNING') return;
+  if (await options.tasks.stopPendingWebhook(task._id)) options.log?.(`sweeper: the webhook of task ${task._id} stopped with its terminated workflow`);
 }
 
 /** The vendor task a run's submission got, from its history (a run terminated after the vendor

@@ -88,6 +88,31 @@ describe('a task whose workflow an operator terminated', () => {
     }
   });
 
+  it('marks stopped the webhook of a finished task whose run was terminated in its retries, and leaves the task as it ended', async () => {
+    const receiver = await startWebhookReceiver([500]);
+    try {
+      const account = await createAccount(stack.app, { name: 'stopped retries', balance_usd: 5 });
+      const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+      const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'finished, then stopped [sim:delay=0]', seconds: '4', metadata: { resolution: '480p', callback_url: receiver.url } });
+      const taskId = submitted.json.task_id as string;
+      assert.equal((await client.waitForFinal(taskId, 20_000)).status, 'succeeded');
+      // Its first attempt failed and is on record; the next is minutes away.
+      for (const started = Date.now(); (await tasks.find(taskId))?.webhook?.attempts.length !== 1; await pause(50)) assert.ok(Date.now() - started < 10_000, 'the first attempt was never recorded');
+      await stack.temporal.client.workflow.getHandle(taskId).terminate('an operator stops the retries');
+      for (const started = Date.now(); (await tasks.find(taskId))?.webhook?.state === 'pending'; await pause(200)) {
+        assert.ok(Date.now() - started < 15_000, 'the sweeper never marked the webhook');
+        assert.equal(await sweep(), 0, 'no closing run for a finished task');
+      }
+      const stored = await tasks.find(taskId);
+      assert.deepEqual([stored?.status, stored?.webhook?.state, stored?.webhook?.attempts.length], ['succeeded', 'stopped', 1]);
+      const [held, spent] = await money(account.id);
+      assert.deepEqual([held, spent], [0, stored!.price_micros / 1_000_000]);
+      assert.equal(receiver.received.length, 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('cancels the vendor task the terminated run started before the task recorded it (read from the run\'s history)', async () => {
     const { client, taskId, vendorTaskId } = await terminatedTask('unrecorded');
     await tasks.collection.updateOne({ _id: taskId }, { $unset: { vendor_task_id: '' } });

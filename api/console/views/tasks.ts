@@ -41,6 +41,7 @@ const WEBHOOK_STATES: Record<ShownWebhookState, string> = {
   gone: 'Stopped (the receiver answered 410 Gone) for',
   refused: 'Not sent (the destination is not allowed) to',
   exhausted: 'Not delivered (every attempt failed) to',
+  stopped: 'Stopped (an operator stopped the task\'s work before it was delivered) for',
 };
 
 /** A task closed before it started (gateway_unavailable) never sends its webhook (README,
