@@ -3,7 +3,8 @@ import type { FastifyRequest } from 'fastify';
 // Where a holder or operator goes back to after signing in again: the console page whose
 // request found the session expired (a review landed on the keys page whatever it had open).
 // Only a console page of this origin is taken, never a URL that could leave it (`//host`, a
-// scheme, a backslash a browser reads as a slash) nor the sign-in and sign-out pages.
+// scheme, a backslash a browser reads as a slash, dot segments) nor the sign-in and sign-out
+// pages.
 
 const MAX_LENGTH = 1024;
 const CONSOLE_PAGE = /^\/console\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%?]*$/;
@@ -11,7 +12,9 @@ const CONSOLE_PAGE = /^\/console\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%?]*$/;
 /** `value` when it is a console page to return to, else null. */
 export function consolePageOrNull(value: unknown): string | null {
   if (typeof value !== 'string' || value.length > MAX_LENGTH || !CONSOLE_PAGE.test(value) || value.includes('//')) return null;
-  if (/^\/console\/(?:operator\/)?sign-(?:in|out)(?:[?/]|$)/.test(value)) return null;
+  // As a browser resolves it: dot segments (`/console/../admin`, `%2e%2e` too) climb out.
+  const { pathname } = new URL(value, 'http://console.invalid');
+  if (!pathname.startsWith('/console/') || /^\/console\/(?:operator\/)?sign-(?:in|out)(?:\/|$)/.test(pathname)) return null;
   return value;
 }
 
