@@ -21,6 +21,9 @@ const VISIBILITY_LAG_MS = 5 * 60_000;
  * one (activities/vendor.ts): its task is closed only after that, so the vendor job is known
  * and cancelled. Well within VISIBILITY_LAG_MS, so later rounds still list the run. */
 const SUBMISSION_SETTLES_MS = 70_000;
+/** A webhook attempt takes at most 45 s, and its record a few more: a terminated run's last
+ * attempt has recorded itself this long after the run closed. Within VISIBILITY_LAG_MS too. */
+const WEBHOOK_ATTEMPT_SETTLES_MS = 60_000;
 
 export interface TerminatedRunSweep {
   tasks: TaskStore;
@@ -30,6 +33,8 @@ export interface TerminatedRunSweep {
   log?: (message: string) => void;
   /** SUBMISSION_SETTLES_MS unless a test shortens it. */
   submissionSettlesMs?: number;
+  /** WEBHOOK_ATTEMPT_SETTLES_MS unless a test shortens it. */
+  webhookSettlesMs?: number;
 }
 
 /** Starts a closing run for each task of the queue whose run was terminated since the last
@@ -47,7 +52,7 @@ export async function sweepTerminatedRuns(options: TerminatedRunSweep, now = new
     let task = await options.tasks.find(execution.workflowId);
     if (!task) continue;
     if (task.status !== 'submitted' && task.status !== 'running') {
-      await stopWebhookOfFinalTask(options, task, execution);
+      await stopWebhookOfFinalTask(options, task, execution, now);
       continue;
     }
     let vendorTaskId = task.vendor_task_id;
@@ -73,11 +78,19 @@ export async function sweepTerminatedRuns(options: TerminatedRunSweep, now = new
 
 /** A final task whose run was terminated in its webhook retries keeps its state (README), and
  * no attempt will come: its webhook reads `stopped` rather than promise one. Only when that run
- * is the task's latest: a closing run still delivering the webhook leaves it alone. */
-async function stopWebhookOfFinalTask(options: TerminatedRunSweep, task: TaskDocument, execution: { workflowId: string; runId: string }): Promise<void> {
+ * is the task's latest (a closing run still delivering the webhook leaves it alone), and once an
+ * attempt under way when it was terminated (Terminate stops no activity) has recorded itself:
+ * on FerretDB two updates of one document at once can lose one. */
+async function stopWebhookOfFinalTask(options: TerminatedRunSweep, task: TaskDocument, execution: { workflowId: string; runId: string; closeTime?: Date }, now: Date): Promise<void> {
   if (task.webhook?.state !== 'pending') return;
-  const latest = await options.client.workflow.getHandle(execution.workflowId).describe();
-  if (latest.runId !== execution.runId || latest.status.name === 'RUNNING') return;
+  if (now.getTime() - (execution.closeTime?.getTime() ?? now.getTime()) < (options.webhookSettlesMs ?? WEBHOOK_ATTEMPT_SETTLES_MS)) return;
+  try {
+    if ((await options.client.workflow.getHandle(execution.workflowId).describe()).runId !== execution.runId) return;
+  } catch (error) {
+    // Not this round (Temporal away): the run is listed again in the next ones.
+    options.log?.(`sweeper: task ${task._id}'s webhook left for the next sweep: ${error instanceof Error ? error.message : String(error)}`);
+    return;
+  }
   if (await options.tasks.stopPendingWebhook(task._id)) options.log?.(`sweeper: the webhook of task ${task._id} stopped with its terminated workflow`);
 }
 

@@ -14,7 +14,14 @@ export function consolePageOrNull(value: unknown): string | null {
   if (typeof value !== 'string' || value.length > MAX_LENGTH || !CONSOLE_PAGE.test(value) || value.includes('//')) return null;
   // As a browser resolves it: dot segments (`/console/../admin`, `%2e%2e` too) climb out.
   const { pathname } = new URL(value, 'http://console.invalid');
-  if (!pathname.startsWith('/console/') || /^\/console\/(?:operator\/)?sign-(?:in|out)(?:\/|$)/.test(pathname)) return null;
+  // Decoded, as the router matches it (`/console/sign%2Din` is the sign-in page).
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    return null;
+  }
+  if (!decoded.startsWith('/console/') || /^\/console\/(?:operator\/)?sign-(?:in|out)(?:\/|$)/.test(decoded)) return null;
   return value;
 }
 

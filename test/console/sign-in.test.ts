@@ -269,7 +269,7 @@ describe('console sign-in', () => {
     assert.match(form.body, new RegExp(`<input type="hidden" name="next" value="${asked.replaceAll('?', '\\?').replaceAll('&', '&amp;')}">`));
     const signedIn = await browser.post('/console/sign-in', { email, password: PASSWORD, next: asked });
     assert.deepEqual([signedIn.statusCode, signedIn.headers.location], [303, asked]);
-    for (const next of ['//evil.example/console/keys', 'https://evil.example/', '/console//evil.example', '/console\\evil', '/console/sign-out', '/consolex', '/admin/accounts', '/console/keys\r\nSet-Cookie: x=1', '/console/../admin', '/console/%2e%2e/admin/accounts', '/console/keys/../../admin', '/console/./sign-out']) {
+    for (const next of ['//evil.example/console/keys', 'https://evil.example/', '/console//evil.example', '/console\\evil', '/console/sign-out', '/consolex', '/admin/accounts', '/console/keys\r\nSet-Cookie: x=1', '/console/../admin', '/console/%2e%2e/admin/accounts', '/console/keys/../../admin', '/console/./sign-out', '/console/sign%2Din', '/console/%73ign-out']) {
       const other = new ConsoleClient(harness.app, '198.51.100.62');
       await other.get(`/console/sign-in?next=${encodeURIComponent(next)}`);
       assert.ok(!other.lastPage.includes('name="next"'), `${next}: not kept in the form`);

@@ -61,7 +61,7 @@ td.text { white-space: normal; overflow-wrap: anywhere; min-width: 8rem; max-wid
 .alert.success { background: var(--ok-bg); border-color: var(--ok); }
 .badge { display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .8rem; font-weight: 600; background: #e8ecf3; }
 .badge.active, .badge.succeeded, .badge.delivered { background: var(--ok-bg); color: var(--ok); }
-.badge.revoked, .badge.failed, .badge.exhausted, .badge.gone, .badge.refused { background: var(--error-bg); color: var(--danger); }
+.badge.revoked, .badge.failed, .badge.exhausted, .badge.gone, .badge.refused, .badge.stopped { background: var(--error-bg); color: var(--danger); }
 .badge.running, .badge.submitted, .badge.pending { background: #e7eefc; color: var(--accent); }
 .badge.unsent { background: var(--bg); color: var(--muted); }
 .secret-box { display: flex; gap: .5rem; flex-wrap: wrap; align-items: center; }
