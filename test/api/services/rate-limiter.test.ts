@@ -167,13 +167,14 @@ describe('rate limiter: rounds on its own timer', () => {
   it('keeps counting a minute whose limit changed: a lowered limit is not a fresh allowance, a raised one adds only the difference', async () => {
     const limits = limiter();
     const minute = Math.floor(Date.now() / 60_000) + 30;
-    const at = (offsetMs: number) => minute * 60_000 + offsetMs;
-    const admitted = async (requestsPerMinute: number, calls: number, from: number) => {
-      const caller = { accountId: 'acct_change', keyId: 'key_change', rateLimits: { requests_per_minute: requestsPerMinute } };
+    /** How many of `calls` requests of the key, `from` ms into the key's minute (at most 100 a
+     * ms), are admitted under `requestsPerMinute`. Each key has a minute of its own. */
+    const admittedFor = (keyId: string, ofMinute: number) => async (requestsPerMinute: number, calls: number, from: number) => {
+      const caller = { accountId: 'acct_change', keyId, rateLimits: { requests_per_minute: requestsPerMinute } };
       let count = 0;
       for (let call = 0; call < calls; call++) {
         try {
-          await limits.admitRequest(caller, at(from + call));
+          await limits.admitRequest(caller, ofMinute * 60_000 + from + call / 100);
           count++;
         } catch {
           // 429: over the limit.
@@ -181,55 +182,19 @@ describe('rate limiter: rounds on its own timer', () => {
       }
       return count;
     };
+    const admitted = admittedFor('key_change', minute);
     assert.equal(await admitted(10, 8, 1_000), 8);
     assert.equal(await admitted(4, 5, 2_000), 0, 'lowered to 4 after 8 calls: none more this minute');
-    const later = minute + 1;
-    const next = async (requestsPerMinute: number, calls: number, from: number) => {
-      const caller = { accountId: 'acct_change', keyId: 'key_raise', rateLimits: { requests_per_minute: requestsPerMinute } };
-      let count = 0;
-      for (let call = 0; call < calls; call++) {
-        try {
-          await limits.admitRequest(caller, later * 60_000 + from + call);
-          count++;
-        } catch {
-          // 429: over the limit.
-        }
-      }
-      return count;
-    };
+    const next = admittedFor('key_raise', minute + 1);
     assert.equal(await next(3, 5, 1_000), 3);
     assert.equal(await next(10, 12, 2_000), 7, 'raised from 3 to 10 after 3 calls: 7 more');
     // Blocks of more than one unit: the new limit's first block was partly used, not all of it.
-    const third = async (requestsPerMinute: number, calls: number, from: number) => {
-      const caller = { accountId: 'acct_change', keyId: 'key_raise_far', rateLimits: { requests_per_minute: requestsPerMinute } };
-      let count = 0;
-      for (let call = 0; call < calls; call++) {
-        try {
-          await limits.admitRequest(caller, (later + 1) * 60_000 + from + call / 100);
-          count++;
-        } catch {
-          // 429: over the limit.
-        }
-      }
-      return count;
-    };
+    const third = admittedFor('key_raise_far', minute + 2);
     assert.equal(await third(2, 2, 1_000), 2);
     assert.equal(await third(1_000, 1_000, 2_000), 998, 'raised from 2 to 1,000 after 2 calls: 998 more');
     // And back again: the earlier limit's blocks that the use since filled are gone, and the one
     // it ends in is that much spent (blocks of 10; 45 used).
-    const fourth = async (requestsPerMinute: number, calls: number, from: number) => {
-      const caller = { accountId: 'acct_change', keyId: 'key_back_partly', rateLimits: { requests_per_minute: requestsPerMinute } };
-      let count = 0;
-      for (let call = 0; call < calls; call++) {
-        try {
-          await limits.admitRequest(caller, (later + 2) * 60_000 + from + call / 100);
-          count++;
-        } catch {
-          // 429: over the limit.
-        }
-      }
-      return count;
-    };
+    const fourth = admittedFor('key_back_partly', minute + 3);
     assert.equal(await fourth(100, 5, 1_000), 5);
     assert.equal(await fourth(1_000, 40, 2_000), 40);
     assert.equal(await fourth(100, 100, 3_000), 55, 'back to 100 after 45 calls: 55 more');
