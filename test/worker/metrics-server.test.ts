@@ -8,6 +8,7 @@ import { startMetricsServer, type MetricsServer } from '../../worker/metrics-ser
 import { createAccount, createKey } from '../helpers/app.ts';
 import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 import { videoClient } from '../helpers/video-client.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
 import { clearOfWindowEdge } from '../helpers/window-edge.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 import { testTemporalAddress, uniqueName } from '../helpers/engines.ts';
@@ -50,8 +51,11 @@ describe('worker metrics listener', () => {
     assert.equal(submitted.status, 200, JSON.stringify(submitted.json));
     assert.equal((await client.waitForFinal(submitted.json.task_id)).status, 'succeeded');
 
-    const after = await workerSamples(server);
+    // The task reads final once its snapshot is written; the worker counts the transition just
+    // after that write returns, so the count can come a moment after the read.
+    let after = await workerSamples(server);
     const delta = (name: string, labels: Record<string, string>) => sampleSum(after, name, labels) - sampleSum(before, name, labels);
+    await waitUntil(async () => delta('framegate_video_task_transitions_total', { state: 'succeeded', model: 'sora-2' }) > 0 || ((after = await workerSamples(server)), false), 5_000);
     assert.equal(delta('framegate_video_task_transitions_total', { state: 'running', model: 'sora-2' }), 1);
     assert.equal(delta('framegate_video_task_transitions_total', { state: 'succeeded', model: 'sora-2' }), 1);
     // 4 s at sora-2's 100,000 micro-USD per second (config/catalog.local.json).
