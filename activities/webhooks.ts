@@ -116,7 +116,7 @@ export function createWebhookActivities(deps: WebhookActivityDependencies) {
      * record itself, the task reads `exhausted` from here, and the metric counts it once, for the
      * alert; otherwise nothing. Retried until the store takes it. */
     async markWebhookGivenUp(input: { taskId: string }): Promise<void> {
-      if (await deps.tasks.giveUpPendingWebhook(input.taskId)) webhookAttempts.inc({ outcome: 'exhausted' });
+      if (await deps.tasks.endPendingWebhook(input.taskId, 'exhausted')) webhookAttempts.inc({ outcome: 'exhausted' });
     },
   };
 }

@@ -167,16 +167,11 @@ export class TaskStore {
     return { task: await this.find(taskId), changed: result.modifiedCount === 1 };
   }
 
-  /** Marks a webhook still pending as stopped (its workflow was terminated); false when it was
-   * not pending. */
-  async stopPendingWebhook(taskId: string): Promise<boolean> {
-    return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': 'stopped' } })).modifiedCount === 1;
-  }
-
-  /** Marks a webhook still pending as given up (its last attempt was cut off before it could
-   * record it); false when it was not pending. */
-  async giveUpPendingWebhook(taskId: string): Promise<boolean> {
-    return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': 'exhausted' } })).modifiedCount === 1;
+  /** Ends a webhook still pending, no attempt to come: `exhausted` when its last attempt was cut
+   * off before it could record itself, `stopped` when its workflow was terminated. False when it
+   * was not pending. */
+  async endPendingWebhook(taskId: string, state: 'exhausted' | 'stopped'): Promise<boolean> {
+    return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': state } })).modifiedCount === 1;
   }
 
   /** Adds the attempt and sets the webhook's state; the state it had before (undefined for a

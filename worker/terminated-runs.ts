@@ -91,7 +91,7 @@ async function stopWebhookOfFinalTask(options: TerminatedRunSweep, task: TaskDoc
     options.log?.(`sweeper: task ${task._id}'s webhook left for the next sweep: ${error instanceof Error ? error.message : String(error)}`);
     return;
   }
-  if (await options.tasks.stopPendingWebhook(task._id)) options.log?.(`sweeper: the webhook of task ${task._id} stopped with its terminated workflow`);
+  if (await options.tasks.endPendingWebhook(task._id, 'stopped')) options.log?.(`sweeper: the webhook of task ${task._id} stopped with its terminated workflow`);
 }
 
 /** The vendor task a run's submission got, from its history (a run terminated after the vendor

@@ -214,15 +214,18 @@ describe('Idempotency-Key', () => {
     assert.equal(again.json().task_id, freshId);
   });
 
+  /** Two base64 images of `prompt` under the Idempotency-Key. */
+  const generateImages = (key: string, idempotencyKey: string, prompt: string) =>
+    stack.app.inject({
+      method: 'POST',
+      url: '/v1/images/generations',
+      headers: { ...bearer(key), 'idempotency-key': idempotencyKey },
+      payload: { model: 'gpt-image-1', prompt, n: 2, response_format: 'b64_json' },
+    });
+
   it('answers a retried image generation with the same images, billed once', async () => {
     const caller = await stack.newCaller('images');
-    const generate = () =>
-      stack.app.inject({
-        method: 'POST',
-        url: '/v1/images/generations',
-        headers: { ...bearer(caller.key), 'idempotency-key': 'img-1' },
-        payload: { model: 'gpt-image-1', prompt: 'a lighthouse', n: 2, response_format: 'b64_json' },
-      });
+    const generate = () => generateImages(caller.key, 'img-1', 'a lighthouse');
     const first = await generate();
     assert.equal(first.statusCode, 200, first.body);
     const again = await generate();
@@ -236,13 +239,7 @@ describe('Idempotency-Key', () => {
   it('answers a retried image generation larger than a store document with the same images, billed once', async () => {
     // Two images of 9 MiB each: about 24 MiB of base64, past the 16 MiB a document may hold.
     const caller = await stack.newCaller('large-images');
-    const generate = () =>
-      stack.app.inject({
-        method: 'POST',
-        url: '/v1/images/generations',
-        headers: { ...bearer(caller.key), 'idempotency-key': 'img-large' },
-        payload: { model: 'gpt-image-1', prompt: 'a lighthouse [sim:image_kib=9216]', n: 2, response_format: 'b64_json' },
-      });
+    const generate = () => generateImages(caller.key, 'img-large', 'a lighthouse [sim:image_kib=9216]');
     const first = await generate();
     assert.equal(first.statusCode, 200, first.body.slice(0, 500));
     assert.ok(first.body.length > 20 * 1024 * 1024, `${first.body.length} characters`);

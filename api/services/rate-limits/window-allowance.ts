@@ -67,7 +67,13 @@ export class WindowAllowance {
    * would try is claimed by some process (an earlier limit's used units included), less what
    * this process holds unspent. */
   get usedUnits(): number {
-    return Math.max(0, Math.min(this.limit, this.nextIndex * this.blockSize + this.usedOfNextBlock) - this.available);
+    return Math.max(0, Math.min(this.limit, this.countedUnits) - this.available);
+  }
+
+  /** Units of the minute in blocks some process claimed, and used of the next one before this
+   * allowance (the constructor's `unitsUsedBefore`). */
+  private get countedUnits(): number {
+    return this.nextIndex * this.blockSize + this.usedOfNextBlock;
   }
 
   /** Counts `unitsUsed` of this minute (used under another limit since this allowance was last
@@ -77,7 +83,7 @@ export class WindowAllowance {
     this.catchUps++;
     // Past what this allowance already counts as claimed or used: the blocks the use fills are
     // gone, and the one it ends in is that much spent (as in the constructor).
-    if (unitsUsed > this.nextIndex * this.blockSize + this.usedOfNextBlock) {
+    if (unitsUsed > this.countedUnits) {
       this.nextIndex = Math.floor(unitsUsed / this.blockSize);
       this.usedOfNextBlock = unitsUsed - this.nextIndex * this.blockSize;
     }
@@ -88,7 +94,7 @@ export class WindowAllowance {
 
   /** Units left in this minute for everyone, as far as this process can tell. */
   get remaining(): number {
-    const unclaimed = Math.max(0, this.limit - this.nextIndex * this.blockSize - this.usedOfNextBlock);
+    const unclaimed = Math.max(0, this.limit - this.countedUnits);
     return Math.max(0, Math.min(this.limit, unclaimed + this.available));
   }
 
