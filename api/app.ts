@@ -164,7 +164,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     temporal: temporal.client,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deadlineSeconds: config.VIDEO_TASK_DEADLINE_SECONDS,
-    callbackAllowlist: parseOutboundAllowlist(config.OUTBOUND_ALLOWLIST),
+    outboundAllowlist: parseOutboundAllowlist(config.OUTBOUND_ALLOWLIST),
     budgets,
     log: app.log,
   });

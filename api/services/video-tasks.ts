@@ -29,8 +29,9 @@ export interface VideoTaskServiceOptions {
   taskQueue: string;
   deadlineSeconds: number;
   /** The worker's OUTBOUND_ALLOWLIST: a callback URL whose literal address it would refuse is
-   * refused at submission, not accepted and then never delivered. */
-  callbackAllowlist: Allowlist;
+   * refused at submission, not accepted and then never delivered; so is a reference media URL
+   * on such an address. */
+  outboundAllowlist: Allowlist;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
   budgets?: { returnUnused(accountId: string, neededMicros: number): Promise<UnansweredLeases | null> };
   log?: Pick<FastifyBaseLogger, 'warn' | 'error'>;
@@ -65,6 +66,24 @@ function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise
 
 const settledOk = () => undefined;
 
+/** The first caller-supplied URL of a submission whose host is a literal internal address (or a
+ * localhost name) the allowlist does not admit, as a 400's message and field. The worker calls
+ * the callback; the vendor fetches the reference media, and a vendor inside the operator's
+ * network (a self-hosted model server) must not be sent to its neighbours either. Names pass
+ * here: only a connection can tell where they lead. */
+function internalAddressIn(body: SubmissionInput, allowlist: Allowlist): { message: string; param: string } | null {
+  const callbackUrl = body.metadata?.callback_url;
+  const uncallable = callbackUrl ? refusedOnSight(new URL(callbackUrl), allowlist) : null;
+  if (uncallable) return { message: `metadata.callback_url: ${uncallable.whatItIs}, which the gateway does not call; give an address it can reach.`, param: 'metadata.callback_url' };
+  for (const [index, entry] of (body.metadata?.content ?? []).entries()) {
+    const url = entry[entry.type]?.url;
+    const unfetchable = url ? refusedOnSight(new URL(url), allowlist) : null;
+    const param = `metadata.content.${index}.${entry.type}.url`;
+    if (unfetchable) return { message: `${param}: ${unfetchable.whatItIs}, which the gateway does not send a vendor to; give an address on the public internet.`, param };
+  }
+  return null;
+}
+
 export class VideoTaskService {
   private readonly admission: HoldAdmission;
 
@@ -83,12 +102,12 @@ export class VideoTaskService {
     const validated = validateVideoSubmission(model, body);
     let priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
     const callbackUrl = body.metadata?.callback_url;
-    const uncallable = callbackUrl ? refusedOnSight(new URL(callbackUrl), this.options.callbackAllowlist) : null;
+    const refusal = internalAddressIn(body, this.options.outboundAllowlist);
     // A retry under an Idempotency-Key whose task is stored goes on with that task as stored
     // (below), whatever this process would say of it now: its first attempt was let through (by
     // an older version, or an api given another allowlist), and the sweeper would start it anyway.
-    if (uncallable && (idempotentTaskId === undefined || !(await tasks.find(taskId)))) {
-      throw new GatewayError('invalid_request', `metadata.callback_url: ${uncallable.whatItIs}, which the gateway does not call; give an address it can reach.`, 'metadata.callback_url');
+    if (refusal && (idempotentTaskId === undefined || !(await tasks.find(taskId)))) {
+      throw new GatewayError('invalid_request', refusal.message, refusal.param);
     }
     const now = new Date();
     let input: VideoTaskWorkflowInput = {

@@ -39,6 +39,8 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['a callback_url on a private address', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://10.0.0.1:8080/hook' } }, 400, 'metadata.callback_url', /10\.0\.0\.1 is a private address, which the gateway does not call/],
   ['a callback_url on the metadata address', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://169.254.169.254/latest' } }, 400, 'metadata.callback_url', /169\.254\.169\.254 is a link-local address/],
   ['a callback_url on 0.0.0.0', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://0.0.0.0/hook' } }, 400, 'metadata.callback_url', /0\.0\.0\.0 is an unspecified address/],
+  ['a reference image on the metadata address', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'image_url', image_url: { url: 'http://169.254.169.254/latest/meta-data/' }, role: 'reference_image' }] } }, 400, 'metadata.content.0.image_url.url', /169\.254\.169\.254 is a link-local address, which the gateway does not send a vendor to/],
+  ['a reference audio on a private address', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [image(1), { type: 'audio_url', audio_url: { url: 'https://192.168.1.5:8443/a.mp3' }, role: 'reference_audio' }] } }, 400, 'metadata.content.1.audio_url.url', /192\.168\.1\.5 is a private address/],
   ['an unknown content type', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'text_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.type', /image_url, video_url or audio_url/],
   ['an entry without its url object', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'image_url', role: 'reference_image' }] } }, 400, 'metadata.content.0.image_url', /is required/],
   ['an entry whose object lacks url', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'video_url', video_url: {}, role: 'reference_video' }] } }, 400, 'metadata.content.0.video_url.url', /absolute http/],
@@ -161,7 +163,7 @@ describe('POST /v1/video/generations refuses bad requests', () => {
     for (const id of taskIds) await harness.temporal.client.workflow.getHandle(id).terminate('test cleanup');
   });
 
-  it('refuses a callback the worker would refuse on sight, as OUTBOUND_ALLOWLIST says; names go through', async () => {
+  it('refuses a callback or reference media URL the worker would refuse on sight, as OUTBOUND_ALLOWLIST says; names go through', async () => {
     const submit = (app: TestApp['app'], callbackUrl: string) =>
       app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: callbackUrl } } });
     const strict = await startTestApp('video-validation-strict', { OUTBOUND_ALLOWLIST: '' }, { database: harness.database });
@@ -181,6 +183,16 @@ describe('POST /v1/video/generations refuses bad requests', () => {
         taskIds.push(accepted.json().task_id);
       }
       assert.equal((await submit(lenient.app, 'http://127.0.0.1/hook')).statusCode, 400);
+      // Reference media follow the same rule: the vendor fetches them.
+      const reference = (app: TestApp['app'], url: string) =>
+        app.inject({ method: 'POST', url: '/v1/video/generations', headers: bearer(key), payload: { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'video_url', video_url: { url }, role: 'reference_video' }] } } });
+      const loopbackVideo = await reference(strict.app, 'http://localhost:9000/clip.mp4');
+      assert.equal(loopbackVideo.statusCode, 400, loopbackVideo.body);
+      assert.equal(loopbackVideo.json().error.param, 'metadata.content.0.video_url.url');
+      assert.match(loopbackVideo.json().error.message, /localhost is a loopback address, which the gateway does not send a vendor to/);
+      const allowedVideo = await reference(lenient.app, 'http://10.1.2.3/clip.mp4');
+      assert.equal(allowedVideo.statusCode, 200, allowedVideo.body);
+      taskIds.push(allowedVideo.json().task_id);
       // Allowed as IPv4 only, localhost is still refused: it resolves to ::1 too, which the
       // worker would refuse.
       const ipv4Loopback = await startTestApp('video-validation-ipv4-loopback', { OUTBOUND_ALLOWLIST: '127.0.0.0/8' }, { database: harness.database });

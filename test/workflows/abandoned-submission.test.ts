@@ -131,7 +131,7 @@ describe('video submissions that fail halfway', () => {
       temporal: stack.temporal.client,
       taskQueue: stack.taskQueue,
       deadlineSeconds: 600,
-      callbackAllowlist: LOOPBACK,
+      outboundAllowlist: LOOPBACK,
     });
   }
 
@@ -245,7 +245,7 @@ describe('video submissions that fail halfway', () => {
     const broken = new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
       temporal: { connection: stack.temporal.client.connection, workflow: { start: async () => { throw bug; } } } as unknown as typeof stack.temporal.client,
-      taskQueue: stack.taskQueue, deadlineSeconds: 600, callbackAllowlist: LOOPBACK,
+      taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
       log: { warn: (fields: Record<string, unknown>) => void lines.push({ level: 'warn', fields }), error: (fields: Record<string, unknown>) => void lines.push({ level: 'error', fields }) } as never,
     });
     await assert.rejects(broken.submit(principal, body, 'req_start_bug', newId('task')), (error: GatewayError) => error.code === 'service_unavailable' && error.cause === bug);
@@ -270,7 +270,7 @@ describe('video submissions that fail halfway', () => {
     };
     const late = new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
-      temporal: lateTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, callbackAllowlist: LOOPBACK,
+      temporal: lateTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
     });
     const taskId = newId('task');
     await assert.rejects(late.submit(principal, body, 'req_started_anyway', taskId), (error: GatewayError) => error.code === 'service_unavailable' && /unless the task was started after all/.test(error.message));
@@ -301,7 +301,7 @@ describe('video submissions that fail halfway', () => {
     };
     const stalled = new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
-      temporal: stalledTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, callbackAllowlist: LOOPBACK,
+      temporal: stalledTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
     });
     // No Idempotency-Key: the sweeper closes such a task rather than starting it.
     await assert.rejects(stalled.submit(principal, { ...body, metadata: { ...body.metadata, callback_url: 'http://127.0.0.1:9/never-called' } }, 'req_stalled'), (error: GatewayError) => error.code === 'service_unavailable' && /nothing was charged/.test(error.message));
@@ -394,7 +394,7 @@ describe('video submissions that fail halfway', () => {
     };
     return new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks: apiTasks, ledger, accounts,
-      temporal: recording as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, callbackAllowlist: LOOPBACK,
+      temporal: recording as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
     });
   }
 

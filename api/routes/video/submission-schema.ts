@@ -97,7 +97,7 @@ function contentField(model: VideoModel) {
     .array(entry)
     .max(model.reference.total, `allows at most ${model.reference.total} reference entries in total for '${model.id}'`)
     .meta(contentArrayRules(model))
-    .describe('Reference media, in order: reference images (role reference_image) are cited in the prompt as @image1…@imageN, in any case; first/last-frame images are not cited.');
+    .describe('Reference media, in order: reference images (role reference_image) are cited in the prompt as @image1…@imageN, in any case; first/last-frame images are not cited. The vendor fetches each URL: one on a literal internal address (loopback, private, link-local and the like, or a localhost name, unless the operator allows it) is a 400.');
 }
 
 /** `metadata` that is not an object (null, an array); other issues keep their own messages. */
