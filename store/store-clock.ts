@@ -9,13 +9,19 @@ import type { Db } from 'mongodb';
 //
 // now() never waits: it answers with the last offset (the local clock until the first reading)
 // and asks for a fresh reading in the background once the last is RESYNC_MS old. current()
-// waits for that reading. A failed reading keeps the last offset.
+// waits for that reading. A failed reading keeps the last offset; with none read yet, current()
+// throws rather than answer with the local clock: the sweeper would then judge live leases on a
+// clock running ahead, and an api process would open a lease already past its expiry on one
+// running behind. Every lease's first expiry comes from current(), so now() is read only once
+// some reading succeeded.
 
 const RESYNC_MS = 30_000;
 
 export class StoreClock {
   private offsetMs = 0;
   private readAt = -Infinity;
+  /** Whether some reading succeeded: until then the offset is a guess. */
+  private synced = false;
   private reading: Promise<void> | undefined;
 
   constructor(
@@ -33,7 +39,8 @@ export class StoreClock {
 
   /** The store's time now (epoch ms), after a fresh reading when the last is stale. */
   async current(): Promise<number> {
-    if (this.localNow() - this.readAt >= RESYNC_MS) await this.read();
+    if (!this.synced || this.localNow() - this.readAt >= RESYNC_MS) await this.read();
+    if (!this.synced) throw new Error("the store's clock could not be read yet (the hello command failed)");
     return this.localNow() + this.offsetMs;
   }
 
@@ -54,6 +61,7 @@ export class StoreClock {
       const answeredAt = this.localNow();
       if (hello.localTime instanceof Date) this.offsetMs = hello.localTime.getTime() - (sentAt + answeredAt) / 2;
       this.readAt = answeredAt;
+      this.synced = true;
     } catch {
       // Try again at the next use after RESYNC_MS; until then the last offset stands.
       this.readAt = this.localNow();

@@ -39,4 +39,16 @@ describe("the store's clock, read from a process whose own clock is wrong", () =
     assert.equal(readings, 2, 'it tried to read again');
     assert.ok(Math.abs(storeNow - (local() + 90_000)) < 250, 'the offset of the first reading still stands');
   });
+
+  it('refuses to answer current() with the local clock when no reading has succeeded yet', async () => {
+    let storeUp = false;
+    const late = { command: (command: object) => (storeUp ? database.db.command(command) : Promise.reject(new Error('store down'))) };
+    const ahead = () => Date.now() + 20_000;
+    const clock = new StoreClock(late as never, ahead);
+    await assert.rejects(clock.current(), /could not be read yet/);
+    // Asked again at once (not after 30 s): the first success is what it waits for.
+    storeUp = true;
+    const storeNow = await clock.current();
+    assert.ok(Math.abs(storeNow - Date.now()) < 250, `read ${storeNow - Date.now()} ms off the real time`);
+  });
 });
