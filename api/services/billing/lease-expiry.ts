@@ -6,6 +6,13 @@ import type { SpendLease } from './spend-lease.ts';
 // at every tick). Expiry is on the store's clock (store/store-clock.ts), since other processes
 // and the worker's sweeper judge it on that one: a lease is pushed forward once less than half
 // of `expiryMs` is left, and one found past its expiry or released already takes no more calls.
+//
+// The store's answer is trusted only when it came while more than a quarter of the old expiry
+// was left. The write matched on the expiry as of the tick, but it may have run much later (a
+// stalled store, the driver retrying it after a failover): past the old expiry, the sweeper or
+// a process asking the money back may have released the hold meanwhile, and a lease extended
+// then would go on spending money that is back in the balance. A quarter is the margin a lease
+// keeps anyway before it stops taking calls (account-budgets.ts).
 
 export interface LeaseExpiryOptions {
   leases: BudgetLeaseStore;
@@ -30,13 +37,15 @@ function extend(lease: SpendLease, storeNow: number, { leases, expiryMs, log, lo
     .extend(lease.reference, new Date(expiresAt), new Date(storeNow))
     .then(
       (extended) => {
-        if (extended) {
+        const late = leases.clock.now() >= lease.expiresAt - expiryMs / 4;
+        if (extended && !late) {
           lease.expiresAt = Math.max(lease.expiresAt, expiresAt);
           return;
         }
         // Its settlement charges its calls even so (retired-leases.ts).
         lease.expiryLost = true;
-        log.warn({ lease: lease.reference }, 'a spend lease expired before it could be extended; it takes no more calls');
+        if (extended) log.warn({ lease: lease.reference }, 'a spend lease was extended too late to be sure nobody released it meanwhile; it takes no more calls');
+        else log.warn({ lease: lease.reference }, 'a spend lease expired before it could be extended; it takes no more calls');
         lost(lease);
       },
       (error: unknown) => log.warn({ err: error, lease: lease.reference }, 'extending a spend lease failed; will retry'),

@@ -46,6 +46,16 @@ class LedgerAwayForCaptures extends Ledger {
   }
 }
 
+/** Lease documents whose extension runs late: the store stalled, or the driver retried the write
+ * after a failover. It still runs, and matches: the document's expiry is still after the tick's. */
+class LeasesExtendedLate extends BudgetLeaseStore {
+  writesAt = 0;
+  override async extend(reference: string, expiresAt: Date, now: Date): Promise<boolean> {
+    await sleep(this.writesAt - Date.now());
+    return super.extend(reference, expiresAt, now);
+  }
+}
+
 describe('a process that loses touch with the store keeps the money right', () => {
   let database: Awaited<ReturnType<typeof testDatabase>>;
   let accounts: AccountStore;
@@ -128,6 +138,30 @@ describe('a process that loses touch with the store keeps the money right', () =
     assert.equal(after.spent_micros, 10_000);
     assert.equal(after.balance_micros, BALANCE - 10_000);
     assert.equal((await ledger.find(lease!._id, 'debit'))?.amount_micros, 4_000);
+  });
+
+  it('does not trust an extension the store answered too late to be sure the lease was not released meanwhile', async () => {
+    const account = await accounts.create({ name: 'extended-late', balanceMicros: BALANCE });
+    const late = new LeasesExtendedLate(database.db);
+    const warnings: string[] = [];
+    const holder = apiProcess({ expiryMs: 2_000 }, { leases: late, log: { warn: (_details: unknown, message?: string) => void warnings.push(String(message)), error() {} } });
+    const first = await holder.reserve(account._id, 10_000, chatCall, 'hint');
+    const [lease] = await leasesOf(account._id);
+    // Asked for at about 1 s (half the expiry left), written at 1.7 s: inside the last quarter,
+    // where the sweeper's clock, or a process asking the money back, may already have it expired.
+    late.writesAt = lease!.expires_at.getTime() - 300;
+    while (warnings.length === 0 && Date.now() < lease!.expires_at.getTime() + 1_000) await sleep(20);
+    assert.deepEqual(warnings, ['a spend lease was extended too late to be sure nobody released it meanwhile; it takes no more calls']);
+    assert.ok((await leases.collection.findOne({ _id: lease!._id }))!.expires_at > lease!.expires_at, 'the store did take the late write');
+
+    const second = holder.reserve(account._id, 10_000, chatCall, 'hint');
+    assert.ok(second instanceof Promise, 'the lease takes no more calls, though its new expiry is far off');
+    (await second).charge(6_000, { outputTokens: 1 }, { allowOverage: false });
+    first.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
+    await holder.close();
+    const after = await settledAccount(accounts, account._id);
+    assert.equal(after.spent_micros, 10_000);
+    assert.equal(after.balance_micros, BALANCE - 10_000);
   });
 
   it('keeps trying to settle a lease until the store takes the capture', async () => {
