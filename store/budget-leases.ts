@@ -29,6 +29,9 @@ export interface BudgetLeaseDocument {
   /** A carrier: its whole hold is reserved by calls moved onto it that still run
    * (api/services/billing/lease-carriers.ts), so asking it back would get nothing. */
   carries_calls?: true;
+  /** Set when it was found expired with no hold yet (store/expired-leases.ts): its expiry was
+   * moved on once, for a hold still on its way. */
+  hold_awaited?: true;
 }
 
 export class BudgetLeaseStore {
@@ -57,6 +60,12 @@ export class BudgetLeaseStore {
     return result.matchedCount === 1;
   }
 
+  /** Leaves a lease found with no hold for `until`, marked: a hold still on its way then has a
+   * document to be found by. */
+  async awaitHold(reference: string, until: Date): Promise<void> {
+    await this.collection.updateOne({ _id: reference }, { $set: { expires_at: until, hold_awaited: true } });
+  }
+
   async remove(reference: string): Promise<void> {
     await this.collection.deleteOne({ _id: reference });
   }
@@ -67,8 +76,8 @@ export class BudgetLeaseStore {
   }
 
   /** The open leases of `accountId` other than `own` (another process's, or a dead one's). */
-  othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'amount_micros' | 'expires_at' | 'carries_calls'>[]> {
-    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, account_id: 1, amount_micros: 1, expires_at: 1, carries_calls: 1 } }).toArray();
+  othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'amount_micros' | 'expires_at' | 'carries_calls' | 'hold_awaited'>[]> {
+    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, account_id: 1, amount_micros: 1, expires_at: 1, carries_calls: 1, hold_awaited: 1 } }).toArray();
   }
 
   async recall(references: string[], at: Date): Promise<void> {

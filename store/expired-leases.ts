@@ -16,13 +16,26 @@ import type { Ledger, LedgerOutcome } from './ledger.ts';
 // so a lease its process did settle after all is left alone ('conflict'). A lease whose process
 // gave part of the hold back early (a 'trim', see account-budgets.ts) has only the rest released;
 // sealing its trim slot first keeps a trim from landing after the release.
+//
+// A lease found with no hold may have one on its way: its process writes the document before
+// the hold, and the hold can wait behind the account's other movements, or a stalled store, past
+// the expiry. Removed then, a hold that landed later would have no document for anyone to find,
+// and would stay held for good if its process died before settling it. So the first time, the
+// document is left for HOLD_GRACE_MS more (a live process that gets its hold that late finds the
+// lease expired and settles it at once); the second time, it goes.
+
+const HOLD_GRACE_MS = 10 * 60_000;
 
 /** Settles an expired lease's hold from its journal (or releases it whole); what the ledger
  * said, or 'no hold' when there was none. */
-export async function releaseExpiredLease(stores: { ledger: Ledger; leases: BudgetLeaseStore }, lease: Pick<BudgetLeaseDocument, '_id' | 'account_id'>): Promise<LedgerOutcome | 'no hold'> {
+export async function releaseExpiredLease(stores: { ledger: Ledger; leases: BudgetLeaseStore }, lease: Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'hold_awaited'>): Promise<LedgerOutcome | 'no hold'> {
   const { ledger } = stores;
   const hold = await ledger.find(lease._id, 'hold');
   let outcome: LedgerOutcome | 'no hold' = 'no hold';
+  if (!hold && lease.hold_awaited !== true) {
+    await stores.leases.awaitHold(lease._id, new Date(stores.leases.clock.now() + HOLD_GRACE_MS));
+    return outcome;
+  }
   if (hold) {
     const base = { accountId: lease.account_id, keyId: null, reference: lease._id };
     const sealed = await ledger.apply({ ...base, operation: 'seal', amountMicros: 0 });

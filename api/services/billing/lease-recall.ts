@@ -63,8 +63,9 @@ export class LeaseRecall {
     // the store's clock, on which the holders wrote it.
     const now = await this.leases.clock.current();
     const dead = others.filter((lease) => lease.expires_at.getTime() <= now);
-    // A live carrier's hold is all reserved by calls that run on: nothing to ask back.
-    const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true);
+    // A live carrier's hold is all reserved by calls that run on: nothing to ask back. Nor is
+    // there in a lease left waiting for a hold it never got (store/expired-leases.ts).
+    const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true && lease.hold_awaited !== true);
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
     if (freeMicros >= neededMicros) return { asked: true, unanswered: null };
