@@ -6,7 +6,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 // short-lived cookie that the GET reads and clears at once. It never touches the store (keys
 // are stored only as hashes), and the cookie is sealed (AES-256-GCM) under a key derived from
 // the session token, which only the browser holds: the sealed value is useless anywhere else,
-// even to someone who can read the database.
+// even to someone who can read the database. The value carries its own expiry, sealed with it:
+// a copy kept past the cookie's two minutes (a browser that ignored Max-Age, a value read off a
+// shared machine's disk) shows nothing.
 
 export const CREATED_KEY_COOKIE = 'fg_console_new_key';
 const COOKIE_PATH = '/console/keys';
@@ -16,20 +18,21 @@ function sealingKey(sessionToken: string): Buffer {
   return createHmac('sha256', sessionToken).update('framegate console: created key').digest();
 }
 
-export function sealCreatedKey(sessionToken: string, created: { keyId: string; plaintext: string }): string {
+export function sealCreatedKey(sessionToken: string, created: { keyId: string; plaintext: string }, now = Date.now()): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', sealingKey(sessionToken), iv);
-  const sealed = Buffer.concat([cipher.update(JSON.stringify(created), 'utf8'), cipher.final()]);
+  const sealed = Buffer.concat([cipher.update(JSON.stringify({ ...created, expiresAt: now + LIFETIME_SECONDS * 1000 }), 'utf8'), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url');
 }
 
-export function openCreatedKey(sessionToken: string, cookie: string): { keyId: string; plaintext: string } | null {
+export function openCreatedKey(sessionToken: string, cookie: string, now = Date.now()): { keyId: string; plaintext: string } | null {
   try {
     const bytes = Buffer.from(cookie, 'base64url');
     const decipher = createDecipheriv('aes-256-gcm', sealingKey(sessionToken), bytes.subarray(0, 12));
     decipher.setAuthTag(bytes.subarray(12, 28));
     const opened = JSON.parse(Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8'));
-    return typeof opened?.keyId === 'string' && typeof opened?.plaintext === 'string' ? opened : null;
+    if (typeof opened?.keyId !== 'string' || typeof opened?.plaintext !== 'string' || typeof opened?.expiresAt !== 'number' || now > opened.expiresAt) return null;
+    return { keyId: opened.keyId, plaintext: opened.plaintext };
   } catch {
     return null;
   }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { UsageStore } from '../../store/usage.ts';
 import { after, before, describe, it } from 'node:test';
 import { hashApiKey, isWellFormedApiKey } from '../../core/api-keys.ts';
+import { openCreatedKey, sealCreatedKey } from '../../api/console/created-key-flash.ts';
 import { bearer, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 import { ConsoleClient, createAccountWithSignIn, visibleText } from '../helpers/console-client.ts';
 import { uniqueName } from '../helpers/engines.ts';
@@ -73,6 +74,21 @@ describe('console keys', () => {
     const models = await harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(plaintext) });
     assert.equal(models.statusCode, 200);
     assert.deepEqual(models.json().data.map((model: { id: string }) => model.id).sort(), ['seedance-2.0', 'sora-2']);
+  });
+
+  it('shows nothing from a copy of the one-time cookie kept past its two minutes', async () => {
+    await browser.get('/console/keys');
+    assert.equal((await browser.post('/console/keys', { name: 'cookie kept' })).statusCode, 303);
+    const cookie = browser.cookies.get('fg_console_new_key');
+    assert.ok(cookie, 'the POST sets the one-time cookie');
+    const session = browser.cookies.get('fg_console_session');
+    assert.ok(session);
+    const opened = openCreatedKey(session, cookie);
+    assert.match(opened?.plaintext ?? '', /^fg_/);
+    assert.equal(openCreatedKey(session, cookie, Date.now() + 121_000), null, 'past its lifetime the sealed value opens to nothing');
+    // A value sealed before this rule (no expiry inside) opens to nothing either.
+    assert.equal(openCreatedKey(session, sealCreatedKey(session, opened!, Date.now() - 121_000)), null);
+    assert.ok((await browser.get('/console/keys/created')).body.includes(opened!.plaintext), 'within them it is shown');
   });
 
   it('creates an unrestricted key when no model is ticked', async () => {
