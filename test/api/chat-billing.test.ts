@@ -109,6 +109,25 @@ describe('chat billing', () => {
     assert.equal(after.balance_micros, 5_000 - expectedChatMicros(completion.usage!));
   });
 
+  it('holds a prompt at its most, so parallel calls on the last cents are all paid for in full', async () => {
+    // 'a a a …': two characters a token, twice what the 4-character estimate counts. Held at the
+    // estimate, each call was charged beyond its hold, and on an account with a cent the
+    // overage had no balance to come from: 4 calls got through and one cent paid for 1.5.
+    const caller = await stack.newCaller('last cents', 0.01);
+    const client = stack.client(caller.key);
+    const content = 'a '.repeat(20_000);
+    const answers = await Promise.allSettled(Array.from({ length: 12 }, () => client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 1, messages: [{ role: 'user', content }] })));
+    const served = answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));
+    for (const answer of answers) {
+      if (answer.status === 'rejected') assert.ok(answer.reason instanceof OpenAI.PermissionDeniedError, String(answer.reason));
+    }
+    assert.ok(served.length >= 1, 'the cent pays for at least one such call');
+    const after = await stack.settledAccount(caller.accountId);
+    const owed = served.reduce((sum, completion) => sum + expectedChatMicros(completion.usage!), 0);
+    assert.equal(after.spent_micros, owed, `${served.length} calls served, each charged its whole usage`);
+    assert.equal(after.balance_micros, 10_000 - owed);
+  });
+
   it('holds all a call can be billed for: an output limit above the model\'s is refused, a prediction is held at the output price', async () => {
     // A review's calls were billed more than their hold and their balance (the rest lost): a
     // max_tokens of 100 million on $0.012, and a 300 KB prediction on $0.025.

@@ -90,7 +90,7 @@ function imagesIn(messages: ChatCompletionRequest['messages']): { images: number
  * messages, tools, `functions`, a `response_format` schema, a `prediction`: the provider bills
  * whatever it reads), its images at the model's `image_input_tokens` each. The prompt is
  * serialised once, and spliced in: with a long conversation it is most of the text. */
-export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number; leastPromptTokens: number; bodyBytes: number; images: number; unboundedParts: boolean } {
+export function upstreamChatRequest(model: ChatModel, body: ChatCompletionRequest): { payload: string; promptTokens: number; leastPromptTokens: number; mostPromptTokens: number; bodyBytes: number; images: number; unboundedParts: boolean } {
   const { messages, tools, ...rest } = body;
   const others: Json = { ...rest, model: model.upstream_model };
   // Billing needs the usage chunk; chat-stream.ts hides it again from callers that did not ask.
@@ -110,6 +110,9 @@ export function upstreamChatRequest(model: ChatModel, body: ChatCompletionReques
     // tokens a character), its images at nothing. The estimate above is the most, for holds;
     // a call refused for good must be too large by this one (rate-limiter.ts tooLarge).
     leastPromptTokens: estimateTokens(Math.max(0, payload.length - urlCharacters)),
+    // And what it can cost at the most: a token a byte of its text (a BPE token covers at least
+    // one), its images at the model's tokens each. Money is held for this (admit, below).
+    mostPromptTokens: Math.max(0, bodyBytes - urlCharacters) + images * model.image_input_tokens,
     bodyBytes,
     images,
     unboundedParts,
@@ -215,7 +218,7 @@ export class ChatProxy {
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
     refuseOutputLimitAboveModel(model, body);
-    const { payload, promptTokens, leastPromptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
+    const { payload, promptTokens, leastPromptTokens, mostPromptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
     const prediction = (body as { prediction?: unknown }).prediction;
     const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
     const holdTokens = chatHoldTokens(model, { promptTokens, max_tokens: body.max_tokens, max_completion_tokens: body.max_completion_tokens, n: body.n, predictionBytes });
@@ -236,9 +239,15 @@ export class ChatProxy {
     };
     let reservation: Reservation;
     try {
+      // Held for the prompt's most, not its estimate: the upstream's usage is charged as
+      // reported, and an estimate short of it (text of short words, digits, code: 2 to 3
+      // characters a token) was charged beyond the hold, from a balance that may not have it.
+      // Parallel calls on an account's last cents then got up to 3 times the balance in input.
+      // A file or audio part has no most (core/chat-pricing.ts): its estimate is held.
+      const heldTokens = { inputTokens: unboundedParts ? holdTokens.inputTokens : Math.max(holdTokens.inputTokens, mostPromptTokens), outputTokens: holdTokens.outputTokens };
       reservation = await this.options.budgets.reserve(
         principal.accountId,
-        chatPriceMicros(model, holdTokens),
+        chatPriceMicros(model, heldTokens),
         { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
         'or lower max_tokens',
       );
