@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ImageStore } from './image-store.ts';
@@ -25,10 +26,19 @@ function parseRange(header: string | undefined, size: number): ByteRange {
   return start >= size || start > end ? 'unsatisfiable' : { start, end };
 }
 
-/** Replies with `bytes`, honouring a single Range request. */
+/** A strong entity tag of the bytes, as a CDN sends one. */
+function entityTag(bytes: Buffer): string {
+  return `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`;
+}
+
+/** Replies with `bytes`, honouring a single Range request. Its If-Range must name these bytes'
+ * entity tag (a date never matches: no Last-Modified is sent), else the whole body comes, as
+ * RFC 9110 says: a download resumed against other bytes must start over. */
 export function sendMediaBytes(request: FastifyRequest, reply: FastifyReply, bytes: Buffer, contentType: string): FastifyReply {
-  reply.header('accept-ranges', 'bytes').header('content-type', contentType);
-  const range = parseRange(request.headers.range, bytes.length);
+  const etag = entityTag(bytes);
+  reply.header('accept-ranges', 'bytes').header('content-type', contentType).header('etag', etag);
+  const ifRange = request.headers['if-range'] as string | undefined;
+  const range = ifRange === undefined || ifRange.trim() === etag ? parseRange(request.headers.range, bytes.length) : undefined;
   if (range === 'unsatisfiable') {
     return reply.code(416).header('content-range', `bytes */${bytes.length}`).send();
   }

@@ -68,6 +68,17 @@ describe('simulator: Seedance (ModelArk) video tasks', () => {
     const beyond = await request(url, { headers: { range: `bytes=${whole.length}-` } });
     assert.equal(beyond.statusCode, 416);
     await beyond.body.dump();
+    // If-Range: the part only when it names these bytes, else the whole clip.
+    const etag = String(part.headers.etag);
+    assert.match(etag, /^"[\w-]{27}"$/);
+    const resumed = await request(url, { headers: { range: 'bytes=4-11', 'if-range': etag } });
+    assert.equal(resumed.statusCode, 206);
+    await resumed.body.dump();
+    for (const stale of ['"other bytes"', 'Wed, 21 Oct 2026 07:28:00 GMT']) {
+      const restarted = await request(url, { headers: { range: 'bytes=4-11', 'if-range': stale } });
+      assert.equal(restarted.statusCode, 200, stale);
+      assert.deepEqual(Buffer.from(await restarted.body.arrayBuffer()), whole);
+    }
   });
 
   it('does not serve the clip of a task that has not finished', async () => {

@@ -164,6 +164,14 @@ describe('video tasks end to end (real Temporal, store and simulator)', () => {
     const part = await request(task.url!, { headers: { authorization: `Bearer ${key.key}`, range: 'bytes=4-7' } });
     assert.deepEqual([part.statusCode, part.headers['content-range'], part.headers['content-length']], [206, `bytes 4-7/${whole.length}`, '4']);
     assert.equal(Buffer.from(await part.body.arrayBuffer()).toString('latin1'), 'ftyp');
+    // A download resumes with If-Range and the entity tag it got: the part when the clip is the
+    // same, the whole clip when the tag names other bytes.
+    assert.ok(part.headers.etag, "the vendor's entity tag comes through");
+    const resumed = await request(task.url!, { headers: { authorization: `Bearer ${key.key}`, range: 'bytes=4-7', 'if-range': String(part.headers.etag) } });
+    assert.equal(resumed.statusCode, 206);
+    await resumed.body.dump();
+    const restarted = await request(task.url!, { headers: { authorization: `Bearer ${key.key}`, range: 'bytes=4-7', 'if-range': '"another clip"' } });
+    assert.deepEqual([restarted.statusCode, Buffer.from(await restarted.body.arrayBuffer()).length], [200, whole.length]);
     const head = await request(task.url!, { method: 'HEAD', headers: { authorization: `Bearer ${key.key}` } });
     assert.deepEqual([head.statusCode, head.headers['content-length'], (await head.body.arrayBuffer()).byteLength], [200, String(whole.length), 0]);
     const pastEnd = await request(task.url!, { headers: { authorization: `Bearer ${key.key}`, range: `bytes=${whole.length}-` } });
