@@ -118,6 +118,13 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
       // hashed): no bug, so one short line and no stack trace, as for an outage. A 503 with a
       // cause that is no outage (a failed workflow start) is logged as the error below.
       request.log.warn({ code: gatewayError.code, reason: gatewayError.message }, 'request refused as unavailable');
+    } else if (error instanceof GatewayError && error.code === 'upstream_error') {
+      // The model provider's failure, not a bug: one line with what the provider said, no stack
+      // trace, so a provider's outage does not bury the log in traces. An error when the
+      // operator must act (its key refused, its quota spent: no retry helps), else a warning.
+      const details = { code: error.code, reason: error.message, upstream: (error as { upstream?: unknown }).upstream };
+      if (gatewayError.headers['x-should-retry'] === 'false') request.log.error(details, 'model provider refused the gateway');
+      else request.log.warn(details, 'model provider failed');
     } else if (gatewayError.status >= 500) {
       request.log.error({ err: error }, 'request failed');
       if (gatewayError.code === 'internal_error') {

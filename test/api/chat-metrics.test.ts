@@ -10,8 +10,9 @@ import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 
 describe('chat and image metrics', () => {
   let stack: SimulatorStack;
+  const logLines: Array<Record<string, any>> = [];
   before(async () => {
-    stack = await startOpenAiStack('chat-metrics');
+    stack = await startOpenAiStack('chat-metrics', { LOG_LEVEL: 'info' }, { write: (line) => void logLines.push(JSON.parse(line)) });
   });
   after(() => stack.close());
 
@@ -43,5 +44,23 @@ describe('chat and image metrics', () => {
     assert.equal(delta('framegate_vendor_errors_total', { vendor: 'simulator-openai', kind: 'transient' }), 1, 'the upstream 500');
     const seconds = delta('framegate_chat_time_to_first_token_seconds_sum', { model: 'gpt-4o-mini' });
     assert.ok(seconds > 0 && seconds < 5, `first token after ${seconds} s`);
+  });
+
+  it("counts a provider out of quota as rejected, and logs the provider's failures in one line each", async () => {
+    const caller = await stack.newCaller('provider failures');
+    const client = stack.client(caller.key);
+    const before = await samples();
+    logLines.length = 0;
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x [sim:error=429 error_code=insufficient_quota]' }] }));
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x [sim:error=503]' }] }));
+    const after = await samples();
+    const delta = (labels: Record<string, string>) => sampleSum(after, 'framegate_vendor_errors_total', labels) - sampleSum(before, 'framegate_vendor_errors_total', labels);
+    // Out of quota lasts until the operator pays: no retry passes it, so it alerts as rejected.
+    assert.deepEqual([delta({ vendor: 'simulator-openai', kind: 'rejected' }), delta({ vendor: 'simulator-openai', kind: 'transient' })], [1, 1]);
+    // A provider's failure is no bug of the gateway's: no stack trace; an error only when the
+    // operator must act.
+    const failures = logLines.filter((line) => line.msg === 'model provider refused the gateway' || line.msg === 'model provider failed');
+    assert.deepEqual(failures.map((line) => [line.level, line.msg, line.upstream?.status]), [[50, 'model provider refused the gateway', 429], [40, 'model provider failed', 503]]);
+    assert.deepEqual(logLines.filter((line) => line.err !== undefined), [], 'no stack trace');
   });
 });

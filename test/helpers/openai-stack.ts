@@ -33,8 +33,8 @@ export interface OpenAiStack extends TestApp {
   settledAccount(accountId: string, timeoutMs?: number): Promise<AccountWithTotals>;
 }
 
-async function startApi(label: string, overrides: Partial<Record<keyof Config, string>>, upstreamClient?: UpstreamClientOptions): Promise<OpenAiStack> {
-  const harness = await startTestApp(label, overrides, upstreamClient ? { upstreamClient } : {});
+async function startApi(label: string, overrides: Partial<Record<keyof Config, string>>, upstreamClient?: UpstreamClientOptions, logStream?: { write(line: string): void }): Promise<OpenAiStack> {
+  const harness = await startTestApp(label, overrides, { ...(upstreamClient ? { upstreamClient } : {}), ...(logStream ? { logStream } : {}) });
   await harness.app.listen({ host: '127.0.0.1', port: 0 });
   const baseUrl = `http://127.0.0.1:${(harness.app.server.address() as AddressInfo).port}`;
   const db = harness.database.db;
@@ -82,11 +82,12 @@ export interface SimulatorStack extends OpenAiStack {
 }
 
 /** The simulator in-process on an ephemeral port, and the api in front of it. */
-export async function startOpenAiStack(label: string, overrides: Partial<Record<keyof Config, string>> = {}): Promise<SimulatorStack> {
+/** `logStream` receives the api's log lines (set LOG_LEVEL in `overrides`). */
+export async function startOpenAiStack(label: string, overrides: Partial<Record<keyof Config, string>> = {}, logStream?: { write(line: string): void }): Promise<SimulatorStack> {
   const simulator = buildSimulator();
   await simulator.listen({ host: '127.0.0.1', port: 0 });
   const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
-  const stack = await startApi(label, { SIMULATOR_URL: simulatorUrl, ...overrides });
+  const stack = await startApi(label, { SIMULATOR_URL: simulatorUrl, ...overrides }, undefined, logStream);
   const closeApi = stack.close;
   return {
     ...stack,

@@ -60,11 +60,13 @@ function retryHeaders(upstream: WholeAnswer['headers']): Record<string, string> 
 }
 
 /** The GatewayError for a non-2xx upstream answer read whole. Counts the refusal on the
- * vendor-errors metric (5xx and 429 pass; other 4xx are final), then translates it. */
+ * vendor-errors metric (5xx and 429 pass, but a 429 for quota lasts until the operator pays;
+ * other 4xx are final), then translates it. */
 export function upstreamRefusal(answer: WholeAnswer, upstream: string): GatewayError {
   const status = answer.statusCode;
-  vendorErrors.inc({ vendor: upstream, kind: status >= 500 || status === 429 ? 'transient' : 'rejected' });
   const detail = readUpstreamError(answer.text.slice(0, MAX_ERROR_BODY_CHARACTERS));
+  const passes = status >= 500 || (status === 429 && detail.code !== 'insufficient_quota');
+  vendorErrors.inc({ vendor: upstream, kind: passes ? 'transient' : 'rejected' });
   const headers = retryHeaders(answer.headers);
   const retryAfter = headers['retry-after'];
 
