@@ -24,14 +24,14 @@ import { mergeLoads, type ChatTarget } from './lib/proxy-load.ts';
 // Every revision is built with this tree's node_modules: a revision with other dependencies
 // needs them installed first. All traffic stays on 127.0.0.1; every loop is bounded.
 
-const ROUNDS = Number(process.env.BENCH_AB_ROUNDS ?? 6);
-const LATENCY_CALLS = Number(process.env.BENCH_AB_LATENCY_CALLS ?? 2000);
-const THROUGHPUT_SECONDS = Number(process.env.BENCH_AB_THROUGHPUT_SECONDS ?? 5);
-const STREAMS = Number(process.env.BENCH_AB_STREAMS ?? 40);
+const ROUNDS = Number(process.env.BENCH_AB_ROUNDS || 6);
+const LATENCY_CALLS = Number(process.env.BENCH_AB_LATENCY_CALLS || 2000);
+const THROUGHPUT_SECONDS = Number(process.env.BENCH_AB_THROUGHPUT_SECONDS || 5);
+const STREAMS = Number(process.env.BENCH_AB_STREAMS || 40);
 const WARM = {
-  calls: Number(process.env.BENCH_WARM_CALLS ?? 6000),
-  streams: Number(process.env.BENCH_WARM_STREAMS ?? 3000),
-  seconds: Number(process.env.BENCH_WARM_SECONDS ?? 15),
+  calls: Number(process.env.BENCH_WARM_CALLS || 6000),
+  streams: Number(process.env.BENCH_WARM_STREAMS || 3000),
+  seconds: Number(process.env.BENCH_WARM_SECONDS || 15),
 };
 
 interface BuildSpec {
@@ -91,8 +91,8 @@ try {
   });
   const ferretPort = await freePort();
   const temporalPort = await freePort();
-  const mongodbUri = process.env.MONGODB_URI ?? `mongodb://127.0.0.1:${ferretPort}/`;
-  const temporalAddress = process.env.TEMPORAL_ADDRESS ?? `127.0.0.1:${temporalPort}`;
+  const mongodbUri = process.env.MONGODB_URI || `mongodb://127.0.0.1:${ferretPort}/`;
+  const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${temporalPort}`;
   if (!process.env.MONGODB_URI) processes.push(await startFerretDb({ port: ferretPort, dataDir: path.join(workDir, 'ferretdb') }));
   if (!process.env.TEMPORAL_ADDRESS) processes.push(await startTemporalDevServer({ port: temporalPort }));
 

@@ -36,18 +36,18 @@ import { complete, mergeLoads, streamCapacity, type ChatTarget, type StreamCapac
 // of the same code on one day read +3.70 and +4.26 ms added p99. 3,000 throughput
 // requests used to end a direct run in 1.4 s, too short to be steady: runs are now bound by
 // time (15 s) for every target but LiteLLM's slowest.
-const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 10_000);
-const THROUGHPUT_REQUESTS = Number(process.env.BENCH_THROUGHPUT_REQUESTS ?? 40_000);
-const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 15);
-const PAUSED_CALLS = Number(process.env.BENCH_PAUSED_CALLS ?? 15);
+const LATENCY_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS || 10_000);
+const THROUGHPUT_REQUESTS = Number(process.env.BENCH_THROUGHPUT_REQUESTS || 40_000);
+const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS || 15);
+const PAUSED_CALLS = Number(process.env.BENCH_PAUSED_CALLS || 15);
 // Longer than an idle spend lease of a large share of the balance is kept (SPEND_LEASE_IDLE_MS)
 // and than a key read is good for without the change feed (KEY_CACHE_MS).
-const PAUSE_MS = Number(process.env.BENCH_PAUSE_MS ?? 6_000);
+const PAUSE_MS = Number(process.env.BENCH_PAUSE_MS || 6_000);
 // A p99 needs 100 samples to be more than the slowest one: with 16 streams the TTFT "p99" was
 // simply the slowest stream, with 100 the second slowest. 200 streams, 4 at a time, take about
 // 65 s per target.
-const STREAMS = Number(process.env.BENCH_STREAMS ?? 200);
-const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS ?? '50,100,200,400,800').split(',').map(Number);
+const STREAMS = Number(process.env.BENCH_STREAMS || 200);
+const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS || '50,100,200,400,800').split(',').map(Number);
 
 // Before anything is measured, every target serves WARM_CALLS calls and WARM_STREAMS short
 // streams (8 at a time, each bounded by WARM_SECONDS): what a gateway in service has long done.
@@ -55,12 +55,12 @@ const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS ?? '50,100,200,400,80
 // median call took 1.4 ms, and about 0.6 ms from 3,500 calls on; a one-chunk stream 1.45 ms,
 // and 0.63 to 0.89 ms after 3,000. With 250 warm-up calls and one warm-up stream, the figures described how
 // fast each proxy compiles, not how fast it proxies (README, development).
-const WARM_CALLS = Number(process.env.BENCH_WARM_CALLS ?? 6000);
-const WARM_STREAMS = Number(process.env.BENCH_WARM_STREAMS ?? 3000);
-const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 15);
+const WARM_CALLS = Number(process.env.BENCH_WARM_CALLS || 6000);
+const WARM_STREAMS = Number(process.env.BENCH_WARM_STREAMS || 3000);
+const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS || 15);
 
 // Sections 1, 2 and 3 run each target in this many turns (see 1).
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 4);
 
 const processes: ManagedProcess[] = [];
 const dataDir = path.join(projectRoot, `.data/bench-chat-${process.pid}`);
@@ -83,8 +83,8 @@ try {
   const temporalPort = await freePort();
   if (!process.env.MONGODB_URI) processes.push(await startFerretDb({ port: ferretPort, dataDir }));
   if (!process.env.TEMPORAL_ADDRESS) processes.push(await startTemporalDevServer({ port: temporalPort }));
-  const mongodbUri = process.env.MONGODB_URI ?? `mongodb://127.0.0.1:${ferretPort}/`;
-  const temporalAddress = process.env.TEMPORAL_ADDRESS ?? `127.0.0.1:${temporalPort}`;
+  const mongodbUri = process.env.MONGODB_URI || `mongodb://127.0.0.1:${ferretPort}/`;
+  const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${temporalPort}`;
   const databaseName = `bench_chat_${process.pid}`;
 
   const direct = await startUpstream(launch);
@@ -100,7 +100,7 @@ try {
   console.log(`  node floor bench/lib/bare-node-proxy.ts: node:http + undici, no framework (${nodeFloor.origin})`);
   console.log(`  floor     bench/lib/bare-proxy.ts: Fastify + undici forwarding the body, nothing else (${floor.origin})`);
   console.log(`  every process under test logs to a file in ${scratch}, not to a pipe this process reads`);
-  console.log(`  Framegate api/server.ts built (dist/api/server.mjs) in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info'}, funded account + key (calls paid from spend leases)`);
+  console.log(`  Framegate api/server.ts built (dist/api/server.mjs) in its own process, LOG_LEVEL=${process.env.BENCH_FRAMEGATE_LOG_LEVEL || 'info'}, funded account + key (calls paid from spend leases)`);
   console.log(typeof litellm === 'string' ? `  LiteLLM: unavailable (${litellm})` : `  LiteLLM   proxy ${litellm.origin}, default settings, no database, model openai/gpt-4o-mini at the same upstream`);
 
   // 0. Warm-up (see WARM_CALLS).

@@ -20,13 +20,13 @@ import { CallRecorder, every, phaseTable, totals, unavailableReasons } from './l
 // failed, or charged although its submission was refused), a call hung, a 5xx other than 503
 // in the spec's body was answered, the api process died, or the balance does not add up.
 
-const seconds = (name: string, fallback: number) => Number(process.env[name] ?? fallback) * 1000;
+const seconds = (name: string, fallback: number) => Number(process.env[name] || fallback) * 1000;
 const WARM_UP_MS = seconds('FAULTS_WARM_UP_SECONDS', 15);
 const OUTAGE_MS = seconds('FAULTS_OUTAGE_SECONDS', 10);
 const RECOVERY_MS = seconds('FAULTS_RECOVERY_SECONDS', 20);
 const DRAIN_MS = seconds('FAULTS_DRAIN_SECONDS', 300);
 const CALL_TIMEOUT_MS = seconds('FAULTS_CALL_TIMEOUT_SECONDS', 10);
-const VIDEOS_PER_SECOND = Number(process.env.FAULTS_VIDEOS_PER_SECOND ?? 4);
+const VIDEOS_PER_SECOND = Number(process.env.FAULTS_VIDEOS_PER_SECOND || 4);
 const ADMIN_TOKEN = `faults-admin-${randomBytes(12).toString('hex')}`;
 const VIDEO_PRICE_MICROS = 160_000; // seedance-2.0, 4 s at 480p
 const BALANCE_USD = 10_000;
@@ -105,7 +105,7 @@ const environment = loopbackEnv({
   ADMIN_TOKEN,
   CATALOG_FILE: 'config/catalog.local.json',
   OUTBOUND_ALLOWLIST: 'loopback',
-  LOG_LEVEL: process.env.FAULTS_LOG_LEVEL ?? 'warn',
+  LOG_LEVEL: process.env.FAULTS_LOG_LEVEL || 'warn',
 });
 const ferretDataDir = path.join(dataDir, 'ferretdb');
 const temporalDbFile = path.join(dataDir, 'temporal.db');

@@ -22,8 +22,8 @@ import { describeLoad, percentile, runLoad } from './lib/stats.ts';
 //  4. webhook delivery lag after the final state.
 // Benchmarks print figures; nothing here asserts a speed (machines are noisy).
 
-const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 200);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS || 200);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY || 16);
 
 provision();
 const dataDir = path.join(projectRoot, `.data/bench-${process.pid}`);
@@ -31,8 +31,8 @@ const ferretPort = await freePort();
 const temporalPort = await freePort();
 const ferretdb = process.env.MONGODB_URI ? undefined : await startFerretDb({ port: ferretPort, dataDir });
 const temporalServer = process.env.TEMPORAL_ADDRESS ? undefined : await startTemporalDevServer({ port: temporalPort });
-const mongodbUri = process.env.MONGODB_URI ?? `mongodb://127.0.0.1:${ferretPort}/`;
-const temporalAddress = process.env.TEMPORAL_ADDRESS ?? `127.0.0.1:${temporalPort}`;
+const mongodbUri = process.env.MONGODB_URI || `mongodb://127.0.0.1:${ferretPort}/`;
+const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${temporalPort}`;
 
 const simulator = buildSimulator();
 await simulator.listen({ host: '127.0.0.1', port: 0 });
@@ -110,7 +110,7 @@ const running = worker.run();
 const receiver = await startWebhookReceiver([200]);
 const endToEnd: number[] = [];
 const lags: number[] = [];
-const E2E_TASKS = Number(process.env.BENCH_E2E_TASKS ?? 40);
+const E2E_TASKS = Number(process.env.BENCH_E2E_TASKS || 40);
 await runLoad(E2E_TASKS, 4, async () => {
   const started = performance.now();
   const answer = await call('POST', '/v1/video/generations', auth, { ...body, metadata: { ...body.metadata, callback_url: receiver.url } });

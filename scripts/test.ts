@@ -49,7 +49,7 @@ try {
   const files = requested.length > 0 ? requested : findTestFiles(path.join(projectRoot, 'test'));
   const runner = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files],
+    ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TEST_CONCURRENCY || 2}`, ...files],
     {
       cwd: projectRoot,
       stdio: 'inherit',

@@ -26,7 +26,7 @@ const server = createServer((request, response) => {
   });
 });
 
-server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+server.listen(Number(process.env.PORT || 0), '127.0.0.1', () => {
   const address = server.address();
   process.stdout.write(`READY ${typeof address === 'object' && address ? address.port : ''}\n`);
 });

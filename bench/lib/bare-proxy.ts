@@ -21,6 +21,6 @@ app.post('/v1/chat/completions', async (request, reply) => {
   return reply.send(response.body);
 });
 
-const address = await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) });
+const address = await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT || 0) });
 process.stdout.write(`READY ${new URL(address).port}\n`);
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

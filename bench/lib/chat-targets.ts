@@ -98,7 +98,7 @@ export async function startFramegate(
       CATALOG_FILE: 'config/catalog.local.json',
       // The local catalog's OpenAI upstream is ${SIMULATOR_URL}/v1: the loopback upstream.
       SIMULATOR_URL: upstreamUrl,
-      LOG_LEVEL: process.env.BENCH_FRAMEGATE_LOG_LEVEL ?? 'info',
+      LOG_LEVEL: process.env.BENCH_FRAMEGATE_LOG_LEVEL || 'info',
       // Limits are still counted on every request (the cost is measured), just never reached.
       RATE_LIMIT_REQUESTS_PER_MINUTE: '100000000',
       RATE_LIMIT_TOKENS_PER_MINUTE: '1000000000',

@@ -104,7 +104,7 @@ function handle(incoming: IncomingMessage, response: ServerResponse): void {
 }
 
 const server = createServer({ keepAliveTimeout: 60_000 }, handle);
-server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+server.listen(Number(process.env.PORT || 0), '127.0.0.1', () => {
   process.stdout.write(`READY ${(server.address() as AddressInfo).port}\n`);
 });
 process.on('SIGTERM', () => {
