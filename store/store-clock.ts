@@ -22,6 +22,8 @@ export class StoreClock {
   private readAt = -Infinity;
   /** Whether some reading succeeded: until then the offset is a guess. */
   private synced = false;
+  /** Why the last reading failed: the store's own error, which callers answer as an outage. */
+  private lastFailure: unknown;
   private reading: Promise<void> | undefined;
 
   constructor(
@@ -40,7 +42,8 @@ export class StoreClock {
   /** The store's time now (epoch ms), after a fresh reading when the last is stale. */
   async current(): Promise<number> {
     if (!this.synced || this.localNow() - this.readAt >= RESYNC_MS) await this.read();
-    if (!this.synced) throw new Error("the store's clock could not be read yet (the hello command failed)");
+    // The driver's error itself, so an api answers a 503 naming the store, not a 500.
+    if (!this.synced) throw this.lastFailure ?? new Error("the store's clock could not be read yet");
     return this.localNow() + this.offsetMs;
   }
 
@@ -61,9 +64,11 @@ export class StoreClock {
       const answeredAt = this.localNow();
       if (hello.localTime instanceof Date) this.offsetMs = hello.localTime.getTime() - (sentAt + answeredAt) / 2;
       this.readAt = answeredAt;
+      // A server without localTime (MongoDB and FerretDB both send it) leaves the local clock.
       this.synced = true;
-    } catch {
+    } catch (error) {
       // Try again at the next use after RESYNC_MS; until then the last offset stands.
+      this.lastFailure = error;
       this.readAt = this.localNow();
     }
   }

@@ -43,9 +43,13 @@ export async function openClip(task: TaskDocument, sources: ClipSources, ask: Cl
     if (error instanceof VendorTransientError || error instanceof VendorRejectedError) {
       vendorErrors.inc({ vendor: upstream!, kind: error instanceof VendorTransientError ? 'transient' : 'rejected' });
       const what = error.status === undefined ? 'could not be reached' : `answered ${error.status}`;
-      throw Object.assign(new GatewayError('upstream_error', `The vendor ${what} and could not deliver the clip; retry later.`), {
-        upstream: { status: error.status, message: error.message },
-      });
+      // A refusal (the vendor refused the gateway's key, say) stays until the operator acts:
+      // no retry of the caller's passes it, and the error handler logs it as an error.
+      const failure =
+        error instanceof VendorTransientError
+          ? new GatewayError('upstream_error', `The vendor ${what} and could not deliver the clip; retry later.`)
+          : new GatewayError('upstream_error', `The vendor ${what} and could not deliver the clip; the operator has been told.`, undefined, { 'x-should-retry': 'false' });
+      throw Object.assign(failure, { upstream: { status: error.status, message: error.message } });
     }
     throw error;
   });

@@ -86,7 +86,7 @@ describe('console keys', () => {
     const opened = openCreatedKey(session, cookie);
     assert.match(opened?.plaintext ?? '', /^fg_/);
     assert.equal(openCreatedKey(session, cookie, Date.now() + 121_000), null, 'past its lifetime the sealed value opens to nothing');
-    // A value sealed before this rule (no expiry inside) opens to nothing either.
+    // One sealed more than two minutes ago opens to nothing either.
     assert.equal(openCreatedKey(session, sealCreatedKey(session, opened!, Date.now() - 121_000)), null);
     assert.ok((await browser.get('/console/keys/created')).body.includes(opened!.plaintext), 'within them it is shown');
   });

@@ -7,12 +7,17 @@ import type { SpendLease } from './spend-lease.ts';
 // and the worker's sweeper judge it on that one: a lease is pushed forward once less than half
 // of `expiryMs` is left, and one found past its expiry or released already takes no more calls.
 //
-// The store's answer is trusted only when it came while more than a quarter of the old expiry
-// was left. The write matched on the expiry as of the tick, but it may have run much later (a
-// stalled store, the driver retrying it after a failover): past the old expiry, the sweeper or
-// a process asking the money back may have released the hold meanwhile, and a lease extended
-// then would go on spending money that is back in the balance. A quarter is the margin a lease
-// keeps anyway before it stops taking calls (account-budgets.ts).
+// The store's answer is trusted only when it came before the old expiry, less a margin. The
+// write matched on the expiry as of the tick, but it may have run much later (a stalled store,
+// the driver retrying it after a failover): past the old expiry, the sweeper or a process
+// asking the money back may have released the hold meanwhile, and a lease extended then would
+// go on spending money that is back in the balance. An answer before it proves the write ran
+// before anyone could judge the lease expired; the margin covers how far two processes'
+// readings of the store's clock (store/store-clock.ts) can disagree.
+
+/** How much earlier than the old expiry an extension's answer must come (or a quarter of the
+ * expiry, when shorter): readings of the store's clock are off by half a round trip. */
+const LATE_MARGIN_MS = 2_000;
 
 export interface LeaseExpiryOptions {
   leases: BudgetLeaseStore;
@@ -37,7 +42,7 @@ function extend(lease: SpendLease, storeNow: number, { leases, expiryMs, log, lo
     .extend(lease.reference, new Date(expiresAt), new Date(storeNow))
     .then(
       (extended) => {
-        const late = leases.clock.now() >= lease.expiresAt - expiryMs / 4;
+        const late = leases.clock.now() >= lease.expiresAt - Math.min(expiryMs / 4, LATE_MARGIN_MS);
         if (extended && !late) {
           lease.expiresAt = Math.max(lease.expiresAt, expiresAt);
           return;

@@ -249,7 +249,7 @@ export class ChatProxy {
         principal.accountId,
         chatPriceMicros(model, heldTokens),
         { keyId: principal.keyId, modelId: model.id, kind: 'chat' },
-        'or lower max_tokens',
+        'or lower max_tokens (or shorten the prompt: it is held at a token a byte)',
       );
     } catch (error) {
       // Refused (balance) or unable to reserve: the call uses no tokens.

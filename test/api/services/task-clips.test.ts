@@ -16,16 +16,19 @@ function failingWith(error: Error) {
 }
 
 describe('clips the gateway streams from the vendor', () => {
-  for (const [label, error, words] of [
-    ['unreachable', new VendorTransientError('openai-videos: GET /v1/videos/video_1/content got no answer: ECONNREFUSED: connect ECONNREFUSED 10.0.0.7:8443'), 'could not be reached'],
-    ['failing', new VendorTransientError('openai-videos answered 500 server_error: proxy 10.20.30.40:8443 failed for org-Operator123', 500), 'answered 500'],
-    ['refusing', new VendorRejectedError('openai-videos answered 403: project proj_secret may not read this video', 403), 'answered 403'],
+  // A refusal stays until the operator acts: the caller is told not to retry (and the error
+  // handler logs it as an error, a failure that may pass as a warning).
+  for (const [label, error, words, shouldRetry] of [
+    ['unreachable', new VendorTransientError('openai-videos: GET /v1/videos/video_1/content got no answer: ECONNREFUSED: connect ECONNREFUSED 10.0.0.7:8443'), 'could not be reached; retry later', undefined],
+    ['failing', new VendorTransientError('openai-videos answered 500 server_error: proxy 10.20.30.40:8443 failed for org-Operator123', 500), 'answered 500; retry later', undefined],
+    ['refusing', new VendorRejectedError('openai-videos answered 403: project proj_secret may not read this video', 403), 'answered 403; the operator has been told', 'false'],
   ] as const) {
     it(`answers a ${label} vendor with a 502 that names no host or account, and keeps the vendor's words for the log`, async () => {
       await assert.rejects(openClip(task, failingWith(error)), (thrown: unknown) => {
         assert.ok(thrown instanceof GatewayError);
         assert.equal(thrown.status, 502);
-        assert.equal(thrown.message, `The vendor ${words} and could not deliver the clip; retry later.`);
+        assert.equal(thrown.message, `The vendor ${words.replace(';', ' and could not deliver the clip;')}.`);
+        assert.equal(thrown.headers['x-should-retry'], shouldRetry);
         assert.equal((thrown as GatewayError & { upstream: { message: string } }).upstream.message, error.message);
         return true;
       });
