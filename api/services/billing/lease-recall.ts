@@ -63,8 +63,13 @@ export class LeaseRecall {
     // the store's clock, on which the holders wrote it.
     const now = await this.leases.clock.current();
     const dead = others.filter((lease) => lease.expires_at.getTime() <= now);
-    // A live carrier's hold is all reserved by calls that run on: nothing to ask back. Nor is
-    // there in a lease left waiting for a hold it never got (store/expired-leases.ts).
+    // A lease left waiting for its hold (store/expired-leases.ts) is past its first expiry: its
+    // process, if alive, settles it as soon as the hold lands. So one whose hold has landed is
+    // released here, not left for the rest of its wait; one without is nothing to ask back.
+    for (const lease of others) {
+      if (lease.hold_awaited === true && lease.expires_at.getTime() > now && (await this.ledger.find(lease._id, 'hold'))) dead.push(lease);
+    }
+    // A live carrier's hold is all reserved by calls that run on: nothing to ask back.
     const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true && lease.hold_awaited !== true);
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;

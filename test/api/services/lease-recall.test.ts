@@ -160,6 +160,21 @@ describe('spend leases asked back by another process', () => {
     assert.equal(after.balance_micros, BALANCE - 19_000_000);
   });
 
+  it("releases a dead process's lease whose hold landed while the sweeper left it waiting for one", async () => {
+    const { account, lease } = await leaseOfDeadProcess('dead-late-hold', 60_000);
+    // As the sweeper leaves a lease it found without its hold (store/expired-leases.ts), the
+    // hold having landed since.
+    await leases.collection.updateOne({ _id: lease._id }, { $set: { hold_awaited: true, expires_at: new Date(Date.now() + 10 * 60_000) } });
+    const started = Date.now();
+    const reservation = await apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint');
+    assert.ok(Date.now() - started < 1_000, `served after ${Date.now() - started} ms`);
+    assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 0, 'the lease is gone');
+    assert.ok(await ledger.find(lease._id, 'release'), 'its hold was released');
+    reservation.charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
+    await Promise.all(open.map((budget) => budget.close()));
+    assert.equal((await settled(account._id)).balance_micros, BALANCE - 19_000_000);
+  });
+
   it("releases only the rest of a dead process's lease that it had trimmed", async () => {
     const account = await accounts.create({ name: 'dead-trimmed', balanceMicros: BALANCE });
     // A process that never ticks again: it trims when asked in line, then dies with its call.
