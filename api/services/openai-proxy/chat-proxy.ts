@@ -242,7 +242,8 @@ export class ChatProxy {
       // Held for the prompt's most, not its estimate: the upstream's usage is charged as
       // reported, and an estimate short of it (text of short words, digits, code: 2 to 3
       // characters a token) was charged beyond the hold, from a balance that may not have it.
-      // Parallel calls on an account's last cents then got up to 3 times the balance in input.
+      // Parallel calls on an account's last cents then got more than the balance paid for
+      // (1.8 times, in a review's test).
       // A file or audio part has no most (core/chat-pricing.ts): its estimate is held.
       const heldTokens = { inputTokens: unboundedParts ? holdTokens.inputTokens : Math.max(holdTokens.inputTokens, mostPromptTokens), outputTokens: holdTokens.outputTokens };
       reservation = await this.options.budgets.reserve(
