@@ -7,7 +7,7 @@ import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { mayUseModel, resolveModel } from '../../core/model-access.ts';
 import { videoPriceMicros } from '../../core/pricing.ts';
-import { refusedOnSight, type Allowlist } from '../../core/outbound-guard.ts';
+import type { Allowlist } from '../../core/outbound-guard.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { TaskStatus, VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { validateVideoSubmission, type SubmissionInput } from '../../core/video-validation.ts';
@@ -18,6 +18,7 @@ import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
 import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
 import { HoldAdmission } from './hold-admission.ts';
+import { internalAddressIn } from './submission-addresses.ts';
 import type { UnansweredLeases } from './billing/lease-recall.ts';
 
 export interface VideoTaskServiceOptions {
@@ -65,24 +66,6 @@ function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise
 }
 
 const settledOk = () => undefined;
-
-/** The first caller-supplied URL of a submission whose host is a literal internal address (or a
- * localhost name) the allowlist does not admit, as a 400's message and field. The worker calls
- * the callback; the vendor fetches the reference media, and a vendor inside the operator's
- * network (a self-hosted model server) must not be sent to its neighbours either. Names pass
- * here: only a connection can tell where they lead. */
-function internalAddressIn(body: SubmissionInput, allowlist: Allowlist): { message: string; param: string } | null {
-  const callbackUrl = body.metadata?.callback_url;
-  const uncallable = callbackUrl ? refusedOnSight(new URL(callbackUrl), allowlist) : null;
-  if (uncallable) return { message: `metadata.callback_url: ${uncallable.whatItIs}, which the gateway does not call; give an address it can reach.`, param: 'metadata.callback_url' };
-  for (const [index, entry] of (body.metadata?.content ?? []).entries()) {
-    const url = entry[entry.type]?.url;
-    const unfetchable = url ? refusedOnSight(new URL(url), allowlist) : null;
-    const param = `metadata.content.${index}.${entry.type}.url`;
-    if (unfetchable) return { message: `${param}: ${unfetchable.whatItIs}, which the gateway does not send a vendor to; give an address on the public internet.`, param };
-  }
-  return null;
-}
 
 export class VideoTaskService {
   private readonly admission: HoldAdmission;
