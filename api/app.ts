@@ -141,7 +141,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
 
   const accounts = new AccountStore(database.db);
-  const apiKeys = new ApiKeyStore(database.db);
+  const apiKeys = new ApiKeyStore(database.db, config.KEY_CACHE_OUTAGE_MS);
   const tasks = new TaskStore(database.db);
   const ledger = new Ledger(database.db);
   // One reading of the store's time for every record other processes judge by it.

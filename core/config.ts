@@ -76,6 +76,12 @@ export const environmentSchema = z.object({
   // it opened: how far a balance read may lag chat spend, against about a dozen store round
   // trips per busy account each time (README, Configuration).
   SPEND_LEASE_MAX_AGE_MS: z.coerce.number().int().positive().max(DAY_MS, 'must be at most 86400000 (a day)').default(5_000),
+  // While the key change feed cannot reach the store, keys this process had read stay good this
+  // long after its last poll, so calls go on (chat from its spend lease) through a short store
+  // outage; a key revoked through another process meanwhile is refused here when the feed
+  // reaches the store again, or once this is over. 1000 keeps the one-second bound of a live
+  // feed (store/api-key-cache.ts).
+  KEY_CACHE_OUTAGE_MS: z.coerce.number().int().min(1_000).max(HOUR_MS, 'must be at most 3600000 (an hour)').default(30_000),
   // When the api closes, chat and image calls still running this long after are ended (503 or
   // a stream's error event, unbilled) so the process settles its leases and exits before an
   // orchestrator kills it (api/services/openai-proxy/calls-in-flight.ts).

@@ -54,6 +54,12 @@ export class KeyChangeFeed {
     await db.collection('api_key_changes').createIndex({ at: 1 }, { name: 'by_time' });
   }
 
+  /** Whether it polls: a feed that polls but whose polls fail is an outage, one stopped is not
+   * watched at all. */
+  get running(): boolean {
+    return this.timer !== undefined;
+  }
+
   /** Every change visible before this local time has reached the listener; 0 until a poll succeeded. */
   get coveredUntil(): number {
     return this.seenUntil;

@@ -57,7 +57,12 @@ export class ApiKeyStore {
   private readonly shared: SharedKeyState;
   private watching: 'not yet' | 'yes' | 'stopped' = 'not yet';
 
-  constructor(db: Db) {
+  constructor(
+    db: Db,
+    /** How long keys read before stay good while the change feed polls but cannot reach the
+     * store (KEY_CACHE_OUTAGE_MS): KEY_CACHE_MS unless the api asks for more. */
+    private readonly outageMs = KEY_CACHE_MS,
+  ) {
     this.collection = db.collection<ApiKeyDocument>('api_keys');
     this.lastUse = db.collection<KeyLastUse>('api_key_last_use');
     this.side = keySideDocuments(db);
@@ -125,7 +130,10 @@ export class ApiKeyStore {
     const cached = cache.get(id);
     const age = cached ? now - cached.readAt : Infinity;
     // A cached key answers synchronously (every call but the first in a while): no promise.
-    if (cached && (age < KEY_CACHE_MS || (age < KEY_CACHE_MAX_MS && now - feed.coveredUntil < KEY_CACHE_MS))) {
+    // A live feed vouches for it; one that polls but cannot reach the store, for `outageMs` after
+    // its last poll (a read would only wait for the same store); a stopped one, for nothing.
+    const vouchedMs = feed.running ? Math.max(KEY_CACHE_MS, this.outageMs) : KEY_CACHE_MS;
+    if (cached && (age < KEY_CACHE_MS || (age < KEY_CACHE_MAX_MS && now - feed.coveredUntil < vouchedMs))) {
       if (age >= KEY_REFRESH_AFTER_MS) refresh.markDue(id);
       return liveKey(cached.key, hash);
     }

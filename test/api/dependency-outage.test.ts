@@ -11,6 +11,12 @@ import { connectDatabase, type Database } from '../../store/database.ts';
 import { adminHeaders, bearer, createAccount, createKey, startTestApp, TEST_ADMIN_TOKEN } from '../helpers/app.ts';
 import { testTemporalAddress } from '../helpers/engines.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { expectedChatMicros } from '../helpers/openai-stack.ts';
+import { settledAccount } from '../helpers/settled-account.ts';
+import { clearOfWindowEdge } from '../helpers/window-edge.ts';
+import { buildSimulator } from '../../simulator/app.ts';
+import { AccountStore } from '../../store/accounts.ts';
+import type { AddressInfo } from 'node:net';
 
 // When the store or Temporal goes away, the api answers quickly with 503 in the spec's error
 // body (never a 500, never a request that hangs), /readyz says so, and it recovers by itself.
@@ -37,7 +43,7 @@ async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number 
 const videoBody = { model: 'seedance-2.0', prompt: 'outage', seconds: '4', metadata: { resolution: '480p' } };
 
 /** An app on its own database, reaching the shared store through a TCP proxy the test controls. */
-function appBehindProxy(label: string) {
+function appBehindProxy(label: string, overrides: Record<string, string> = {}) {
   const harness = {} as { proxy: TcpProxy; database: Database; temporal: TemporalHandle; app: FastifyInstance; key: string; logLines: Array<Record<string, any>> };
   const databaseName = `t_${label}_${randomBytes(4).toString('hex')}`;
   before(async () => {
@@ -45,7 +51,7 @@ function appBehindProxy(label: string) {
     harness.logLines = [];
     harness.proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
     harness.database = await connectDatabase(`mongodb://127.0.0.1:${harness.proxy.port}/`, databaseName);
-    const config = loadConfig({ ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEMPORAL_ADDRESS: testTemporalAddress(), MONGODB_DB: databaseName, LOG_LEVEL: 'info' });
+    const config = loadConfig({ ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEMPORAL_ADDRESS: testTemporalAddress(), MONGODB_DB: databaseName, LOG_LEVEL: 'info', ...overrides });
     harness.temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
     const logStream = { write: (line: string) => void harness.logLines.push(JSON.parse(line)) };
     harness.app = await buildApp({ config, catalog: loadCatalog(config.CATALOG_FILE, { SIMULATOR_URL: config.SIMULATOR_URL }), database: harness.database, temporal: harness.temporal, logStream });
@@ -64,7 +70,9 @@ function appBehindProxy(label: string) {
 }
 
 describe('the store goes away and comes back', () => {
-  const harness = appBehindProxy('store_outage');
+  // Keys read before the outage stay good for a second only, as with a stopped feed, so that
+  // authentication itself needs the store here (the default keeps them longer: below).
+  const harness = appBehindProxy('store_outage', { KEY_CACHE_OUTAGE_MS: '1000' });
 
   async function expectOutage(takeAway: () => Promise<void>): Promise<void> {
     const { app, key, logLines, proxy } = harness;
@@ -125,6 +133,54 @@ describe('the store goes away and comes back', () => {
   }
 
   it('answers 503 in the error body within seconds, reports unready, and recovers', () => expectOutage(() => harness.proxy.cut()));
+});
+
+describe('a short store outage: calls go on from the keys read before and the spend lease', () => {
+  const simulator = buildSimulator();
+  let simulatorUrl = '';
+  before(async () => {
+    await simulator.listen({ host: '127.0.0.1', port: 0 });
+    simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
+  });
+  after(() => simulator.close());
+  // KEY_CACHE_OUTAGE_MS at its default (30 s); SIMULATOR_URL is read when the app is built,
+  // after the simulator listens.
+  const harness = appBehindProxy('store_blip', {
+    get SIMULATOR_URL() {
+      return simulatorUrl;
+    },
+    // The lease outlives the 2 s the calls are apart, and goes back a little after the last.
+    SPEND_LEASE_IDLE_MS: '4000',
+    SPEND_LEASE_SMALL_IDLE_MS: '4000',
+  });
+
+  it('answers chat calls 2 s into a hung store, as it did before, and charges them once the store is back', async () => {
+    const { app, key, proxy, database } = harness;
+    const chat = () => app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(key), payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'through a blip' }] } });
+    // Within one minute: a minute's first rate-limit block is claimed from the store, which a
+    // hung store makes wait for the driver's timeout before the limiter lets the call through.
+    await clearOfWindowEdge(60_000, 15_000);
+    const accountId = (await database.db.collection('api_keys').findOne({}))!.account_id as string;
+    const before = await new AccountStore(database.db).find(accountId);
+    const first = await chat();
+    assert.equal(first.statusCode, 200, first.body);
+
+    proxy.stall();
+    // Past the one second a key read stays good when the change feed is stopped: the feed here
+    // polls, and cannot reach the store.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const models = await timed(() => app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key) }));
+    assert.equal(models.value.statusCode, 200, models.value.body);
+    assert.ok(models.ms < 500, `the key check took ${models.ms.toFixed(0)} ms`);
+    const during = await timed(chat);
+    assert.equal(during.value.statusCode, 200, during.value.body);
+    assert.ok(during.ms < 1_000, `the call took ${during.ms.toFixed(0)} ms`);
+
+    await proxy.restore();
+    const owed = [first, during.value].reduce((sum, response) => sum + expectedChatMicros(response.json().usage), 0);
+    const after = await settledAccount(new AccountStore(database.db), accountId, 20_000);
+    assert.equal(after.spent_micros - before!.spent_micros, owed, 'both calls charged, once');
+  });
 });
 
 describe('the store hangs: its connections stay open and nothing answers (SIGSTOP, a frozen VM)', () => {
