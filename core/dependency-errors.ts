@@ -67,3 +67,11 @@ export function unavailableDependency(error: unknown): Dependency | null {
   }
   return null;
 }
+
+/** A failure's log fields: an outage of the store or Temporal as one line naming it (a
+ * background loop fails that way every round while the outage lasts, and its stack traces would
+ * bury the log), anything else as the error with its stack, for pino's `err` serialiser. */
+export function failureFields(error: unknown): { dependency: Dependency; reason: string } | { err: unknown } {
+  const dependency = unavailableDependency(error);
+  return dependency ? { dependency, reason: error instanceof Error ? error.message : String(error) } : { err: error };
+}

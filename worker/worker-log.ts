@@ -1,6 +1,7 @@
 import { DefaultLogger, type LogEntry, type LogLevel } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import type { Config } from '../core/config.ts';
+import { unavailableDependency } from '../core/dependency-errors.ts';
 
 // The worker's log: one JSON line per entry on stdout, at LOG_LEVEL, as the api writes its own
 // (pino). The Temporal SDK's entries (the workflow bundle's report, worker state changes,
@@ -35,6 +36,17 @@ export function sdkLevel(level: Config['LOG_LEVEL']): LogLevel {
  * activities alone (worker/create-worker.ts). */
 const EXPECTED_WARNINGS = new Set(['No workflows registered, not polling for workflow tasks']);
 
+/** An error the SDK passes in an entry's `error` (an activity that failed), as words: pino
+ * serialises only `err`, so a driver's error came out as its few enumerable fields, without its
+ * name or message. An outage of the store or Temporal is said in one line, without a stack
+ * trace: every activity fails the same way then, and its traces would bury the log. */
+function readableError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const dependency = unavailableDependency(error);
+  if (dependency) return { type: error.name, message: error.message, dependency };
+  return pino.stdSerializers.err(error);
+}
+
 /** The SDK's logger, writing into `log`. */
 export function sdkLogger(log: Logger, level: LogLevel): DefaultLogger {
   return new DefaultLogger(level, (entry: LogEntry) => {
@@ -42,6 +54,7 @@ export function sdkLogger(log: Logger, level: LogLevel): DefaultLogger {
     // buffers earlier) would make a second `time` key.
     const { meta, message } = entry;
     const passedAs = entry.level === 'WARN' && EXPECTED_WARNINGS.has(message) ? 'info' : PINO_LEVEL[entry.level];
-    log[passedAs]({ sdk: true, ...meta }, message);
+    const fields = meta && 'error' in meta ? { ...meta, error: readableError(meta.error) } : meta;
+    log[passedAs]({ sdk: true, ...fields }, message);
   });
 }

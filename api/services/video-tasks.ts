@@ -35,7 +35,7 @@ export interface VideoTaskServiceOptions {
   outboundAllowlist: Allowlist;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
   budgets?: { returnUnused(accountId: string, neededMicros: number): Promise<UnansweredLeases | null> };
-  log?: Pick<FastifyBaseLogger, 'warn' | 'error'>;
+  log?: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
   /** Tests shorten HOLD_DEADLINE_MS and STALLED_AFTER_MS. */
   holdDeadlineMs?: number;
   stalledAfterMs?: number;
@@ -166,9 +166,10 @@ export class VideoTaskService {
       // Temporal is unreachable: give the money back and close the task, so a retry by the
       // caller (the usual reaction to a 503) cannot leave a twin behind. Should the start have
       // gone through after all, the workflow finds its task closed and runs nothing.
-      // In an outage, one short line: it refuses every submission, and a trace each buried the
-      // log. Anything else (a bug, a refusal by Temporal) keeps its trace.
-      if (unavailableDependency(error)) this.options.log?.warn({ taskId, reason: error instanceof Error ? error.message : String(error) }, 'workflow start failed; the task is closed unbilled');
+      // In an outage, one short line at info: it refuses every submission, a trace each buried
+      // the log, and the 503's own warning (error-handler.ts) already says Temporal is away.
+      // Anything else (a bug, a refusal by Temporal) keeps its trace.
+      if (unavailableDependency(error)) this.options.log?.info({ taskId, reason: error instanceof Error ? error.message : String(error) }, 'workflow start failed; the task is closed unbilled');
       else this.options.log?.error({ err: error, taskId }, 'workflow start failed; the task is closed unbilled');
       void this.abandon(input, 'The task could not be scheduled.');
       // Rarely the start went through all the same (Temporal recorded it as the deadline passed):

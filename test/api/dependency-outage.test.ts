@@ -239,6 +239,9 @@ describe('Temporal is unreachable', () => {
       const outage = logLines.filter((line) => line.msg === 'dependency unavailable');
       assert.deepEqual(outage.map((line) => line.dependency), ['temporal']);
       for (const line of logLines.filter((entry) => entry.level === 40)) assert.equal(line.err, undefined, JSON.stringify(line));
+      // One warning for the refusal, as the README says; which task was closed is an info line.
+      assert.deepEqual(logLines.filter((line) => line.level === 40).map((line) => line.msg), ['dependency unavailable']);
+      assert.equal(logLines.filter((line) => line.msg === 'workflow start failed; the task is closed unbilled' && line.level === 30).length, 1);
 
       // The task the submission stored is closed right after the answer.
       const deadline = Date.now() + 5_000;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MongoNetworkError } from 'mongodb';
-import { unavailableDependency } from '../../core/dependency-errors.ts';
+import { failureFields, unavailableDependency } from '../../core/dependency-errors.ts';
 
 // Which failures are a dependency's outage (503) rather than a bug (500). The unwrapped socket
 // error is the one bench:faults met when the store was killed under load: its message, code and
@@ -35,4 +35,11 @@ test('the same socket error raised outside the driver is not blamed on the store
 
 test('driver network errors stay the store outage they were', () => {
   assert.equal(unavailableDependency(new MongoNetworkError('connection reset')), 'store');
+});
+
+test("a background loop's failure logs an outage in one line naming it, and anything else with its stack", () => {
+  // 40 s of a hung store had the api's lease and limiter loops log 68 stack traces.
+  assert.deepEqual(failureFields(new MongoNetworkError('connection timed out')), { dependency: 'store', reason: 'connection timed out' });
+  const bug = new TypeError('a bug');
+  assert.deepEqual(failureFields(bug), { err: bug });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { MongoNetworkError } from 'mongodb';
 import { pino } from 'pino';
 import { startProcess, waitForOutput } from '../../scripts/lib/processes.ts';
 import { sdkLogger } from '../../worker/worker-log.ts';
@@ -53,6 +54,17 @@ describe('the SDK\'s entries in the worker log', () => {
     sdk.warn('No workflows registered, not polling for workflow tasks', { taskQueue: 'q-webhooks' });
     sdk.warn('Activity failed', { taskQueue: 'q' });
     assert.deepEqual(lines.map((line) => [line.level, line.msg]), [[30, 'No workflows registered, not polling for workflow tasks'], [40, 'Activity failed']]);
+  });
+
+  it("says a failed activity's error in words: a store outage in one line, a bug with its stack", () => {
+    const lines: Array<Record<string, any>> = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const sdk = sdkLogger(log, 'INFO');
+    sdk.warn('Activity failed', { activityType: 'settleHold', error: new MongoNetworkError('connection timed out') });
+    sdk.warn('Activity failed', { activityType: 'settleHold', error: new TypeError('a bug') });
+    assert.deepEqual(lines[0]!.error, { type: 'MongoNetworkError', message: 'connection timed out', dependency: 'store' });
+    assert.deepEqual([lines[1]!.error.type, lines[1]!.error.message], ['TypeError', 'a bug']);
+    assert.match(lines[1]!.error.stack, /TypeError: a bug\n\s+at /);
   });
 });
 

@@ -1,3 +1,4 @@
+import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
 import { newId } from '../../../core/ids.ts';
@@ -253,7 +254,7 @@ export class AccountBudgets {
   private renewInBackground(lease: SpendLease): void {
     if (this.openings.has(lease.accountId)) return;
     this.open(lease.accountId, lease.largestReservationMicros, 'renew').catch((error: unknown) => {
-      this.options.log.warn({ err: error, account: lease.accountId }, 'renewing a spend lease failed; the current one stays in use');
+      this.options.log.warn({ ...failureFields(error), account: lease.accountId }, 'renewing a spend lease failed; the current one stays in use');
     });
   }
 
@@ -296,7 +297,7 @@ export class AccountBudgets {
           if (!lease.isDrained) void this.retired.trimRest(lease);
         }
       },
-      (error: unknown) => this.options.log.warn({ err: error }, 'looking for recalled spend leases failed; will look again'),
+      (error: unknown) => this.options.log.warn(failureFields(error), 'looking for recalled spend leases failed; will look again'),
     );
   }
 }

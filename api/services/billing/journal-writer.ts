@@ -1,3 +1,4 @@
+import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { LeaseJournal } from '../../../store/lease-journal.ts';
 import type { SpendLease } from './spend-lease.ts';
@@ -34,7 +35,7 @@ export class JournalWriter {
       .write(entries)
       .then(
         () => due.forEach((lease, index) => (lease.journaledCharges = Math.max(lease.journaledCharges, charges[index]!))),
-        (error: unknown) => this.log.warn({ err: error }, 'writing the spend lease journals failed; will write them again'),
+        (error: unknown) => this.log.warn(failureFields(error), 'writing the spend lease journals failed; will write them again'),
       )
       .finally(() => (this.writing = false));
   }

@@ -1,3 +1,4 @@
+import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { newId } from '../../../core/ids.ts';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
@@ -72,7 +73,7 @@ export class LeaseCarriers {
       // The timer may have settled it already, once its last call ended during the carry.
       if (this.retired.has(lease)) this.retired.settle(lease);
     } catch (error) {
-      log.warn({ err: error, lease: lease.reference }, 'moving long calls off a spend lease failed; it settles when they end, or tries again');
+      log.warn({ ...failureFields(error), lease: lease.reference }, 'moving long calls off a spend lease failed; it settles when they end, or tries again');
     } finally {
       this.carrying.delete(lease);
       this.carrying.delete(carrier);

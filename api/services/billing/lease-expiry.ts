@@ -1,3 +1,4 @@
+import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { SpendLease } from './spend-lease.ts';
@@ -53,7 +54,7 @@ function extend(lease: SpendLease, storeNow: number, { leases, expiryMs, log, lo
         else log.warn({ lease: lease.reference }, 'a spend lease expired before it could be extended; it takes no more calls');
         lost(lease);
       },
-      (error: unknown) => log.warn({ err: error, lease: lease.reference }, 'extending a spend lease failed; will retry'),
+      (error: unknown) => log.warn({ ...failureFields(error), lease: lease.reference }, 'extending a spend lease failed; will retry'),
     )
     .finally(() => (lease.extending = false));
 }

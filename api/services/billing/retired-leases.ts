@@ -1,3 +1,4 @@
+import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger, LedgerOutcome } from '../../../store/ledger.ts';
@@ -101,7 +102,7 @@ export class RetiredLeases {
       (outcome) => outcome === 'applied',
       (error: unknown) => {
         // settleOnce applies the same trim again before it captures.
-        this.stores.log.warn({ err: error, lease: lease.reference }, 'trimming a spend lease failed; its settlement will try again');
+        this.stores.log.warn({ ...failureFields(error), lease: lease.reference }, 'trimming a spend lease failed; its settlement will try again');
         return false;
       },
     );
@@ -120,10 +121,10 @@ export class RetiredLeases {
         return;
       } catch (error) {
         if (this.stopped) {
-          this.stores.log.error({ err: error, lease: lease.reference }, 'settling a spend lease failed as the process closes; the sweeper will release its hold');
+          this.stores.log.error({ ...failureFields(error), lease: lease.reference }, 'settling a spend lease failed as the process closes; the sweeper will release its hold');
           return;
         }
-        this.stores.log.warn({ err: error, lease: lease.reference, attempt }, 'settling a spend lease failed; will retry');
+        this.stores.log.warn({ ...failureFields(error), lease: lease.reference, attempt }, 'settling a spend lease failed; will retry');
         await new Promise((resolve) => setTimeout(resolve, Math.min(FIRST_RETRY_DELAY_MS * 2 ** (attempt - 1), this.retryMaxMs)));
       }
     }

@@ -1,3 +1,4 @@
+import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Collection } from 'mongodb';
 import { GatewayError } from '../../../core/errors.ts';
@@ -129,7 +130,7 @@ export class RateLimiter {
       claims.push(next.claimFirstBlockAhead());
     }
     for (const claim of await Promise.allSettled(claims)) {
-      if (claim.status === 'rejected') this.options.log.warn({ err: claim.reason }, "rate limit store unreachable; the next minute's first calls will claim their blocks");
+      if (claim.status === 'rejected') this.options.log.warn(failureFields(claim.reason), "rate limit store unreachable; the next minute's first calls will claim their blocks");
     }
   }
 
@@ -180,7 +181,7 @@ export class RateLimiter {
     } catch (error) {
       // A refusal from the claim itself (a call larger than the whole minute) is no outage.
       if (error instanceof GatewayError) throw error;
-      this.options.log.warn({ err: error, kind }, 'rate limit store unreachable; let through');
+      this.options.log.warn({ ...failureFields(error), kind }, 'rate limit store unreachable; let through');
       return { allowance, counted: false };
     }
     throw this.refusal(kind, this.status(allowance, now));
@@ -209,7 +210,7 @@ export class RateLimiter {
   }
 
   // Made once, not per call.
-  private readonly tokensNotCounted = (error: unknown) => this.options.log.warn({ err: error }, 'rate limit store unreachable; tokens not counted');
+  private readonly tokensNotCounted = (error: unknown) => this.options.log.warn(failureFields(error), 'rate limit store unreachable; tokens not counted');
 
   private status(allowance: WindowAllowance, now: number): LimitStatus {
     return { limit: allowance.limit, remaining: allowance.remaining, resetMs: allowance.endsAt - now };
@@ -326,7 +327,7 @@ export class RateLimiter {
       const found = await readOverridesOf(this.options.accountOverrides, ids);
       for (const id of ids) this.accountLimits.set(id, { limits: found.get(id) ?? null, readAt });
     } catch (error) {
-      this.options.log.warn({ err: error }, 'could not read account rate limits again; keeping those read before');
+      this.options.log.warn(failureFields(error), 'could not read account rate limits again; keeping those read before');
     }
   }
 
@@ -334,7 +335,7 @@ export class RateLimiter {
     try {
       return await readOverrides(this.options.accountOverrides, accountId);
     } catch (error) {
-      this.options.log.warn({ err: error }, 'could not read account rate limits; using the defaults');
+      this.options.log.warn(failureFields(error), 'could not read account rate limits; using the defaults');
       return null;
     }
   }
