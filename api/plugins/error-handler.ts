@@ -14,6 +14,9 @@ import { RouteMethodIndex } from './route-methods.ts';
 // type, size; JSON parsing is plugins/json-body.ts) are translated by their code; anything unexpected becomes a
 // 500 that names the request id and nothing else, so internals never leak.
 
+/** The Retry-After of a 503 for an outage of the store or Temporal. */
+const OUTAGE_RETRY_AFTER_SECONDS = 2;
+
 const fastifyCodeMap: Record<string, { code: ErrorCode }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'unsupported_media_type' },
@@ -113,6 +116,9 @@ async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
     if (dependency) {
       // An outage answers every request with this; one short line each, no stack trace.
       request.log.warn({ dependency, reason: error.message }, 'dependency unavailable');
+      // When to ask again: the driver looks for the store every 2 s (store/database.ts), and
+      // Temporal's client reconnects as quickly. Clients that read no Retry-After back off alone.
+      if (gatewayError.headers['retry-after'] === undefined) gatewayError.headers['retry-after'] = String(OUTAGE_RETRY_AFTER_SECONDS);
     } else if ((error instanceof GatewayError && error.cause === undefined && gatewayError.status === 503) || error instanceof HashingBusy) {
       // A refusal the gateway chose (a deadline passed, a queue too long, passwords being
       // hashed): no bug, so one short line and no stack trace, as for an outage. A 503 with a

@@ -101,6 +101,8 @@ describe('the store goes away and comes back', () => {
     // read that found no key (30 of those from one address had turned into 429s for unknown keys).
     const many = await Promise.all(Array.from({ length: 40 }, () => app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key) })));
     assert.deepEqual([...new Set(many.map((response) => response.statusCode))], [503], many.map((response) => response.statusCode).join(' '));
+    // With when to ask again: the driver looks for the store every 2 s.
+    assert.deepEqual([...new Set(many.map((response) => response.headers['retry-after']))], ['2']);
     // Each refusal is one warning naming the dependency, without a stack trace: an outage at a
     // thousand requests a second must not bury the log in traces.
     const outageLines = logLines.filter((line) => line.msg === 'dependency unavailable');
