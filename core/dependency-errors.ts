@@ -58,10 +58,19 @@ function temporalUnavailable(error: unknown): boolean {
   return isGrpcServiceError(error) && UNAVAILABLE_GRPC_CODES.has(error.code);
 }
 
+/** The error `error` wraps: its cause, or the driver error a bulk write wraps. */
+function wrapped(error: Error): unknown {
+  // A bulk write (insertMany, bulkWrite) that failed on the connection throws a
+  // MongoBulkWriteError keeping the driver's error as its `errorResponse`, not its cause: a
+  // journal write on a hung store logged a stack trace as a bug because of it.
+  if (error.cause === undefined && error instanceof MongoServerError && error.errorResponse instanceof Error) return error.errorResponse;
+  return error.cause;
+}
+
 /** The dependency that is unavailable, when `error` (or an error it wraps) says so; else null. */
 export function unavailableDependency(error: unknown): Dependency | null {
   // Temporal's ServiceError wraps the gRPC error as its cause; look a few causes deep.
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = wrapped(current), depth++) {
     if (storeUnavailable(current)) return 'store';
     if (temporalUnavailable(current)) return 'temporal';
   }

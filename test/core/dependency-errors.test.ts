@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MongoNetworkError } from 'mongodb';
+import { MongoBulkWriteError, MongoNetworkError } from 'mongodb';
 import { failureFields, unavailableDependency } from '../../core/dependency-errors.ts';
 
 // Which failures are a dependency's outage (503) rather than a bug (500). The unwrapped socket
@@ -42,4 +42,13 @@ test("a background loop's failure logs an outage in one line naming it, and anyt
   assert.deepEqual(failureFields(new MongoNetworkError('connection timed out')), { dependency: 'store', reason: 'connection timed out' });
   const bug = new TypeError('a bug');
   assert.deepEqual(failureFields(bug), { err: bug });
+});
+
+test("a bulk write that failed on the store's connection is the store's outage", () => {
+  // How the driver (7.9) throws it: the network error as the bulk error's errorResponse.
+  const network = new MongoNetworkError('Connection to 127.0.0.1:58027 interrupted due to server monitor timeout');
+  const bulk = new MongoBulkWriteError(network, {} as never);
+  assert.equal(bulk.cause, undefined);
+  assert.equal(unavailableDependency(bulk), 'store');
+  assert.equal(unavailableDependency(new MongoBulkWriteError({ message: 'E11000 duplicate key', code: 11000 }, {} as never)), null, 'a write error is no outage');
 });
