@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { scratchDirectory } from '../helpers/scratch-directory.ts';
 import { adminHeaders } from '../helpers/app.ts';
 import { expectedChatMicros, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 
@@ -263,7 +263,7 @@ describe('an output limit above the model\'s own, under the largest of the catal
     const catalog = JSON.parse(await readFile('config/catalog.local.json', 'utf8')) as { models: Array<Record<string, unknown>> };
     const chat = catalog.models.find((model) => model.id === 'gpt-4o-mini')!;
     catalog.models.push({ ...chat, id: 'short-chat', max_output_tokens: 100 });
-    const file = path.join(await mkdtemp(path.join(tmpdir(), 'framegate-catalog-')), 'catalog.json');
+    const file = path.join(scratchDirectory('catalog'), 'catalog.json');
     await writeFile(file, JSON.stringify(catalog));
     stack = await startOpenAiStack('chat-short-model', { CATALOG_FILE: file });
   });

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
+import { scratchDirectory } from '../helpers/scratch-directory.ts';
 import { createKey } from '../helpers/app.ts';
 import { PNG_SIGNATURE, startApiBeforeUpstream, startFakeUpstream, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 
@@ -150,7 +150,7 @@ describe('images priced by quality and size', () => {
     // And one that lists neither (as a catalog may): the document's fields then take any value,
     // and a call that names no quality must still pass, for every model.
     catalog.models.push({ id: 'any-image', kind: 'image', upstream: 'simulator-openai', upstream_model: 'dall-e-3', owned_by: 'openai', price_per_image_micros: 40_000 });
-    const file = path.join(await mkdtemp(path.join(tmpdir(), 'framegate-catalog-')), 'catalog.json');
+    const file = path.join(scratchDirectory('catalog'), 'catalog.json');
     await writeFile(file, JSON.stringify(catalog));
     stack = await startOpenAiStack('images-priced', { CATALOG_FILE: file });
   });

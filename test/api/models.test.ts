@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { scratchDirectory } from '../helpers/scratch-directory.ts';
 import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 
 describe('GET /v1/models', () => {
@@ -53,7 +53,7 @@ describe('GET /v1/models/{model} for any id', () => {
     const catalog = JSON.parse(await readFile('config/catalog.local.json', 'utf8')) as { models: Array<Record<string, unknown>> };
     const chat = catalog.models.find((model) => model.id === 'gpt-4o-mini')!;
     catalog.models.push({ ...chat, id: 'meta-llama/Llama-3-8B', owned_by: 'meta' });
-    const file = path.join(await mkdtemp(path.join(tmpdir(), 'framegate-catalog-')), 'catalog.json');
+    const file = path.join(scratchDirectory('catalog'), 'catalog.json');
     await writeFile(file, JSON.stringify(catalog));
     harness = await startTestApp('models-any-id', { CATALOG_FILE: file });
     key = (await createKey(harness.app, (await createAccount(harness.app, { name: 'ids' })).id)).key;

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { scratchDirectory } from '../helpers/scratch-directory.ts';
 import { assertDistinctPorts, assertPortFree, connectHost, lockDataDir, portFrom, STACK_DATA_VARIABLE, StackRefusal, urlHost, withoutPassword } from '../../scripts/lib/stack-guard.ts';
 
 // What `npm start` checks before it starts anything (scripts/lib/stack-guard.ts).
@@ -49,7 +49,7 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
   }
 
   it('refuses a second stack on the same data while the first runs, and takes over a dead one\'s lock', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const dataDir = scratchDirectory('lock');
     const lockFile = path.join(dataDir, 'stack.pid');
     const other = await liveProcess('scripts/start.ts');
     try {
@@ -64,7 +64,7 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
   });
 
   it('takes over a lock whose pid now belongs to another program (after a reboot, in a container)', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const dataDir = scratchDirectory('lock');
     const stranger = await liveProcess('something-else.js');
     try {
       writeFileSync(path.join(dataDir, 'stack.pid'), `${stranger.pid}\n`);
@@ -76,7 +76,7 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
   });
 
   it('refuses while an engine of a stack killed with SIGKILL still runs on the same files', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const dataDir = scratchDirectory('lock');
     const orphan = await liveProcess(`--state-dir=${path.join(dataDir, 'ferretdb')}`);
     try {
       assert.throws(() => lockDataDir(dataDir), new RegExp(`processes of an earlier stack still run on .* \\(pid ${orphan.pid}`));
@@ -87,7 +87,7 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
   });
 
   it('names the api, worker and simulator a killed stack left behind, by the data directory in their environment', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const dataDir = scratchDirectory('lock');
     // As npm start runs them: `node --import tsx worker/main.ts`, nothing of .data/ in the command line.
     const worker = await liveProcessWith({ [STACK_DATA_VARIABLE]: dataDir }, 'worker/main.ts');
     const otherStacks = await liveProcessWith({ [STACK_DATA_VARIABLE]: `${dataDir}-other` }, 'worker/main.ts');
@@ -104,7 +104,7 @@ describe('npm start refuses a set-up it cannot run, in one line', () => {
   });
 
   it('names the running stack, not its own engines, when a second start finds one', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'framegate-lock-'));
+    const dataDir = scratchDirectory('lock');
     const stack = await liveProcess('scripts/start.ts');
     // The running stack's store, on the same files as a leftover's would be.
     const itsStore = await liveProcess(`--state-dir=${path.join(dataDir, 'ferretdb')}`);
