@@ -57,7 +57,7 @@ export function buildSimulator(options: SimulatorOptions = {}): FastifyInstance 
       useOpenAiConventions(openAi);
       await openAi.register(openAiVideoRoutes, { videos: openAiVideos, gate, stats, clock });
       await openAi.register(chatRoutes, { stats, clock });
-      await openAi.register(imageRoutes, { images, clock, baseUrl: options.baseUrl });
+      await openAi.register(imageRoutes, { images, stats, clock, baseUrl: options.baseUrl });
     },
     { prefix: '/v1' },
   );

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { publicBaseUrl } from './base-url.ts';
 import type { ImageStore } from './image-store.ts';
+import type { SimulatorStats } from './stats.ts';
 import { parseMarkers } from './markers.ts';
 import { sendOpenAiError } from './openai-errors.ts';
 import { encodePng, type Rgb } from './png.ts';
@@ -18,6 +19,7 @@ import type { Clock } from './video-tasks.ts';
 
 export interface ImageOptions {
   images: ImageStore;
+  stats: SimulatorStats;
   clock: Clock;
   baseUrl?: string;
 }
@@ -72,6 +74,10 @@ export async function imageRoutes(app: FastifyInstance, options: ImageOptions): 
       return sendOpenAiError(reply, 400, problem.message, { param: problem.param });
     }
     const body = parsed.data;
+    options.stats.imageRequests++;
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) options.stats.imageRequestsLeft++;
+    });
     const markers = parseMarkers(body.prompt);
     if (markers.delayMs) await sleep(markers.delayMs);
     if (markers.errorStatus !== undefined) {

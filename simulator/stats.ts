@@ -7,6 +7,9 @@ import type { FastifyInstance } from 'fastify';
 export class SimulatorStats {
   chatRequests = 0;
   chatStreamsAborted = 0;
+  imageRequests = 0;
+  /** Image requests whose caller left before the answer (a provider makes the images anyway). */
+  imageRequestsLeft = 0;
   videoTasks = 0;
   /** Video submissions answered with an error: invalid body, [sim:reject] or [sim:flaky]. */
   videoSubmissionsRejected = 0;
@@ -15,6 +18,8 @@ export class SimulatorStats {
     return {
       chat_requests: this.chatRequests,
       chat_streams_aborted: this.chatStreamsAborted,
+      image_requests: this.imageRequests,
+      image_requests_left: this.imageRequestsLeft,
       video_tasks: this.videoTasks,
       video_submissions_rejected: this.videoSubmissionsRejected,
     };

@@ -257,24 +257,33 @@ describe('Idempotency-Key', () => {
     assert.equal(await records.pieces.collection.countDocuments({ _id: new RegExp(`^${record!._id}:`) as never }), 0);
   });
 
-  it('frees the key of an image call whose caller left, so the retry runs at once and is billed once', async () => {
+  it("carries an image call its caller left to its end: billed once, and the retry gets that call's images", async () => {
     const caller = await stack.newCaller('image-left');
     const payload = JSON.stringify({ model: 'gpt-image-1', prompt: 'a lighthouse in fog [sim:delay_ms=1500]', n: 1, response_format: 'url' });
     const headers = { ...bearer(caller.key), 'content-type': 'application/json', 'idempotency-key': 'img-left' };
     const recordSuffix = `:${createHash('sha256').update('img-left').digest('hex')}`;
-    const inFlight = async () => (await records.collection.find({ state: 'in_flight' }).toArray()).filter((record) => record._id.endsWith(recordSuffix)).length;
+    const completed = async () => (await records.collection.find({ state: 'completed' }).toArray()).filter((record) => record._id.endsWith(recordSuffix)).length;
+    const before = await stack.simulatorStats();
     const { hostname, port } = new URL(stack.baseUrl);
     const leaving = httpRequest({ host: hostname, port, method: 'POST', path: '/v1/images/generations', headers: { ...headers, 'content-length': Buffer.byteLength(payload) } });
     leaving.on('error', () => undefined);
     leaving.end(payload);
-    await waitUntil(async () => (await inFlight()) === 1);
+    // The request reached the provider, which makes (and bills) the image from there on.
+    await waitUntil(async () => (await stack.simulatorStats()).image_requests === before.image_requests + 1);
     leaving.destroy();
-    // Long before the record could go stale (30 s): only its release lets the retry run.
-    await waitUntil(async () => (await inFlight()) === 0, 3_000);
-    const retried = await stack.app.inject({ method: 'POST', url: '/v1/images/generations', headers, payload });
+    const retry = () => stack.app.inject({ method: 'POST', url: '/v1/images/generations', headers, payload });
+    const meanwhile = await retry();
+    assert.equal(meanwhile.statusCode, 409, meanwhile.body);
+    assert.equal(meanwhile.headers['retry-after'], '1');
+    await waitUntil(async () => (await completed()) === 1, 5_000);
+    const retried = await retry();
     assert.equal(retried.statusCode, 200, retried.body);
-    assert.equal(retried.headers['idempotent-replayed'], undefined);
+    assert.equal(retried.headers['idempotent-replayed'], 'true');
+    assert.match((retried.json() as { data: Array<{ url: string }> }).data[0]!.url, /\/media\/img_[0-9a-f]+\.png$/);
+    const after = await stack.simulatorStats();
+    assert.equal(after.image_requests, before.image_requests + 1, 'one image made, none for the retry');
+    assert.equal(after.image_requests_left, before.image_requests_left, 'the gateway waited for the image');
     const account = await stack.settledAccount(caller.accountId);
-    assert.equal(account.spent_micros, 40_000, 'the cancelled call unbilled, the retry billed');
+    assert.equal(account.spent_micros, 40_000, 'the image billed once');
   });
 });

@@ -63,6 +63,7 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     const headless = await stack.newCaller('stream-without-head');
     const painter = await stack.newCaller('long-image');
     const quick = await stack.newCaller('quick-call');
+    const leaver = await stack.newCaller('image-left');
     const statsBefore = await stack.simulatorStats();
 
     const longStream = startCall(stack.baseUrl, streamer.key, '/chat/completions', chat('Tell me a long story about graceful restarts [sim:chunks=300 gap_ms=100]', true));
@@ -71,9 +72,20 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     const headlessStream = startCall(stack.baseUrl, headless.key, '/chat/completions', chat('Take long to start [sim:delay_ms=20000]', true));
     const longImage = startCall(stack.baseUrl, painter.key, '/images/generations', { model: 'gpt-image-1', prompt: 'a slow sunrise [sim:delay_ms=20000]' });
     const quickCall = startCall(stack.baseUrl, quick.key, '/chat/completions', chat('Answer soon [sim:delay_ms=900]', false));
-    // Every chat call reached the upstream, and the first stream has delivered text.
+    // An image call whose caller left once the provider had it: it runs on (carried-call.ts).
+    const leftImage = new AbortController();
+    const leftImageCall = request(`${stack.baseUrl}/v1/images/generations`, {
+      method: 'POST',
+      headers: { ...bearer(leaver.key), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-image-1', prompt: 'a sunrise nobody waits for [sim:delay_ms=20000]' }),
+      signal: leftImage.signal,
+    }).catch(() => undefined);
+    // Every call reached the upstream, and the first stream has delivered text.
     await waitUntil(async () => (await stack.simulatorStats()).chat_requests - statsBefore.chat_requests === 4, 5_000);
+    await waitUntil(async () => (await stack.simulatorStats()).image_requests - statsBefore.image_requests === 2, 5_000);
     await waitUntil(() => longStream.soFar().includes('"content"'), 5_000);
+    leftImage.abort();
+    await leftImageCall;
     // A client's spare connection that never sends a request: Node never counts it idle.
     const port = (stack.app.server.address() as { port: number }).port;
     const spare = connect(port, '127.0.0.1');
@@ -90,8 +102,12 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     late.write('GET /v1/models HTTP/1.1\r\nhost: 127.0.0.1\r\n');
 
     assert.ok(!quickCall.finished(), 'the quick call is still running when the close begins');
+    assert.equal((await stack.simulatorStats()).image_requests_left, statsBefore.image_requests_left, 'the left image runs on');
     const closing = Date.now();
     const closed = stack.app.close();
+    // Nobody waits for the left image: it is ended as the close begins, not after the grace.
+    await waitUntil(async () => (await stack.simulatorStats()).image_requests_left === statsBefore.image_requests_left + 1, GRACE_MS - 500);
+    assert.ok(!longImage.finished(), 'the other image still has its grace');
     await waitUntil(() => !stack.app.server.listening, 2_000);
     late.write(`authorization: Bearer ${quick.key}\r\n\r\n`);
     await closed;
@@ -130,7 +146,8 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     await waitUntil(async () => (await stack.simulatorStats()).chat_streams_aborted === statsBefore.chat_streams_aborted + 2, 5_000);
 
     // The close settled every lease: the ended calls cost nothing, the quick one its price.
-    for (const caller of [streamer, waiter, headless, painter]) {
+    assert.equal((await stack.simulatorStats()).image_requests_left, statsBefore.image_requests_left + 2);
+    for (const caller of [streamer, waiter, headless, painter, leaver]) {
       const account = await stack.account(caller.accountId);
       assert.equal(account.spent_micros, 0);
       assert.equal(account.held_micros, 0);

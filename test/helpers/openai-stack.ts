@@ -78,7 +78,15 @@ async function startApi(label: string, overrides: Partial<Record<keyof Config, s
 
 export interface SimulatorStack extends OpenAiStack {
   simulatorUrl: string;
-  simulatorStats(): Promise<{ chat_requests: number; chat_streams_aborted: number }>;
+  simulatorStats(): Promise<SimulatorCounts>;
+}
+
+/** What the simulator saw (simulator/stats.ts). */
+export interface SimulatorCounts {
+  chat_requests: number;
+  chat_streams_aborted: number;
+  image_requests: number;
+  image_requests_left: number;
 }
 
 /** The simulator in-process on an ephemeral port, and the api in front of it. */
@@ -94,7 +102,7 @@ export async function startOpenAiStack(label: string, overrides: Partial<Record<
     simulatorUrl,
     async simulatorStats() {
       const response = await request(`${simulatorUrl}/_sim/stats`);
-      return (await response.body.json()) as { chat_requests: number; chat_streams_aborted: number };
+      return (await response.body.json()) as SimulatorCounts;
     },
     async close() {
       await closeApi();

@@ -35,6 +35,8 @@ export const imageRoutes: FastifyPluginAsyncZod<ImageRouteOptions> = async (app,
     try {
       const json = await options.images.generate(principalOf(request), request.body, context);
       // The upstream's text as is: b64 images are large, and re-serializing them buys nothing.
+      // Sent even when the caller has left (the images were made and charged, carried-call.ts):
+      // nothing reaches it, but an Idempotency-Key's record keeps the answer for its retry.
       return reply.type('application/json; charset=utf-8').send(json as unknown as z.infer<typeof imageGenerationResponse>);
     } catch (error) {
       if (context.signal.callerGone) return reply.hijack();

@@ -17,8 +17,15 @@ export function restartRefusal(message: string): GatewayError {
   return new GatewayError('service_unavailable', message, undefined, { 'retry-after': '1' });
 }
 
+function abandonedAtClose(): GatewayError {
+  return restartRefusal('The gateway is restarting and ended this call, which its caller had left; nothing was charged.');
+}
+
 export class CallsInFlight {
   private readonly calls = new Set<ClientDisconnect>();
+  /** Calls their callers left that run on to their end (carried-call.ts). */
+  private readonly abandoned = new Set<ClientDisconnect>();
+  private closing = false;
   private timer: NodeJS.Timeout | undefined;
   /** Set once the grace is over: calls whose handler starts later (their body was slow to
    * arrive, say) are interrupted as they start. */
@@ -33,6 +40,17 @@ export class CallsInFlight {
     this.calls.delete(call);
   }
 
+  /** A call whose caller left and that runs on (an image the provider is making). A close
+   * ends it at once, uncharged: nobody waits for its answer, and the close must not. */
+  addAbandoned(call: ClientDisconnect): void {
+    if (this.closing) return call.interrupt(abandonedAtClose());
+    this.abandoned.add(call);
+  }
+
+  deleteAbandoned(call: ClientDisconnect): void {
+    this.abandoned.delete(call);
+  }
+
   get size(): number {
     return this.calls.size;
   }
@@ -40,6 +58,9 @@ export class CallsInFlight {
   /** Interrupts the calls still running `graceMs` from now. */
   interruptAfter(graceMs: number): void {
     if (this.timer) return;
+    this.closing = true;
+    for (const call of [...this.abandoned]) call.interrupt(abandonedAtClose());
+    this.abandoned.clear();
     this.timer = setTimeout(() => this.interruptAll(graceMs), graceMs);
     // The close it belongs to may finish first; the process must not stay up for the timer.
     this.timer.unref();

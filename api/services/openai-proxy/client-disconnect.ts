@@ -22,8 +22,11 @@ export class ClientDisconnect extends EventEmitter {
    * answered with this error (a JSON error, or the last event of a stream). */
   interruption: GatewayError | undefined;
 
-  constructor(response: ServerResponse, calls?: CallsInFlight) {
+  /** Without a response, only its owner (a carried call, carried-call.ts) or the gateway
+   * aborts it. */
+  constructor(response?: ServerResponse, calls?: CallsInFlight) {
     super();
+    if (!response) return;
     // The caller may have left while a hook awaited (an idempotency claim): 'close' has fired.
     if (response.destroyed) {
       this.abort(clientGone());
@@ -56,7 +59,9 @@ export class ClientDisconnect extends EventEmitter {
     this.abort(error);
   }
 
-  private abort(reason: Error): void {
+  /** Ends the call for `reason`, as its caller's leaving does. */
+  abort(reason: Error): void {
+    if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
     this.emit('abort', reason);

@@ -10,6 +10,8 @@ import type { Principal } from '../../plugins/api-key-auth.ts';
 import type { AccountBudgets } from '../billing/account-budgets.ts';
 import type { CallContext } from './chat-proxy.ts';
 import type { OpenAiUpstreams } from './upstream-client.ts';
+import type { CallsInFlight } from './calls-in-flight.ts';
+import { CarriedCall } from './carried-call.ts';
 import { malformedUpstreamAnswer } from './upstream-errors.ts';
 
 // POST /v1/images/generations against an OpenAI-compatible upstream, billed per image: reserve
@@ -21,6 +23,8 @@ export interface ImageProxyOptions {
   catalog: Catalog;
   upstreams: OpenAiUpstreams;
   budgets: AccountBudgets;
+  /** Where a call its caller left is found by a shutdown (carried-call.ts). */
+  calls?: CallsInFlight;
 }
 
 function isImage(entry: unknown): boolean {
@@ -73,11 +77,16 @@ export class ImageProxy {
     );
     let text: string;
     let answer: unknown;
+    // Once its request is out, the call runs to its end even if the caller leaves: the provider
+    // bills the images anyway (carried-call.ts).
+    const carried = new CarriedCall(context.signal, this.options.calls);
     try {
-      ({ text, json: answer } = await this.options.upstreams.postForJson(model.upstream, '/images/generations', restoreUnsafeIntegers(JSON.stringify({ ...upstreamBody, model: model.upstream_model })), { signal: context.signal, what: 'image response' }));
+      ({ text, json: answer } = await this.options.upstreams.postForJson(model.upstream, '/images/generations', restoreUnsafeIntegers(JSON.stringify({ ...upstreamBody, model: model.upstream_model })), { signal: carried.signal, what: 'image response' }));
     } catch (error) {
       reservation.release();
       throw error;
+    } finally {
+      carried.done();
     }
     const listed = (answer as { data?: unknown } | null)?.data;
     // An image is an entry with its url or its base64: anything else in the list is dropped,
@@ -89,6 +98,7 @@ export class ImageProxy {
     }
     const images = Math.min(data.length, asked);
     countImageCharge(model.id, reservation.charge(unitPrice * images, { images }, { allowOverage: false }));
+    if (carried.abandoned) context.log.info({ model: model.id, images }, 'image call charged after its caller left: the provider made the images');
     // The caller gets what it asked for and pays for: an upstream's extra images are dropped.
     if (data.length !== (listed as unknown[]).length || data.length > asked) return JSON.stringify({ ...(answer as object), data: data.slice(0, asked) });
     return text;

@@ -26,7 +26,7 @@ export function createOpenAiProxies(options: { catalog: Catalog; budgets: Accoun
   return {
     calls,
     chat: new ChatProxy({ ...dependencies, ...(options.limiter ? { limiter: options.limiter } : {}) }),
-    images: new ImageProxy(dependencies),
+    images: new ImageProxy({ ...dependencies, calls }),
     async close() {
       await upstreams.close();
     },
