@@ -160,7 +160,8 @@ describe('a short store outage: calls go on from the keys read before and the sp
     const { app, key, proxy, database } = harness;
     const chat = () => app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(key), payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'through a blip' }] } });
     // Within one minute: a minute's first rate-limit block is claimed from the store, which a
-    // hung store makes wait for the driver's timeout before the limiter lets the call through.
+    // hung store makes wait half a second (CLAIM_WAIT_MS) before the limiter lets the call
+    // through; the lease figures below leave no room for it.
     await clearOfWindowEdge(60_000, 15_000);
     const accountId = (await database.db.collection('api_keys').findOne({}))!.account_id as string;
     const before = await new AccountStore(database.db).find(accountId);

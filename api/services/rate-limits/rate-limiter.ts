@@ -67,6 +67,12 @@ export class TokenCount {
 const limitField = { requests: 'requests_per_minute', tokens: 'tokens_per_minute' } as const;
 const ACCOUNT_LIMITS_REFRESH_MS = 5_000;
 const NEXT_MINUTE_AHEAD_MS = 3_000;
+/** The longest a call waits for a block claim before it is let through. A claim takes a few
+ * milliseconds; one unanswered this long meets a store in trouble (a hung one holds it until the
+ * driver gives up, 3 to 5 s), and a chat call must not wait on it: it goes on, and the claim,
+ * still out, counts it if it lands. */
+export const CLAIM_WAIT_MS = 500;
+const CLAIM_TIMED_OUT = Symbol('claim timed out');
 
 /** OpenAI's duration format for reset headers: "1s", "59s", "1m0s" never needed inside a minute. */
 export function resetHeaderValue(resetMs: number): string {
@@ -91,6 +97,8 @@ export interface RateLimiterOptions {
   log: Pick<FastifyBaseLogger, 'warn'>;
   /** How old an account's overrides get before the next round reads them again. */
   accountLimitsRefreshMs?: number;
+  /** Tests shorten CLAIM_WAIT_MS. */
+  claimWaitMs?: number;
 }
 
 export class RateLimiter {
@@ -105,9 +113,11 @@ export class RateLimiter {
   private closed = false;
 
   private readonly accountLimitsRefreshMs: number;
+  private readonly claimWaitMs: number;
 
   constructor(private readonly options: RateLimiterOptions) {
     this.accountLimitsRefreshMs = options.accountLimitsRefreshMs ?? ACCOUNT_LIMITS_REFRESH_MS;
+    this.claimWaitMs = options.claimWaitMs ?? CLAIM_WAIT_MS;
     this.accountRefresh = new RefreshRounds(this.accountLimitsRefreshMs, (ids) => this.refreshAccounts(ids));
   }
 
@@ -176,13 +186,26 @@ export class RateLimiter {
    * could not be reached: the call is let through uncounted. */
   private async admit(found: WindowAllowance | Promise<WindowAllowance>, kind: LimitKind, now: number, claim: (allowance: WindowAllowance) => Promise<boolean>): Promise<{ allowance: WindowAllowance; counted: boolean }> {
     const allowance = await found;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      if (await claim(allowance)) return { allowance, counted: true };
+      const answer = await Promise.race([
+        claim(allowance),
+        new Promise<typeof CLAIM_TIMED_OUT>((resolve) => (timer = setTimeout(resolve, this.claimWaitMs, CLAIM_TIMED_OUT))),
+      ]);
+      if (answer === CLAIM_TIMED_OUT) {
+        // Counted: the claim goes on, and the units are taken when it lands (a failure then
+        // leaves the call uncounted, as below).
+        this.options.log.warn({ kind, waitedMs: this.claimWaitMs }, 'rate limit store slow to answer; let through');
+        return { allowance, counted: true };
+      }
+      if (answer) return { allowance, counted: true };
     } catch (error) {
       // A refusal from the claim itself (a call larger than the whole minute) is no outage.
       if (error instanceof GatewayError) throw error;
       this.options.log.warn({ ...failureFields(error), kind }, 'rate limit store unreachable; let through');
       return { allowance, counted: false };
+    } finally {
+      clearTimeout(timer);
     }
     throw this.refusal(kind, this.status(allowance, now));
   }

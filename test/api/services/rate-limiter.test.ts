@@ -8,6 +8,8 @@ import { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
 import { testDatabase } from '../../helpers/engines.ts';
 import { signal } from '../../helpers/signal.ts';
 import { clearOfWindowEdge } from '../../helpers/window-edge.ts';
+import { startTcpProxy } from '../../helpers/tcp-proxy.ts';
+import { connectDatabase } from '../../../store/database.ts';
 
 // What the rate limiter does in rounds on its own timer rather than inside a request: reading an
 // account's overrides again while the account is in use (so an operator's change made through
@@ -268,6 +270,39 @@ describe('rate limiter: rounds on its own timer', () => {
     assert.equal(await admitted('tokens', 100, 2, 1_000), 2);
     assert.equal(await admitted('tokens', 1_000, 20, 2_000), 20);
     assert.equal(await admitted('tokens', 100, 5, 3_000), 0, 'back to 100 tokens after 220: none more this minute');
+  });
+
+  it('lets a call through after CLAIM_WAIT_MS when its block claim meets a hung store, where it waited for the driver to give up', async () => {
+    const target = new URL(process.env.FRAMEGATE_TEST_MONGODB_URI!);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    const behindProxy = await connectDatabase(`mongodb://127.0.0.1:${proxy.port}/`, database.db.databaseName);
+    const warnings: string[] = [];
+    const limits = new RateLimiter({
+      store: new RateLimitBlockStore(behindProxy.db),
+      accountOverrides: accountOverrides(behindProxy.db),
+      defaults: { requestsPerMinute: 1_000, tokensPerMinute: 100_000 },
+      log: { warn: (...args: unknown[]) => void warnings.push(String(args[1])) },
+      claimWaitMs: 300,
+    });
+    limiters.push(limits);
+    try {
+      // Key limits, so no account read is involved; a minute of their own, ahead of the clock.
+      const caller = (keyId: string) => ({ accountId: 'acct_hung', keyId, rateLimits: { requests_per_minute: 100, tokens_per_minute: 10_000 } });
+      const at = (Math.floor(Date.now() / 60_000) + 20) * 60_000 + 1_000;
+      assert.equal((await limits.admitRequest(caller('key_before'), at)).remaining, 99, 'the store answers before the stall');
+      proxy.stall();
+      for (const admit of [() => limits.admitRequest(caller('key_requests'), at), () => limits.admitTokens(caller('key_tokens'), 100, at)]) {
+        const started = performance.now();
+        await admit();
+        const waitedMs = performance.now() - started;
+        assert.ok(waitedMs >= 290 && waitedMs < 1_500, `let through after ${Math.round(waitedMs)} ms`);
+      }
+      assert.deepEqual(warnings, ['rate limit store slow to answer; let through', 'rate limit store slow to answer; let through']);
+    } finally {
+      await proxy.restore();
+      await behindProxy.close();
+      await proxy.close();
+    }
   });
 
   it("claims the next minute's first block ahead for the keys in use, so its first call waits for nothing", async () => {
