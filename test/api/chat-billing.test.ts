@@ -7,6 +7,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { scratchDirectory } from '../helpers/scratch-directory.ts';
 import { adminHeaders } from '../helpers/app.ts';
 import { expectedChatMicros, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
 
 // What chat calls cost: the token price of the upstream's usage, exactly; nothing for a failed
 // call; a refusal when the balance does not cover the worst case; and, for a stream the caller
@@ -205,6 +206,23 @@ describe('chat billing', () => {
     let output = '';
     for await (const chunk of stream) output += chunk.choices[0]?.delta.content ?? '';
     assert.equal(output, '');
+    await assertPromptOnlyCharged(caller.accountId, 10_000_000);
+  });
+
+  it('charges the prompt alone for a stream abandoned before its head came, once the provider had it', async () => {
+    const caller = await stack.newCaller('impatient-before-head');
+    const statsBefore = await stack.simulatorStats();
+    const controller = new AbortController();
+    const streaming = stack.client(caller.key).chat.completions.create(
+      { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'read it all first [sim:delay_ms=3000]' }] },
+      { signal: controller.signal },
+    );
+    // The provider has the request (it sends the head only once it has read the prompt).
+    await waitUntil(async () => (await stack.simulatorStats()).chat_requests === statsBefore.chat_requests + 1);
+    controller.abort();
+    await assert.rejects(streaming, OpenAI.APIUserAbortError);
+    // Before, such a stream was free however large its prompt: the gateway did not learn when a
+    // stream's request went out.
     await assertPromptOnlyCharged(caller.accountId, 10_000_000);
   });
 

@@ -228,25 +228,27 @@ describe('chat against a scripted upstream', () => {
     assert.equal(upstream.received.length - before, 2);
   });
 
-  it('charges nothing to a caller who leaves while a connection the upstream dropped at once waits to be tried again', async () => {
-    const caller = await stack.newCaller('left-between-tries');
-    const before = upstream.received.length;
-    const controller = new AbortController();
-    const call = stack.client(caller.key).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'reset always' }] }, { signal: controller.signal });
-    // The first try is dropped as soon as the upstream has it; the next waits RETRY_DELAY_MS.
-    // The gateway learns of the drop a moment after the upstream recorded the request: leaving
-    // at once could beat it (on a loaded machine it did), and the caller would then have left
-    // while the prompt was with the provider, which is billed. So leave a quarter of the way
-    // into the pause.
-    await waitUntil(() => upstream.received.length > before, 5_000);
-    await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS / 4));
-    assert.equal(upstream.received.length, before + 1, 'still between the first try and the second');
-    controller.abort();
-    await assert.rejects(call, OpenAI.APIUserAbortError);
-    const account = await stack.settledAccount(caller.accountId);
-    assert.equal(account.spent_micros, 0, 'the provider never worked on the prompt');
-    assert.equal(account.balance_micros, 10_000_000);
-  });
+  for (const stream of [false, true]) {
+    it(`charges nothing to a caller who leaves while a connection the upstream dropped at once waits to be tried again (stream: ${stream})`, async () => {
+      const caller = await stack.newCaller(`left-between-tries-${stream}`);
+      const before = upstream.received.length;
+      const controller = new AbortController();
+      const call = stack.client(caller.key).chat.completions.create({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: 'reset always' }] }, { signal: controller.signal });
+      // The first try is dropped as soon as the upstream has it; the next waits RETRY_DELAY_MS.
+      // The gateway learns of the drop a moment after the upstream recorded the request: leaving
+      // at once could beat it (on a loaded machine it did), and the caller would then have left
+      // while the prompt was with the provider, which is billed. So leave a quarter of the way
+      // into the pause.
+      await waitUntil(() => upstream.received.length > before, 5_000);
+      await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS / 4));
+      assert.equal(upstream.received.length, before + 1, 'still between the first try and the second');
+      controller.abort();
+      await assert.rejects(call, OpenAI.APIUserAbortError);
+      const account = await stack.settledAccount(caller.accountId);
+      assert.equal(account.spent_micros, 0, 'the provider never worked on the prompt');
+      assert.equal(account.balance_micros, 10_000_000);
+    });
+  }
 
   it('does not repeat a request whose connection dropped after the upstream had it a while', async () => {
     const before = await stack.settledAccount(accountId);

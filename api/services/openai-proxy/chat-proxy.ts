@@ -200,6 +200,8 @@ export class ChatProxy {
       response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', payload, { signal: context.signal, accept: 'text/event-stream' });
       if (response.statusCode < 200 || response.statusCode >= 300) throw await streamedRefusal(response, model.upstream);
     } catch (error) {
+      // As for a whole answer: a caller who left once the provider had the request pays its prompt.
+      if (context.signal.callerGone && context.signal.requestSent) chargePromptOnly(call);
       reservation.release();
       countTokens(NO_TOKENS);
       throw error;

@@ -14,9 +14,9 @@ const clientGone = () => new Error('the client disconnected');
 export class ClientDisconnect extends EventEmitter {
   aborted = false;
   reason: Error | undefined;
-  /** Set once the call's request went out to the model provider (a whole answer's request
-   * handed to a connected socket, whole-answer.ts): a caller who leaves after that is charged
-   * the prompt, which the provider bills whether or not it finishes the answer. */
+  /** Set once the call's request went out to the model provider (handed to a connected
+   * socket: whole-answer.ts, and request-sent.ts for streams): a caller who leaves after that is
+   * charged the prompt, which the provider bills whether or not it finishes the answer. */
   requestSent = false;
   /** Set when the gateway itself cut the call short: the caller is still there, and is
    * answered with this error (a JSON error, or the last event of a stream). */

@@ -3,6 +3,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { untilAborted, type ClientDisconnect } from './client-disconnect.ts';
+import { noteRequestSent } from './request-sent.ts';
 import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
 import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type AttemptTiming, type WholeAnswer } from './whole-answer.ts';
 
@@ -45,6 +46,8 @@ const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
 
 interface UpstreamConnection {
   pool: Pool;
+  /** The pool for streams: their requests tell their signal when they went out. */
+  streams: Dispatcher;
   basePath: string;
   apiKey: string;
 }
@@ -90,8 +93,8 @@ export class OpenAiUpstreams {
    * answer; throws a GatewayError (503) when the upstream cannot be reached, and the abort
    * reason when `signal` fires first. */
   async postJson(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<UpstreamResponse> {
-    const { pool, request } = this.prepare(upstreamName, path, payload, options.accept);
-    return this.withRetries(options.signal, () => untilAborted(pool.request({ ...request, signal: options.signal }), options.signal));
+    const { streams, request } = this.prepare(upstreamName, path, payload, options.accept);
+    return this.withRetries(options.signal, () => untilAborted(streams.request({ ...request, signal: options.signal }), options.signal));
   }
 
   /** As postJson, for a JSON answer read whole (a completion, images): resolves with its text
@@ -122,7 +125,7 @@ export class OpenAiUpstreams {
     }
   }
 
-  private prepare(upstreamName: string, path: string, payload: string, accept: string): { pool: Pool; request: Dispatcher.DispatchOptions } {
+  private prepare(upstreamName: string, path: string, payload: string, accept: string): { pool: Pool; streams: Dispatcher; request: Dispatcher.DispatchOptions } {
     const connection = this.connection(upstreamName);
     const request: Dispatcher.DispatchOptions = {
       method: 'POST',
@@ -132,7 +135,7 @@ export class OpenAiUpstreams {
       headersTimeout: this.headersTimeoutMs,
       bodyTimeout: this.bodyTimeoutMs,
     };
-    return { pool: connection.pool, request };
+    return { pool: connection.pool, streams: connection.streams, request };
   }
 
   /** Repeats `send` after connection failures (see the top of this file); translates what is
@@ -185,8 +188,10 @@ export class OpenAiUpstreams {
     const upstream = this.catalog.upstream(upstreamName);
     if (upstream.protocol !== 'openai') throw new Error(`upstream ${upstreamName} does not speak the OpenAI protocol`);
     const url = new URL(upstream.base_url);
+    const pool = new Pool(url.origin, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 });
     const connection: UpstreamConnection = {
-      pool: new Pool(url.origin, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 }),
+      pool,
+      streams: pool.compose(noteRequestSent),
       basePath: url.pathname.replace(/\/+$/, ''),
       apiKey: upstream.api_key,
     };
