@@ -228,6 +228,14 @@ describe('chat against a scripted upstream', () => {
     assert.equal(upstream.received.length - before, 2);
   });
 
+  it('waits past an interim 103 answer for the real one, streamed or not', async () => {
+    const answered = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hints first' }] });
+    assert.equal(answered.choices[0]!.message.content, 'Hello from the fake upstream.');
+    let text = '';
+    for await (const piece of await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hints first' }] })) text += piece.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'Hello there');
+  });
+
   for (const stream of [false, true]) {
     it(`charges nothing to a caller who leaves while a connection the upstream dropped at once waits to be tried again (stream: ${stream})`, async () => {
       const caller = await stack.newCaller(`left-between-tries-${stream}`);
@@ -250,21 +258,24 @@ describe('chat against a scripted upstream', () => {
     });
   }
 
-  it('does not repeat a request whose connection dropped after the upstream had it a while', async () => {
-    const before = await stack.settledAccount(accountId);
-    const sent = upstream.received.length;
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'drop late' }] }, { maxRetries: 0 }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.InternalServerError);
-      assert.equal(error.status, 502);
-      assert.match(error.message, /dropped the connection after \d+\.\d s without answering/);
-      return true;
+  for (const stream of [false, true]) {
+    it(`does not repeat a request whose connection dropped after the upstream had it a while (stream: ${stream})`, async () => {
+      const before = await stack.settledAccount(accountId);
+      const sent = upstream.received.length;
+      await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: 'drop late' }] }, { maxRetries: 0 }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.InternalServerError);
+        assert.equal(error.status, 502);
+        assert.match(error.message, /dropped the connection after \d+\.\d s without answering/);
+        return true;
+      });
+      // It may have been generating (or, for a stream, reading the prompt before its head): a
+      // second try would pay the provider twice.
+      assert.equal(upstream.received.length - sent, 1);
+      const after = await stack.settledAccount(accountId);
+      assert.equal(after.balance_micros, before.balance_micros);
+      assert.equal(after.held_micros, 0);
     });
-    // It may have been generating: a second try would pay the provider twice.
-    assert.equal(upstream.received.length - sent, 1);
-    const after = await stack.settledAccount(accountId);
-    assert.equal(after.balance_micros, before.balance_micros);
-    assert.equal(after.held_micros, 0);
-  });
+  }
 
   it('answers 502 without repeating the request when a completion breaks off or is not JSON, and bills nothing', async () => {
     const before = await stack.settledAccount(accountId);

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { scratchDirectory } from '../helpers/scratch-directory.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
 import { createKey } from '../helpers/app.ts';
 import { PNG_SIGNATURE, startApiBeforeUpstream, startFakeUpstream, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 
@@ -227,6 +228,34 @@ describe('what a model priced by quality and size is sent', () => {
         ],
       );
       assert.equal((await stack.settledAccount(caller.accountId)).spent_micros, 167_000 + 16_000);
+    } finally {
+      await stack.close();
+      await upstream.close();
+    }
+  });
+});
+
+describe('an image call whose caller left', () => {
+  it('is not sent again for nobody when the provider dropped its first try at once', async () => {
+    // The first try's connection drops a moment after the provider has it (it never worked on
+    // it: the gateway would send it again); the second would be answered, and charged.
+    const upstream = await startFakeUpstream((_recorded, response, attempt) => {
+      if (attempt === 1) setTimeout(() => response.socket?.destroy(), 300);
+      else response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1, data: [{ url: 'https://images.example/1.png' }] }));
+    });
+    const stack = await startApiBeforeUpstream('images-left-dropped', upstream.url);
+    try {
+      const caller = await stack.newCaller('left');
+      const controller = new AbortController();
+      const call = stack.client(caller.key).images.generate({ model: 'gpt-image-1', prompt: 'a kite' }, { signal: controller.signal, maxRetries: 0 });
+      await waitUntil(() => upstream.received.length === 1);
+      controller.abort();
+      await assert.rejects(call, OpenAI.APIUserAbortError);
+      // Past the drop and the gateway's pause before another try.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      assert.equal(upstream.received.length, 1, 'not sent again');
+      const account = await stack.settledAccount(caller.accountId);
+      assert.deepEqual([account.spent_micros, account.held_micros], [0, 0]);
     } finally {
       await stack.close();
       await upstream.close();

@@ -184,6 +184,9 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...completion('Hello from the fake upstream.'), usage: FRACTIONAL_USAGE }));
     return;
   }
+  // An interim answer before the real one (103 Early Hints, as some CDNs in front of a provider
+  // send): a client must wait for the final head.
+  if (said === 'hints first') response.writeEarlyHints({ link: '</static/app.css>; rel=preload; as=style' });
   if (recorded.body.stream !== true) {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('Hello from the fake upstream.')));
     return;

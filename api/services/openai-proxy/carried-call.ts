@@ -10,15 +10,27 @@ import { ClientDisconnect } from './client-disconnect.ts';
 //
 // - The caller leaving before the request went out (waiting for a connection) cancels it: the
 //   provider never saw it.
-// - A caller who left while the request was out leaves it running even when a connection the
-//   provider dropped at once makes the gateway send it again (upstream-client.ts): rare, and
-//   the images of that attempt are charged as any others.
+// - A caller who left while the request was out, when the provider then dropped the
+//   connection at once (it never worked on the request), ends it: the gateway would otherwise
+//   send it again for nobody (upstream-client.ts), and charge it.
 // - The gateway's interruption (a shutdown) cancels it always. An abandoned call is ended as
 //   the close begins, uncharged (calls-in-flight.ts).
 
+/** The carried call's signal: aborted by its caller's leaving only while its request is not
+ * with the provider. */
+class CarriedSignal extends ClientDisconnect {
+  /** Why the caller left, once it left while the request was out. */
+  callerLeft: Error | undefined;
+
+  override markUnsent(): void {
+    super.markUnsent();
+    if (this.callerLeft) this.abort(this.callerLeft);
+  }
+}
+
 export class CarriedCall {
   /** The signal the upstream request is sent with. */
-  readonly signal: ClientDisconnect;
+  readonly signal = new CarriedSignal();
   /** The caller left while the request was out: nobody waits for the answer. */
   abandoned = false;
   private finished = false;
@@ -27,8 +39,6 @@ export class CarriedCall {
     private readonly caller: ClientDisconnect,
     private readonly calls?: CallsInFlight,
   ) {
-    // Not bound to a response: only this call and the gateway abort it.
-    this.signal = new ClientDisconnect();
     if (caller.aborted) this.follow(caller.abortReason);
     else caller.once('abort', this.follow);
   }
@@ -38,6 +48,7 @@ export class CarriedCall {
     if (this.caller.interruption) return this.signal.interrupt(this.caller.interruption);
     if (!this.signal.requestSent) return this.signal.abort(reason);
     this.abandoned = true;
+    this.signal.callerLeft = reason;
     this.calls?.addAbandoned(this.signal);
   };
 

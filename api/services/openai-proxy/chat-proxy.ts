@@ -195,13 +195,14 @@ export class ChatProxy {
   async openStream(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<ChatStream> {
     const { call, payload } = await this.admit(principal, body, context);
     const { model, reservation, countTokens } = call;
-    let response: UpstreamResponse;
+    let response: UpstreamResponse | undefined;
     try {
       response = await this.options.upstreams.postJson(model.upstream, '/chat/completions', payload, { signal: context.signal, accept: 'text/event-stream' });
       if (response.statusCode < 200 || response.statusCode >= 300) throw await streamedRefusal(response, model.upstream);
     } catch (error) {
-      // As for a whole answer: a caller who left once the provider had the request pays its prompt.
-      if (context.signal.callerGone && context.signal.requestSent) chargePromptOnly(call);
+      // As for a whole answer: a caller who left once the provider had the request pays its
+      // prompt; not one who left while a refusal was being read (the provider refused it).
+      if (context.signal.callerGone && context.signal.requestSent && response === undefined) chargePromptOnly(call);
       reservation.release();
       countTokens(NO_TOKENS);
       throw error;

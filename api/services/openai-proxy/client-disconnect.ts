@@ -14,10 +14,10 @@ const clientGone = () => new Error('the client disconnected');
 export class ClientDisconnect extends EventEmitter {
   aborted = false;
   reason: Error | undefined;
-  /** Set once the call's request went out to the model provider (handed to a connected
-   * socket: whole-answer.ts, and request-sent.ts for streams): a caller who leaves after that is
-   * charged the prompt, which the provider bills whether or not it finishes the answer. */
-  requestSent = false;
+  /** performance.now() when the call's request went out to the model provider (handed to a
+   * connected socket: whole-answer.ts, and request-sent.ts for streams); unset before, and
+   * again while an attempt the provider never worked on waits to be sent again. */
+  sentAt: number | undefined = undefined;
   /** Set when the gateway itself cut the call short: the caller is still there, and is
    * answered with this error (a JSON error, or the last event of a stream). */
   interruption: GatewayError | undefined;
@@ -44,6 +44,22 @@ export class ClientDisconnect extends EventEmitter {
   /** What the call ends with once aborted: the interruption, or the caller's leaving. */
   get abortReason(): Error {
     return this.reason ?? clientGone();
+  }
+
+  /** The request is with the provider: a caller who leaves now is charged the prompt, which
+   * the provider bills whether or not it finishes the answer. */
+  get requestSent(): boolean {
+    return this.sentAt !== undefined;
+  }
+
+  markSent(): void {
+    this.sentAt = performance.now();
+  }
+
+  /** The attempt that went out was never worked on (its connection dropped at once); the
+   * request goes out again (upstream-client.ts). */
+  markUnsent(): void {
+    this.sentAt = undefined;
   }
 
   /** The caller left; nobody is there to answer. */

@@ -5,18 +5,18 @@ import { GatewayError } from '../../../core/errors.ts';
 import { untilAborted, type ClientDisconnect } from './client-disconnect.ts';
 import { noteRequestSent } from './request-sent.ts';
 import { malformedUpstreamAnswer, upstreamRefusal } from './upstream-errors.ts';
-import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type AttemptTiming, type WholeAnswer } from './whole-answer.ts';
+import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer, type WholeAnswer } from './whole-answer.ts';
 
 // One keep-alive connection pool per OpenAI-compatible upstream, shared by every request, so a
 // call reuses a warm socket instead of paying a TCP (and TLS) handshake each time.
 //
 // Retries are for requests the upstream cannot have worked on: no connection could be made (or
 // it failed while being set up, TLS included), or it failed right after the request went out,
-// as when a keep-alive socket the upstream had just closed was reused. A non-streamed answer
-// that drops later, before any answer, may have been dropped mid-generation (a load balancer's
-// idle timeout during a long completion): repeating that would pay the provider again and keep
-// the caller waiting as long again, so it is a 502. A stream answers its head before it
-// generates, so a stream's connection failing before the head is always retried.
+// as when a keep-alive socket the upstream had just closed was reused. A request whose
+// connection drops later, before any answer, may have been worked on (a long completion cut by
+// a load balancer's idle timeout; a stream's prompt read by a provider that sends its head only
+// then): repeating it would pay the provider again and keep the caller waiting as long again,
+// so it is a 502.
 // Anything the upstream did answer, even a 5xx, goes back to the caller, who decides (spec 7
 // rule 3).
 
@@ -115,7 +115,7 @@ export class OpenAiUpstreams {
   private async postJsonWhole(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; accept: string }): Promise<WholeAnswer> {
     const { pool, request } = this.prepare(upstreamName, path, payload, options.accept);
     try {
-      return await this.withRetries(options.signal, (timing) => readWholeAnswer(pool, request, options.signal, this.maxAnswerBytes, timing));
+      return await this.withRetries(options.signal, () => readWholeAnswer(pool, request, options.signal, this.maxAnswerBytes));
     } catch (error) {
       if (error instanceof AnswerTooLarge) {
         throw new GatewayError('upstream_error', `The model provider's answer was larger than ${error.maxBytes / 1_048_576} MiB and was cut off; nothing was charged.`);
@@ -140,24 +140,23 @@ export class OpenAiUpstreams {
 
   /** Repeats `send` after connection failures (see the top of this file); translates what is
    * left into the gateway's errors, except the abort reason and AnswerBrokeOff. */
-  private async withRetries<T>(signal: ClientDisconnect, send: (timing: AttemptTiming) => Promise<T>): Promise<T> {
+  private async withRetries<T>(signal: ClientDisconnect, send: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      // Unset unless `send` reports when the request went out (whole answers do, streams not).
-      const timing: AttemptTiming = {};
       try {
-        return await send(timing);
+        return await send();
       } catch (error) {
         // Once aborted, the reason is the answer (a gateway interruption is a 503), not
         // whatever the request failed with meanwhile (a connect timeout, say).
         if (signal.aborted) throw signal.abortReason;
         if (error instanceof AnswerBrokeOff) throw error;
         const code = connectionErrorCode(error);
-        const waitedMs = timing.sentAt === undefined ? 0 : performance.now() - timing.sentAt;
+        // Since this attempt went out; unset while it never had a connection.
+        const waitedMs = signal.sentAt === undefined ? 0 : performance.now() - signal.sentAt;
         const neverWorkedOn = code !== undefined && (CONNECT_CODES.has(code) || (DROPPED_CODES.has(code) && waitedMs < QUICK_DROP_MS));
         if (neverWorkedOn && attempt < this.retries) {
           // Never worked on: the provider did not read this prompt, whatever the attempt said
           // when its request went out. A caller who leaves before the next one goes out pays nothing.
-          signal.requestSent = false;
+          signal.markUnsent();
           await sleep(this.retryDelayMs * (attempt + 1));
           if (signal.aborted) throw signal.abortReason;
           continue;

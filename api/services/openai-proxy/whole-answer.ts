@@ -7,13 +7,6 @@ import type { ClientDisconnect } from './client-disconnect.ts';
 // against a loopback server, 15 to 18 µs of CPU per call against 19 to 21 µs for request() and
 // body.text(), a few percent of the chat proxy's own work per call.
 
-/** Filled in by readWholeAnswer, for the caller's retry decision. */
-export interface AttemptTiming {
-  /** performance.now() when the request was handed to a connected socket; unset while it had
-   * no connection (its failure then came while connecting). */
-  sentAt?: number;
-}
-
 export interface WholeAnswer {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
@@ -45,7 +38,6 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly maxBytes: number,
-    private readonly timing: AttemptTiming,
     private readonly signal: ClientDisconnect,
     private readonly resolve: (answer: WholeAnswer) => void,
     private readonly reject: (error: unknown) => void,
@@ -63,8 +55,8 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    this.timing.sentAt = performance.now();
-    this.signal.requestSent = true;
+    // For the retry decision and the charge of a caller who leaves (client-disconnect.ts).
+    this.signal.markSent();
     if (this.signal.aborted) controller.abort(this.signal.abortReason);
   }
 
@@ -118,10 +110,10 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
  * (connection failures, the headers timeout), with the signal's reason once it fired, with
  * AnswerBrokeOff when a 2xx body did not arrive whole, and with AnswerTooLarge once it passed
  * `maxBytes`. */
-export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect, maxBytes: number, timing: AttemptTiming = {}): Promise<WholeAnswer> {
+export function readWholeAnswer(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: ClientDisconnect, maxBytes: number): Promise<WholeAnswer> {
   // The caller may have left already (during a retry's pause): 'abort' will not fire again.
   if (signal.aborted) return Promise.reject(signal.abortReason);
   return new Promise((resolve, reject) => {
-    dispatcher.dispatch(options, new WholeAnswerHandler(maxBytes, timing, signal, resolve, reject));
+    dispatcher.dispatch(options, new WholeAnswerHandler(maxBytes, signal, resolve, reject));
   });
 }

@@ -34,7 +34,7 @@ describe('a call carried on once its request went out', () => {
     const calls = new CallsInFlight();
     const { response, caller } = callerOf(calls);
     const carried = new CarriedCall(caller, calls);
-    carried.signal.requestSent = true;
+    carried.signal.markSent();
     response.emit('close');
     assert.equal(caller.callerGone, true);
     assert.equal(carried.signal.aborted, false);
@@ -50,7 +50,7 @@ describe('a call carried on once its request went out', () => {
     const calls = new CallsInFlight();
     const { caller } = callerOf(calls);
     const carried = new CarriedCall(caller, calls);
-    carried.signal.requestSent = true;
+    carried.signal.markSent();
     const interruption = new GatewayError('service_unavailable', 'restarting');
     caller.interrupt(interruption);
     assert.equal(carried.signal.aborted, true);
@@ -61,7 +61,7 @@ describe('a call carried on once its request went out', () => {
     const calls = new CallsInFlight();
     const { response, caller } = callerOf(calls);
     const carried = new CarriedCall(caller, calls);
-    carried.signal.requestSent = true;
+    carried.signal.markSent();
     response.emit('close');
     carried.done();
     calls.interruptAfter(60_000);

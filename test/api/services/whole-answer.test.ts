@@ -202,16 +202,18 @@ describe('reading an upstream answer whole', { timeout: 20_000 }, () => {
     await once(silent, 'listening');
     const tls = new Pool(`https://127.0.0.1:${(silent.address() as AddressInfo).port}`);
     try {
-      const timing: { sentAt?: number } = {};
-      await assert.rejects(readWholeAnswer(tls, { method: 'GET', path: '/' }, callerSignal().signal, MEBIBYTE, timing), (error: unknown) => {
+      const unsent = callerSignal().signal;
+      await assert.rejects(readWholeAnswer(tls, { method: 'GET', path: '/' }, unsent, MEBIBYTE), (error: unknown) => {
         assert.ok(!(error instanceof AnswerBrokeOff));
         return true;
       });
       // Never sent: the retry rule may repeat it however long the setup took.
-      assert.equal(timing.sentAt, undefined);
-      const sentTiming: { sentAt?: number } = {};
-      await readWholeAnswer(pool, { method: 'GET', path: '/whole?mib=1&timed2' }, callerSignal().signal, 2 * MEBIBYTE, sentTiming);
-      assert.equal(typeof sentTiming.sentAt, 'number');
+      assert.equal(unsent.sentAt, undefined);
+      assert.equal(unsent.requestSent, false);
+      const sent = callerSignal().signal;
+      await readWholeAnswer(pool, { method: 'GET', path: '/whole?mib=1&timed2' }, sent, 2 * MEBIBYTE);
+      assert.equal(typeof sent.sentAt, 'number');
+      assert.equal(sent.requestSent, true);
     } finally {
       await tls.destroy();
       silent.close();
