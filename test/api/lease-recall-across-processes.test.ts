@@ -86,6 +86,30 @@ describe('money leased to another api process', () => {
     assert.match(refused.json().error.message, /costs \$1\.600000 .* \(\$0\.400000 more is held for requests in progress/);
   });
 
+  it("shares a small account between two processes' chat calls: once one asked the other back, neither leases the whole balance", async () => {
+    // Below the $1 a lease holds at least, a balance went whole into one process's lease, and
+    // the two processes kept taking it from each other: affordable calls got 403.
+    const account = await createAccount(first.app, { name: 'shared-small', balance_usd: 0.2 });
+    const { key } = await createKey(first.app, account.id);
+    const chat = (api: TestApp) =>
+      api.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(key), payload: { model: 'gpt-4o-mini', max_tokens: 16, messages: [{ role: 'user', content: 'hello' }] } });
+    const accounts = new AccountStore(database.db);
+    assert.equal((await chat(first)).statusCode, 200);
+    assert.ok((await accounts.find(account.id))!.held_micros > 190_000, 'the first lease holds the whole balance');
+    // The second process asks that lease back, and leases what its calls need.
+    assert.equal((await chat(second)).statusCode, 200);
+    const afterSecond = (await accounts.find(account.id))!;
+    assert.ok(afterSecond.held_micros < 20_000, `held after the second process's call: ${afterSecond.held_micros}`);
+    // The first process, asked back once, does not take the rest again.
+    await settledTo(accounts, account.id, afterSecond.held_micros);
+    assert.equal((await chat(first)).statusCode, 200);
+    const afterBoth = (await accounts.find(account.id))!;
+    assert.ok(afterBoth.held_micros < 40_000, `held with both processes' leases: ${afterBoth.held_micros}`);
+    // Calls on both at once all pass: the free balance covers each process's next lease.
+    const answers = await Promise.all(Array.from({ length: 16 }, (_, index) => chat(index % 2 === 0 ? first : second)));
+    assert.deepEqual(answers.map((answer) => answer.statusCode), Array(16).fill(200));
+  });
+
   it('accepts it while a slow stream still runs on that lease, and the stream is paid when it ends', async () => {
     const account = await createAccount(first.app, { name: 'stream-elsewhere', balance_usd: 1.05 });
     const { key } = await createKey(first.app, account.id);

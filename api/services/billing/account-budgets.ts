@@ -12,6 +12,7 @@ import { extendExpiringLeases, type LeaseExpiryOptions } from './lease-expiry.ts
 import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
+import { SharedAccounts } from './shared-accounts.ts';
 import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts';
 
 // Chat and image calls are paid from spend leases: per account, this process holds a slice of
@@ -73,6 +74,7 @@ export class AccountBudgets {
   private readonly active = new Map<string, SpendLease>();
   private readonly retired: RetiredLeases;
   private readonly openings = new Map<string, { mode: 'replace' | 'renew'; opening: Promise<Opening> }>();
+  private readonly shared = new SharedAccounts();
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
   private readonly carriers: LeaseCarriers;
@@ -222,9 +224,13 @@ export class AccountBudgets {
         if (askedBack) break;
         ({ asked: askedBack, unanswered } = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros));
         if (!askedBack) break;
+        this.shared.mark(accountId);
         continue;
       }
-      const amountMicros = Math.min(availableMicros, Math.max(neededMicros * this.timing.reservationsPerLease, this.timing.minLeaseMicros));
+      // Not the whole of a small balance when another process serves the account too
+      // (shared-accounts.ts).
+      const floorMicros = this.shared.has(accountId) ? 0 : this.timing.minLeaseMicros;
+      const amountMicros = Math.min(availableMicros, Math.max(neededMicros * this.timing.reservationsPerLease, floorMicros));
       const reference = newId('lease');
       const now = Date.now();
       const expiresAt = (await leases.clock.current()) + this.timing.expiryMs;
@@ -282,6 +288,7 @@ export class AccountBudgets {
     extendExpiringLeases(leases, this.options.leases.clock.now(), this.expiry);
     this.answerRecalls(now);
     this.journals.tick(now, leases);
+    this.shared.prune(now);
   }
 
   /** Retires the open leases another process asked back (lease-recall.ts), and trims those
@@ -293,6 +300,7 @@ export class AccountBudgets {
       (recalled) => {
         for (const lease of candidates) {
           if (!recalled?.includes(lease.reference)) continue;
+          this.shared.mark(lease.accountId);
           if (this.active.get(lease.accountId) === lease) this.retire(lease);
           if (!lease.isDrained) void this.retired.trimRest(lease);
         }
