@@ -5,15 +5,17 @@ import { buildSimulator } from '../../simulator/app.ts';
 import { AccountStore } from '../../store/accounts.ts';
 import { BudgetLeaseStore } from '../../store/budget-leases.ts';
 import { Ledger } from '../../store/ledger.ts';
-import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
+import { adminHeaders, bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/engines.ts';
+import { clearOfWindowEdge } from '../helpers/window-edge.ts';
 
-// Two api processes on one store, through HTTP: a chat call on the first leaves the account's
+// Two api processes on one store, through HTTP. A chat call on the first leaves the account's
 // money leased there, idle; a video submission on the second that only that money can pay for
 // is accepted, not refused with 403 (api/services/billing/lease-recall.ts); and so it is while a
 // slow stream still runs on that lease (the lease hands back what the stream did not reserve).
 // Money in the lease of a process that died is not a shortage: 503 with Retry-After until the
-// lease expires, then the submission goes through.
+// lease expires, then the submission goes through. And an account's rate limit lowered through
+// one process is applied by the other within about two seconds.
 
 describe('money leased to another api process', () => {
   const simulator = buildSimulator();
@@ -108,6 +110,22 @@ describe('money leased to another api process', () => {
     // Calls on both at once all pass: the free balance covers each process's next lease.
     const answers = await Promise.all(Array.from({ length: 16 }, (_, index) => chat(index % 2 === 0 ? first : second)));
     assert.deepEqual(answers.map((answer) => answer.statusCode), Array(16).fill(200));
+  });
+
+  it("applies an account's lowered rate limit in the other process within about two seconds", async () => {
+    const account = await createAccount(first.app, { name: 'limit-lowered', balance_usd: 1 });
+    const { key } = await createKey(first.app, account.id);
+    const models = () => second.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key) });
+    await clearOfWindowEdge(60_000, 15_000);
+    // The second process has read the account's limits (the default).
+    assert.equal((await models()).statusCode, 200);
+    const lowered = await first.app.inject({ method: 'PUT', url: `/admin/accounts/${account.id}/rate-limits`, headers: adminHeaders, payload: { requests_per_minute: 1 } });
+    assert.equal(lowered.statusCode, 200, lowered.body);
+    const started = Date.now();
+    while ((await models()).statusCode !== 429) {
+      assert.ok(Date.now() - started < 3_500, 'the other process still serves under the old limit');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   });
 
   it('accepts it while a slow stream still runs on that lease, and the stream is paid when it ends', async () => {
