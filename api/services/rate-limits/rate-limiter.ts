@@ -3,8 +3,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Collection } from 'mongodb';
 import { GatewayError } from '../../../core/errors.ts';
 import type { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
-import { RefreshRounds } from '../../../core/refresh-rounds.ts';
-import { readOverrides, readOverridesOf, type RateLimitOverrideDocument, type RateLimitOverrides } from '../../../store/rate-limit-overrides.ts';
+import type { RateLimitOverrideDocument, RateLimitOverrides } from '../../../store/rate-limit-overrides.ts';
+import { AccountLimits } from './account-limits.ts';
+import { CLAIM_WAIT_MS, TIMED_OUT, withinWait } from './store-wait.ts';
 import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowance.ts';
 
 // Per-key rate limits: requests per minute on every /v1 endpoint, tokens per minute on chat.
@@ -19,17 +20,16 @@ import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowanc
 // output added, an estimate above the real prompt given back to this process's allowance): so
 // calls admitted together may overshoot the minute by their output.
 //
-// If the store cannot be reached the limiter lets requests through and logs it: a store
-// outage should not take down chat calls that otherwise need no store at all.
+// If the store cannot be reached, or has not answered within CLAIM_WAIT_MS (store-wait.ts), the
+// limiter lets requests through and logs it: a store outage should not take down chat calls
+// that otherwise need no store at all.
 //
 // Almost every call finds its minute's allowance in memory with units at hand, so admitting it
 // needs no store and no await: the methods answer synchronously then, and return a promise only
 // when a block must be claimed or the account's overrides read. On the chat path the async
 // version cost about 6 KB of garbage and a few microseconds per call.
 //
-// An account's overrides, once read, are read again every ACCOUNT_LIMITS_REFRESH_MS while the
-// account is in use: in rounds on the limiter's own timer, one query for every account due
-// (core/refresh-rounds.ts).
+// Which limit applies (the key's, its account's or the default) is account-limits.ts's.
 //
 // A new minute's allowance starts empty: its first call would wait for a block claim (a store
 // round trip, 2 to 5 ms on FerretDB), once a minute per key and kind. So NEXT_MINUTE_AHEAD_MS
@@ -58,25 +58,14 @@ export type LimitKind = 'requests' | 'tokens';
 export class TokenCount {
   constructor(
     readonly allowance: WindowAllowance,
-    readonly tokens: number,
+    /** Not readonly: a claim that lands late and fails leaves the call uncounted (admit). */
+    public tokens: number,
     /** The minute's tokens as the admission left them (the headers). */
     readonly status: LimitStatus,
   ) {}
 }
 
-const limitField = { requests: 'requests_per_minute', tokens: 'tokens_per_minute' } as const;
-/** How old an account's cached overrides get before a round reads them again: an operator who
- * lowers an account's limit (to stop abuse) through one api process has the others apply it
- * within about two of these. A round is one query for every account due, so a second costs
- * little (a review measured 6 to 10 s of the old limit at 5 s). */
-const ACCOUNT_LIMITS_REFRESH_MS = 1_000;
 const NEXT_MINUTE_AHEAD_MS = 3_000;
-/** The longest a call waits for a block claim before it is let through. A claim takes a few
- * milliseconds; one unanswered this long meets a store in trouble (a hung one holds it until the
- * driver gives up, 3 to 5 s), and a chat call must not wait on it: it goes on, and the claim,
- * still out, counts it if it lands. */
-export const CLAIM_WAIT_MS = 500;
-const CLAIM_TIMED_OUT = Symbol('claim timed out');
 
 /** OpenAI's duration format for reset headers: "1s", "59s", "1m0s" never needed inside a minute. */
 export function resetHeaderValue(resetMs: number): string {
@@ -109,25 +98,27 @@ export class RateLimiter {
   private readonly windows = new Map<string, WindowAllowance>();
   /** The allowance made last for each kind, key and minute, whatever its limit. */
   private readonly latestAllowances = new Map<string, WindowAllowance>();
-  private readonly accountLimits = new Map<string, { limits: RateLimitOverrides | null; readAt: number }>();
-  /** Reads again the overrides of accounts in use once they are due. */
-  private readonly accountRefresh: RefreshRounds<string>;
+  private readonly limits: AccountLimits;
   private nextMinuteTimer: NodeJS.Timeout | undefined;
   private currentWindow = -1;
   private closed = false;
 
-  private readonly accountLimitsRefreshMs: number;
   private readonly claimWaitMs: number;
 
   constructor(private readonly options: RateLimiterOptions) {
-    this.accountLimitsRefreshMs = options.accountLimitsRefreshMs ?? ACCOUNT_LIMITS_REFRESH_MS;
     this.claimWaitMs = options.claimWaitMs ?? CLAIM_WAIT_MS;
-    this.accountRefresh = new RefreshRounds(this.accountLimitsRefreshMs, (ids) => this.refreshAccounts(ids));
+    this.limits = new AccountLimits({
+      accountOverrides: options.accountOverrides,
+      defaults: options.defaults,
+      log: options.log,
+      waitMs: this.claimWaitMs,
+      ...(options.accountLimitsRefreshMs === undefined ? {} : { refreshMs: options.accountLimitsRefreshMs }),
+    });
   }
 
   /** Stops the refresh rounds (the app is closing). */
   close(): void {
-    this.accountRefresh.stop();
+    this.limits.stop();
     clearTimeout(this.nextMinuteTimer);
     this.nextMinuteTimer = undefined;
     this.closed = true;
@@ -182,25 +173,41 @@ export class RateLimiter {
     return this.admit(allowance ?? this.allowance(caller, 'tokens', now), 'tokens', now, (claimed) => {
       if (leastTokens > claimed.limit) throw this.tooLarge(leastTokens, this.status(claimed, now));
       return claimed.spendOnceAvailable(expectedTokens, this.tokensNotCounted);
-    }).then(({ allowance: claimed, counted }) => new TokenCount(claimed, counted ? expectedTokens : 0, this.status(claimed, now)));
+    }).then(({ allowance: claimed, counted, late }) => {
+      const count = new TokenCount(claimed, counted ? expectedTokens : 0, this.status(claimed, now));
+      // Counted only if the claim still out spends them when it lands.
+      late?.then((spent) => spent || (count.tokens = 0), () => (count.tokens = 0));
+      return count;
+    });
   }
 
   /** The slow path: the allowance found in memory (no units at hand) or being read, and `claim`
    * run on it; refused when the minute's blocks are gone. `counted` is false when the store
-   * could not be reached: the call is let through uncounted. */
-  private async admit(found: WindowAllowance | Promise<WindowAllowance>, kind: LimitKind, now: number, claim: (allowance: WindowAllowance) => Promise<boolean>): Promise<{ allowance: WindowAllowance; counted: boolean }> {
+   * could not be reached: the call is let through uncounted. A claim the store has not answered
+   * within claimWaitMs lets the call through too, counted once it lands (`late`). */
+  private async admit(
+    found: WindowAllowance | Promise<WindowAllowance>,
+    kind: LimitKind,
+    now: number,
+    claim: (allowance: WindowAllowance) => Promise<boolean>,
+  ): Promise<{ allowance: WindowAllowance; counted: boolean; late?: Promise<boolean> }> {
     const allowance = await found;
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const answer = await Promise.race([
-        claim(allowance),
-        new Promise<typeof CLAIM_TIMED_OUT>((resolve) => (timer = setTimeout(resolve, this.claimWaitMs, CLAIM_TIMED_OUT))),
-      ]);
-      if (answer === CLAIM_TIMED_OUT) {
-        // Counted: the claim goes on, and the units are taken when it lands (a failure then
-        // leaves the call uncounted, as below).
+      const claimed = claim(allowance);
+      const answer = await withinWait(claimed, this.claimWaitMs);
+      if (answer === TIMED_OUT) {
         this.options.log.warn({ kind, waitedMs: this.claimWaitMs }, 'rate limit store slow to answer; let through');
-        return { allowance, counted: true };
+        const late = claimed.then(
+          (spent) => {
+            if (!spent) this.options.log.warn({ kind }, "a call let through while the rate limit store was slow came past the minute's limit");
+            return spent;
+          },
+          (error: unknown) => {
+            this.options.log.warn({ ...failureFields(error), kind }, 'rate limit store unreachable; a call let through was not counted');
+            return false;
+          },
+        );
+        return { allowance, counted: true, late };
       }
       if (answer) return { allowance, counted: true };
     } catch (error) {
@@ -208,8 +215,6 @@ export class RateLimiter {
       if (error instanceof GatewayError) throw error;
       this.options.log.warn({ ...failureFields(error), kind }, 'rate limit store unreachable; let through');
       return { allowance, counted: false };
-    } finally {
-      clearTimeout(timer);
     }
     throw this.refusal(kind, this.status(allowance, now));
   }
@@ -267,12 +272,12 @@ export class RateLimiter {
   }
 
   private async allowance(caller: LimitedCaller, kind: LimitKind, now: number): Promise<WindowAllowance> {
-    return this.allowanceFor(caller, kind, now, await this.limitFor(caller, kind, now));
+    return this.allowanceFor(caller, kind, now, await this.limits.read(caller, kind, now));
   }
 
   /** The allowance without waiting, or undefined while the account's overrides are unread. */
   private allowanceInMemory(caller: LimitedCaller, kind: LimitKind, now: number): WindowAllowance | undefined {
-    const limit = this.limitInMemory(caller, kind, now);
+    const limit = this.limits.inMemory(caller, kind, now);
     return limit === undefined ? undefined : this.allowanceFor(caller, kind, now, limit);
   }
 
@@ -312,63 +317,8 @@ export class RateLimiter {
     return allowance;
   }
 
-  private async limitFor(caller: LimitedCaller, kind: LimitKind, now: number): Promise<number> {
-    const known = this.limitInMemory(caller, kind, now);
-    if (known !== undefined) return known;
-    const limits = await this.readAccountLimits(caller.accountId);
-    this.accountLimits.set(caller.accountId, { limits, readAt: now });
-    // Rounds start with the first account read.
-    this.accountRefresh.start();
-    return this.accountOrDefaultLimit(kind, limits);
-  }
-
-  /** The limit from the key, the account's cached overrides or the defaults; undefined when
-   * the key sets none and the account's overrides were never read. */
-  private limitInMemory(caller: LimitedCaller, kind: LimitKind, now: number): number | undefined {
-    const fromKey = caller.rateLimits?.[limitField[kind]];
-    if (fromKey) return fromKey;
-    const cached = this.cachedAccountOverrides(caller.accountId, now);
-    return cached === undefined ? undefined : this.accountOrDefaultLimit(kind, cached);
-  }
-
-  private accountOrDefaultLimit(kind: LimitKind, accountLimits: RateLimitOverrides | null): number {
-    const fromAccount = accountLimits?.[limitField[kind]];
-    if (fromAccount) return fromAccount;
-    return kind === 'requests' ? this.options.defaults.requestsPerMinute : this.options.defaults.tokensPerMinute;
-  }
-
-  /** The account's overrides once read (undefined before); due for a read in the next round
-   * once accountLimitsRefreshMs old. */
-  private cachedAccountOverrides(accountId: string, now: number): RateLimitOverrides | null | undefined {
-    const cached = this.accountLimits.get(accountId);
-    if (!cached) return undefined;
-    if (now - cached.readAt > this.accountLimitsRefreshMs) this.accountRefresh.markDue(accountId);
-    return cached.limits;
-  }
-
-  /** One round: the due accounts' overrides in one query. A failed round keeps what was read,
-   * and the accounts are due again at their next lookup. */
-  private async refreshAccounts(ids: string[]): Promise<void> {
-    const readAt = Date.now();
-    try {
-      const found = await readOverridesOf(this.options.accountOverrides, ids);
-      for (const id of ids) this.accountLimits.set(id, { limits: found.get(id) ?? null, readAt });
-    } catch (error) {
-      this.options.log.warn(failureFields(error), 'could not read account rate limits again; keeping those read before');
-    }
-  }
-
-  private async readAccountLimits(accountId: string): Promise<RateLimitOverrides | null> {
-    try {
-      return await readOverrides(this.options.accountOverrides, accountId);
-    } catch (error) {
-      this.options.log.warn(failureFields(error), 'could not read account rate limits; using the defaults');
-      return null;
-    }
-  }
-
   /** Forgets an account's cached overrides (after they were changed through this process). */
   forgetAccount(accountId: string): void {
-    this.accountLimits.delete(accountId);
+    this.limits.forget(accountId);
   }
 }

@@ -298,6 +298,13 @@ describe('rate limiter: rounds on its own timer', () => {
         assert.ok(waitedMs >= 290 && waitedMs < 1_500, `let through after ${Math.round(waitedMs)} ms`);
       }
       assert.deepEqual(warnings, ['rate limit store slow to answer; let through', 'rate limit store slow to answer; let through']);
+      // A key without limits of its own, of an account whose overrides were never read: the
+      // read waits as long, then the defaults apply (and the claim waits as long again).
+      const started = performance.now();
+      assert.equal((await limits.admitRequest({ accountId: 'acct_unread', keyId: 'key_unread' }, at)).limit, 1_000);
+      const waitedMs = performance.now() - started;
+      assert.ok(waitedMs >= 580 && waitedMs < 2_000, `let through after ${Math.round(waitedMs)} ms`);
+      assert.deepEqual(warnings.slice(2), ['rate limit store slow to answer; the default limits apply meanwhile', 'rate limit store slow to answer; let through']);
     } finally {
       await proxy.restore();
       await behindProxy.close();
