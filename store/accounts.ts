@@ -204,9 +204,9 @@ export class AccountStore {
    * from money held for calls and tasks in flight; it is not spending. `reference` makes it
    * idempotent. 'insufficient_balance' when the free balance is smaller: nothing is taken.
    */
-  async deduct(accountId: string, amountMicros: number, reference: string = newId('req')): Promise<AccountWithTotals | 'insufficient_balance' | null> {
+  async deduct(accountId: string, amountMicros: number, reference?: string): Promise<AccountWithTotals | 'insufficient_balance' | null> {
     if (!(await this.collection.countDocuments({ _id: accountId }, { limit: 1 }))) return null;
-    const outcome = await this.ledger.apply({ accountId, keyId: null, reference, operation: 'deduct', amountMicros });
+    const outcome = await this.ledger.apply({ accountId, keyId: null, reference: reference ?? newId('req'), operation: 'deduct', amountMicros, newReference: reference === undefined });
     if (outcome === 'insufficient_balance') return outcome;
     return this.find(accountId);
   }

@@ -183,6 +183,11 @@ export class Ledger {
     /** Debit only: take what the balance has when it is less than `amountMicros` (the entry
      * records what was taken) instead of refusing. */
     upToBalance?: boolean;
+    /** `reference` was made for this movement and was never applied before: a refusal is final,
+     * with no look for an earlier application of it whose marker a crash left unwritten. That
+     * look is a scan of the whole ledger on FerretDB (0.3 to 0.5 s at 4,000 entries), which a
+     * caller refused for want of balance could otherwise make on every request. */
+    newReference?: boolean;
   }): Promise<LedgerOutcome> {
     const hold = input.heldMicros ?? input.amountMicros;
     for (const value of [input.amountMicros, hold]) {
@@ -196,7 +201,7 @@ export class Ledger {
   }
 
   private async applyNow(
-    input: { accountId: string; keyId: string | null; reference: string; operation: LedgerOperation; amountMicros: number; upToBalance?: boolean },
+    input: { accountId: string; keyId: string | null; reference: string; operation: LedgerOperation; amountMicros: number; upToBalance?: boolean; newReference?: boolean },
     hold: number,
   ): Promise<LedgerOutcome> {
     const opId = opIdFor(input.reference, input.operation);
@@ -208,7 +213,10 @@ export class Ledger {
       if (marker) return marker.operation === input.operation ? 'applied' : 'conflict';
       const amountMicros = input.upToBalance ? Math.min(input.amountMicros, latest?.balance_micros ?? 0) : input.amountMicros;
       const next = move(latest ?? ZERO, input.operation, amountMicros, hold);
-      if (!next) return (await this.appliedWithoutMarker(opId, input.operation)) ?? (input.operation === 'credit' ? 'funds_limit' : 'insufficient_balance');
+      if (!next) {
+        const earlier = input.newReference ? null : await this.appliedWithoutMarker(opId, input.operation);
+        return earlier ?? (input.operation === 'credit' ? 'funds_limit' : 'insufficient_balance');
+      }
       const seq = latest ? latest.seq + 1 : 0;
       const entry: LedgerEntry = {
         _id: `${input.accountId}:${seq}`,

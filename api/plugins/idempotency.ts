@@ -42,6 +42,8 @@ interface IdempotentRequest {
   claimedAt: Date;
   /** The task id a video submission under this key must use. */
   taskId: string;
+  /** Made for this attempt: no earlier attempt can have held money under it. */
+  newTaskId: boolean;
   finished: boolean;
   /** Refreshes the record until the request is finished. */
   refresher: NodeJS.Timeout;
@@ -109,7 +111,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   app.decorateRequest('idempotency', null);
 
   /** The request now holds the record: refresh it until the request is finished. */
-  const hold = (route: IdempotentRoute, request: FastifyRequest, claim: { recordId: string; claimedAt: Date; taskId: string }): IdempotentRequest => {
+  const hold = (route: IdempotentRoute, request: FastifyRequest, claim: { recordId: string; claimedAt: Date; taskId: string; newTaskId: boolean }): IdempotentRequest => {
     const refresh = () => {
       held.refreshing = store
         .refresh(claim.recordId, claim.claimedAt)
@@ -118,7 +120,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     };
     // unref: a request cut off mid-way must not keep a closing process alive.
     const refresher = setInterval(refresh, route.staleAfterMs / REFRESHES_PER_STALE_WINDOW).unref();
-    const held: IdempotentRequest = { recordId: claim.recordId, claimedAt: claim.claimedAt, taskId: claim.taskId, finished: false, refresher };
+    const held: IdempotentRequest = { recordId: claim.recordId, claimedAt: claim.claimedAt, taskId: claim.taskId, newTaskId: claim.newTaskId, finished: false, refresher };
     return held;
   };
 
@@ -143,7 +145,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     const claim = await store.claim({ id, fingerprint, taskId: newId('task'), now });
     const { record } = claim;
     if (claim.kind === 'claimed') {
-      request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId: record.task_id });
+      request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId: record.task_id, newTaskId: true });
       return;
     }
     if (record.fingerprint !== fingerprint) {
@@ -167,7 +169,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     if (!(await store.takeOver(id, record.created_at, now, taskId))) {
       throw new GatewayError('conflict', 'A retry with this Idempotency-Key is already in progress.', 'Idempotency-Key');
     }
-    request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId });
+    request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId, newTaskId: recovery.rerun === 'new-task' });
   };
 
   // The answer goes out even when the store cannot take it: the work is done (an image call is
