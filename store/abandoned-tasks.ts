@@ -16,6 +16,9 @@ export async function closeAbandonedTask(stores: { tasks: TaskStore; ledger: Led
   const { tasks, ledger } = stores;
   if ((await tasks.decide(input.taskId, 'abandon')) === 'run') return 'runs';
   await tasks.finish(input.taskId, { status: 'failed', error: { code: ABANDONED_TASK_ERROR, message } });
+  // No workflow sends its webhook (nobody knows the task to expect one): it would read
+  // `pending` for good, promising an attempt that never comes.
+  await tasks.endPendingWebhook(input.taskId, 'stopped');
   if (await ledger.find(input.taskId, 'hold')) {
     await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
   }

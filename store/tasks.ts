@@ -168,8 +168,8 @@ export class TaskStore {
   }
 
   /** Ends a webhook still pending, no attempt to come: `exhausted` when its last attempt was cut
-   * off before it could record itself, `stopped` when its workflow was terminated. False when it
-   * was not pending. */
+   * off before it could record itself, `stopped` when its workflow was terminated or never ran
+   * (a submission never answered). False when it was not pending. */
   async endPendingWebhook(taskId: string, state: 'exhausted' | 'stopped'): Promise<boolean> {
     return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': state } })).modifiedCount === 1;
   }

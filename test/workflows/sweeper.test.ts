@@ -31,19 +31,19 @@ describe('sweeper for tasks an api crash left unstarted', () => {
   const ledger = () => new Ledger(stack.database.db);
 
   /** A task an api stored 5 minutes ago and never started, for an account with $1. */
-  async function strandedTask(name: string, recoverable: boolean, deadlineSeconds = 600) {
+  async function strandedTask(name: string, recoverable: boolean, deadlineSeconds = 600, callbackUrl?: string) {
     const account = await new AccountStore(stack.database.db).create({ name, balanceMicros: 1_000_000 });
     const taskId = newId('task');
     const input: VideoTaskWorkflowInput = {
       taskId, accountId: account._id, keyId: 'key_stranded', modelId: 'seedance-2.0', upstream: 'simulator-seedance',
       request: { upstreamModel: 'dreamina-seedance-2-0-260128', prompt: 'stranded [sim:delay=0]', seconds: 4, ratio: '16:9', resolution: '480p', content: [] },
-      holdMicros: 160_000, deadlineSeconds, requestId: 'req_stranded',
+      holdMicros: 160_000, deadlineSeconds, requestId: 'req_stranded', ...(callbackUrl ? { callbackUrl } : {}),
     };
     const createdLongAgo = new Date(Date.now() - 5 * 60_000);
     await tasks().insert({
       _id: taskId, account_id: account._id, key_id: 'key_stranded', model: 'seedance-2.0', status: 'submitted', seconds: 4, resolution: '480p', ratio: '16:9',
       metadata: {}, price_micros: 160_000, progress: 0, request_id: 'req_stranded', workflow_started: false, workflow_input: input, recoverable,
-      created_at: createdLongAgo, updated_at: createdLongAgo,
+      created_at: createdLongAgo, updated_at: createdLongAgo, ...(callbackUrl ? { webhook: { url: callbackUrl, state: 'pending' as const, attempts: [] } } : {}),
     });
     return { account, taskId, input };
   }
@@ -81,12 +81,14 @@ describe('sweeper for tasks an api crash left unstarted', () => {
   });
 
   it('closes unbilled a stranded task whose caller never got its id, hold released and no workflow started', async () => {
-    const { account, taskId, input } = await strandedTask('unanswered', false);
+    const { account, taskId, input } = await strandedTask('unanswered', false, 600, 'https://hooks.example/framegate');
     // The api placed the hold, then died before starting the workflow and answering.
     assert.equal(await ledger().apply({ accountId: account._id, keyId: 'key_stranded', reference: taskId, operation: 'hold', amountMicros: input.holdMicros }), 'applied');
     assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
     const task = await tasks().find(taskId);
     assert.deepEqual([task?.status, task?.error?.code], ['failed', 'gateway_unavailable']);
+    // Its webhook is never sent (nobody knows the task): it no longer reads as pending.
+    assert.equal(task?.webhook?.state, 'stopped');
     assert.equal(await tasks().workflowStarted(taskId), true, 'the sweeper leaves it alone from now on');
     await assert.rejects(stack.temporal.client.workflow.getHandle(taskId).describe(), /not found/i);
     const totals = await ledger().totals(account._id);
