@@ -74,6 +74,8 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
       const closed = task !== null && task.status !== 'submitted' && task.status !== 'running';
       if (!closed && (await decisionOn(task, input.taskId)) === 'run') return 'held';
       await deps.ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.amountMicros });
+      // Its webhook is not sent (the workflow skips it): it must not read as pending for good.
+      await deps.tasks.endPendingWebhook(input.taskId, 'stopped');
       return 'abandoned';
     },
 

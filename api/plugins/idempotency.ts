@@ -42,8 +42,6 @@ interface IdempotentRequest {
   claimedAt: Date;
   /** The task id a video submission under this key must use. */
   taskId: string;
-  /** Made for this attempt: no earlier attempt can have held money under it. */
-  newTaskId: boolean;
   finished: boolean;
   /** Refreshes the record until the request is finished. */
   refresher: NodeJS.Timeout;
@@ -111,7 +109,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   app.decorateRequest('idempotency', null);
 
   /** The request now holds the record: refresh it until the request is finished. */
-  const hold = (route: IdempotentRoute, request: FastifyRequest, claim: { recordId: string; claimedAt: Date; taskId: string; newTaskId: boolean }): IdempotentRequest => {
+  const hold = (route: IdempotentRoute, request: FastifyRequest, claim: { recordId: string; claimedAt: Date; taskId: string }): IdempotentRequest => {
     const refresh = () => {
       held.refreshing = store
         .refresh(claim.recordId, claim.claimedAt)
@@ -120,7 +118,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     };
     // unref: a request cut off mid-way must not keep a closing process alive.
     const refresher = setInterval(refresh, route.staleAfterMs / REFRESHES_PER_STALE_WINDOW).unref();
-    const held: IdempotentRequest = { recordId: claim.recordId, claimedAt: claim.claimedAt, taskId: claim.taskId, newTaskId: claim.newTaskId, finished: false, refresher };
+    const held: IdempotentRequest = { recordId: claim.recordId, claimedAt: claim.claimedAt, taskId: claim.taskId, finished: false, refresher };
     return held;
   };
 
@@ -145,7 +143,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     const claim = await store.claim({ id, fingerprint, taskId: newId('task'), now });
     const { record } = claim;
     if (claim.kind === 'claimed') {
-      request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId: record.task_id, newTaskId: true });
+      request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId: record.task_id });
       return;
     }
     if (record.fingerprint !== fingerprint) {
@@ -169,7 +167,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     if (!(await store.takeOver(id, record.created_at, now, taskId))) {
       throw new GatewayError('conflict', 'A retry with this Idempotency-Key is already in progress.', 'Idempotency-Key');
     }
-    request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId, newTaskId: recovery.rerun === 'new-task' });
+    request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId });
   };
 
   // The answer goes out even when the store cannot take it: the work is done (an image call is

@@ -77,9 +77,8 @@ export class VideoTaskService {
   // Order matters for crash safety: the snapshot exists before money moves (so a hold is never
   // orphaned without a task the sweeper can find), and the workflow re-applies the hold
   // idempotently, so a task started by the sweeper is still paid for exactly once.
-  /** `idempotentTaskId` is given under an Idempotency-Key, so a retry can find the task it
-   * created; `taskIdIsNew` says no earlier attempt used it (the key's first). */
-  async submit(principal: Principal, body: SubmissionInput, requestId: string, idempotentTaskId?: string, taskIdIsNew = idempotentTaskId === undefined): Promise<{ task_id: string; status: 'submitted' }> {
+  /** `idempotentTaskId` is given under an Idempotency-Key, so a retry can find the task it created. */
+  async submit(principal: Principal, body: SubmissionInput, requestId: string, idempotentTaskId?: string): Promise<{ task_id: string; status: 'submitted' }> {
     const taskId = idempotentTaskId ?? newId('task');
     const { catalog, tasks, ledger } = this.options;
     const model = resolveModel(catalog, principal, body.model, 'video');
@@ -144,7 +143,7 @@ export class VideoTaskService {
         const stored = await tasks.find(taskId);
         if (stored) ({ workflow_input: input, price_micros: priceMicros } = stored);
       }
-      await this.hold(principal, taskId, priceMicros, taskIdIsNew);
+      await this.hold(principal, taskId, priceMicros, idempotentTaskId === undefined);
     })();
     const leave = () => leaveQueue();
     storing.then(leave, leave);
@@ -227,8 +226,11 @@ export class VideoTaskService {
    * when the shortfall is held by leases of an api process that stopped answering). */
   private async hold(principal: Principal, taskId: string, priceMicros: number, taskIdIsNew: boolean): Promise<void> {
     const { ledger, tasks } = this.options;
-    // A new task id cannot have been held under before: a refusal needs no scan of the ledger
-    // for an earlier hold (store/ledger.ts), which an unaffordable caller would make per request.
+    // A task id made for this request cannot have been held under by anyone else: a refusal
+    // needs no scan of the ledger for an earlier hold (store/ledger.ts), which an unaffordable
+    // caller would make per request. Under an Idempotency-Key another attempt may hold under the
+    // same id (a retry that took the record over, or the workflow the sweeper started for a
+    // stalled first attempt), its marker not yet written: the look stays.
     const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros, newReference: taskIdIsNew });
     let held = await hold();
     let unanswered: UnansweredLeases | null = null;

@@ -98,15 +98,15 @@ describe('money leased to another api process', () => {
     const accounts = new AccountStore(database.db);
     assert.equal((await chat(first)).statusCode, 200);
     assert.ok((await accounts.find(account.id))!.held_micros > 190_000, 'the first lease holds the whole balance');
-    // The second process asks that lease back, and leases what its calls need.
+    // The second process asks that lease back, and leases a quarter of the free balance.
     assert.equal((await chat(second)).statusCode, 200);
     const afterSecond = (await accounts.find(account.id))!;
-    assert.ok(afterSecond.held_micros < 20_000, `held after the second process's call: ${afterSecond.held_micros}`);
+    assert.ok(afterSecond.held_micros <= 60_000, `held after the second process's call: ${afterSecond.held_micros}`);
     // The first process, asked back once, does not take the rest again.
     await settledTo(accounts, account.id, afterSecond.held_micros);
     assert.equal((await chat(first)).statusCode, 200);
     const afterBoth = (await accounts.find(account.id))!;
-    assert.ok(afterBoth.held_micros < 40_000, `held with both processes' leases: ${afterBoth.held_micros}`);
+    assert.ok(afterBoth.held_micros <= 110_000, `held with both processes' leases: ${afterBoth.held_micros}`);
     // Calls on both at once all pass: the free balance covers each process's next lease.
     const answers = await Promise.all(Array.from({ length: 16 }, (_, index) => chat(index % 2 === 0 ? first : second)));
     assert.deepEqual(answers.map((answer) => answer.statusCode), Array(16).fill(200));

@@ -417,6 +417,8 @@ describe('video submissions that fail halfway', () => {
     assert.ok(decided!.at.getTime() - (await tasks.find(taskId))!.created_at.getTime() >= ANSWER_GRACE_MS, 'closed only after the grace');
     assert.equal((await tasks.find(taskId))?.vendor_task_id, undefined, 'the vendor was never asked');
     assert.equal(await tasks.decisionOf(taskId), 'abandon');
+    // Its webhook is never sent: it does not read as pending for good.
+    assert.equal((await tasks.find(taskId))?.webhook?.state, 'stopped');
     assert.equal((await ledger.entries.find({ reference: taskId, operation: 'capture' }).toArray()).length, 0);
     const totals = await ledger.totals(principal.accountId);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);

@@ -63,7 +63,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
       ],
     },
     async (request) => {
-      const submitted = await options.service.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId, request.idempotency?.newTaskId ?? true);
+      const submitted = await options.service.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId);
       videoTaskTransitions.inc({ state: 'submitted', model: request.body.model });
       return submitted;
     },

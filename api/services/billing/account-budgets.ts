@@ -12,7 +12,7 @@ import { extendExpiringLeases, type LeaseExpiryOptions } from './lease-expiry.ts
 import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
-import { SharedAccounts } from './shared-accounts.ts';
+import { SHARED_LEASE_CAP, SHARED_LEASE_SHARE, SharedAccounts } from './shared-accounts.ts';
 import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts';
 
 // Chat and image calls are paid from spend leases: per account, this process holds a slice of
@@ -227,10 +227,7 @@ export class AccountBudgets {
         this.shared.mark(accountId);
         continue;
       }
-      // Not the whole of a small balance when another process serves the account too
-      // (shared-accounts.ts).
-      const floorMicros = this.shared.has(accountId) ? 0 : this.timing.minLeaseMicros;
-      const amountMicros = Math.min(availableMicros, Math.max(neededMicros * this.timing.reservationsPerLease, floorMicros));
+      const amountMicros = this.leaseSize(accountId, availableMicros, neededMicros);
       const reference = newId('lease');
       const now = Date.now();
       const expiresAt = (await leases.clock.current()) + this.timing.expiryMs;
@@ -250,6 +247,19 @@ export class AccountBudgets {
       return { opened: true };
     }
     return { opened: false, availableMicros, heldMicros, unanswered };
+  }
+
+  /** What a new lease of the account holds: 8 worst-case calls of the one that opens it, at
+   * least $1, at most the free balance. When another process serves the account too (one of
+   * its leases was asked back lately, shared-accounts.ts), not the whole of a small balance: at
+   * least a quarter of the free balance rather than $1, and at most half of it, never less than
+   * the call needs. */
+  private leaseSize(accountId: string, availableMicros: number, neededMicros: number): number {
+    const wanted = neededMicros * this.timing.reservationsPerLease;
+    if (!this.shared.has(accountId)) return Math.min(availableMicros, Math.max(wanted, this.timing.minLeaseMicros));
+    const floorMicros = Math.min(this.timing.minLeaseMicros, Math.floor(availableMicros * SHARED_LEASE_SHARE));
+    const capMicros = Math.max(neededMicros, Math.floor(availableMicros * SHARED_LEASE_CAP));
+    return Math.min(availableMicros, capMicros, Math.max(wanted, floorMicros));
   }
 
   /** This process's leases of `accountId`, open or settling (carriers being opened too). */

@@ -32,6 +32,9 @@ export interface AccountLimitsOptions {
 
 export class AccountLimits {
   private readonly cached = new Map<string, { limits: RateLimitOverrides | null; readAt: number }>();
+  /** First reads under way: calls of an account waiting at once share one (a hung store would
+   * otherwise see one per call). */
+  private readonly reads = new Map<string, Promise<RateLimitOverrides | null>>();
   /** Reads again the overrides of accounts in use once they are due. */
   private readonly rounds: RefreshRounds<string>;
   private readonly refreshMs: number;
@@ -60,13 +63,7 @@ export class AccountLimits {
   async read(caller: LimitedCaller, kind: LimitKind, now: number): Promise<number> {
     const known = this.inMemory(caller, kind, now);
     if (known !== undefined) return known;
-    const reading = this.readOne(caller.accountId).then((limits) => {
-      this.cached.set(caller.accountId, { limits, readAt: now });
-      // Rounds start with the first account read.
-      this.rounds.start();
-      return limits;
-    });
-    const limits = await withinWait(reading, this.options.waitMs);
+    const limits = await withinWait(this.firstRead(caller.accountId, now), this.options.waitMs);
     if (limits === TIMED_OUT) this.options.log.warn({ account: caller.accountId }, 'rate limit store slow to answer; the default limits apply meanwhile');
     return this.accountOrDefault(kind, limits === TIMED_OUT ? null : limits);
   }
@@ -74,6 +71,23 @@ export class AccountLimits {
   /** Forgets an account's cached overrides (after they were changed through this process). */
   forget(accountId: string): void {
     this.cached.delete(accountId);
+    // A read under way may have started before the change: it keeps nothing.
+    this.reads.delete(accountId);
+  }
+
+  private firstRead(accountId: string, now: number): Promise<RateLimitOverrides | null> {
+    const underWay = this.reads.get(accountId);
+    if (underWay) return underWay;
+    const reading: Promise<RateLimitOverrides | null> = this.readOne(accountId).then((limits) => {
+      if (this.reads.get(accountId) !== reading) return limits;
+      this.reads.delete(accountId);
+      this.cached.set(accountId, { limits, readAt: now });
+      // Rounds start with the first account read.
+      this.rounds.start();
+      return limits;
+    });
+    this.reads.set(accountId, reading);
+    return reading;
   }
 
   private accountOrDefault(kind: LimitKind, accountLimits: RateLimitOverrides | null): number {

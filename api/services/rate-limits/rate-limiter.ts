@@ -56,6 +56,9 @@ export type LimitKind = 'requests' | 'tokens';
 
 /** The tokens a chat call was counted for when admitted, in the allowance that counted them. */
 export class TokenCount {
+  /** The claim still out when the call was let through (admit): settled once it lands. */
+  late: Promise<void> | undefined = undefined;
+
   constructor(
     readonly allowance: WindowAllowance,
     /** Not readonly: a claim that lands late and fails leaves the call uncounted (admit). */
@@ -176,7 +179,7 @@ export class RateLimiter {
     }).then(({ allowance: claimed, counted, late }) => {
       const count = new TokenCount(claimed, counted ? expectedTokens : 0, this.status(claimed, now));
       // Counted only if the claim still out spends them when it lands.
-      late?.then((spent) => spent || (count.tokens = 0), () => (count.tokens = 0));
+      if (late) count.late = late.then((spent) => void (spent || (count.tokens = 0)));
       return count;
     });
   }
@@ -225,6 +228,14 @@ export class RateLimiter {
    * :59 that ends in the next minute counts the rest there (in the minute that admitted it,
    * whose allowance is usually gone by then, it would never be counted). */
   settleTokens(caller: LimitedCaller, admitted: TokenCount, usedTokens: number, now = Date.now()): void {
+    // After a claim still out: what it counted (or not) is known only once it lands, and giving
+    // back units it never took would hand out more than the minute's blocks.
+    if (admitted.late) {
+      const late = admitted.late;
+      admitted.late = undefined;
+      void late.then(() => this.settleTokens(caller, admitted, usedTokens, now));
+      return;
+    }
     const { allowance, tokens } = admitted;
     if (allowance.window === Math.floor(now / WINDOW_MS) && this.latestAllowances.get(allowance.minuteId) === allowance) {
       if (usedTokens !== tokens) allowance.spend(usedTokens - tokens, this.tokensNotCounted);

@@ -170,6 +170,28 @@ describe('rate limiter: rounds on its own timer', () => {
     assert.deepEqual(warnings, ['rate limit store unreachable; let through']);
   });
 
+  it('settles a call let through on a claim still out only once the claim lands: a failed one gives back nothing it never took', async () => {
+    const warnings: string[] = [];
+    const slowThenBroken = new RateLimiter({
+      store: { claim: () => pause(200).then(() => Promise.reject(new Error('store unreachable'))) } as unknown as RateLimitBlockStore,
+      accountOverrides: accountOverrides(database.db),
+      defaults: { requestsPerMinute: 1_000, tokensPerMinute: 100_000 },
+      log: { warn: (...args: unknown[]) => void warnings.push(String(args[1])) },
+      claimWaitMs: 50,
+    });
+    limiters.push(slowThenBroken);
+    const caller = { accountId: 'acct_late', keyId: 'key_late', rateLimits: { tokens_per_minute: 1_000 } };
+    const admitted = await slowThenBroken.admitTokens(caller, 100);
+    // The call used less than it was counted for, and ends before the claim fails.
+    slowThenBroken.settleTokens(caller, admitted, 20);
+    await pause(400);
+    assert.equal(admitted.tokens, 0, 'the failed claim counted nothing');
+    // Giving back 80 tokens counted by a claim that never landed would have left them at hand,
+    // handed out with no block behind them: the next call must claim again.
+    assert.ok(slowThenBroken.admitTokens(caller, 10) instanceof Promise, 'tokens at hand that no block gave');
+    assert.deepEqual(warnings.slice(0, 2), ['rate limit store slow to answer; let through', 'rate limit store unreachable; a call let through was not counted']);
+  });
+
   it('keeps counting a minute whose limit changed: a lowered limit is not a fresh allowance, a raised one adds only the difference', async () => {
     const limits = limiter();
     const minute = Math.floor(Date.now() / 60_000) + 30;
