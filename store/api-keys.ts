@@ -54,6 +54,7 @@ export class ApiKeyStore {
   private readonly lastUse: Collection<KeyLastUse>;
   private readonly side: KeySideDocuments;
   private readonly lastUsedWrites = new Map<string, number>();
+  private lastUsedPrunedAt = 0;
   private readonly shared: SharedKeyState;
   private watching: 'not yet' | 'yes' | 'stopped' = 'not yet';
 
@@ -245,6 +246,12 @@ export class ApiKeyStore {
     const last = this.lastUsedWrites.get(keyId) ?? 0;
     if (now - last < LAST_USED_REFRESH_MS) return;
     this.lastUsedWrites.set(keyId, now);
+    // A write older than the refresh holds nothing back: forgotten, so the map keeps the keys of
+    // the last few minutes rather than every key the process ever saw (a soak review's finding).
+    if (now - this.lastUsedPrunedAt >= LAST_USED_REFRESH_MS) {
+      this.lastUsedPrunedAt = now;
+      for (const [id, at] of this.lastUsedWrites) if (now - at >= LAST_USED_REFRESH_MS) this.lastUsedWrites.delete(id);
+    }
     // Fire and forget: a failed hint must never fail the request it rides on (two processes
     // inserting the first one at once: one gets a duplicate key, and the other's time stands).
     this.lastUse.updateOne({ _id: keyId }, { $set: { last_used_at: new Date(now) } }, { upsert: true }).catch(() => {});
