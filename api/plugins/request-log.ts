@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 // One log line per request, when it ends, instead of Fastify's two (one on arrival, one on
@@ -27,20 +27,33 @@ export function loggedUrl(url: string): string {
   return `${url.slice(0, mark)}?${shown.join('&')}`;
 }
 
+function logEnd(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, status: number, message: string): void {
+  app.log.info(
+    {
+      reqId: request.id,
+      method: request.method,
+      url: loggedUrl(request.url),
+      route: request.routeOptions.url,
+      status,
+      ms: Math.round(reply.elapsedTime * 100) / 100,
+      key: request.principal?.keyId,
+    },
+    message,
+  );
+}
+
+/** The line of a chat or image call whose caller left before its answer ended (a stream cut
+ * off, a call abandoned, an image carried on and charged): Fastify runs onResponse only when a
+ * response finishes, so such a call had no line to tie its charge to a key. Status 499, as nginx
+ * logs a client that closed the request. Called by the routes that see the caller go (not a hook
+ * on every request: chat's hot path would pay for a listener per call). */
+export function logCallerLeft(request: FastifyRequest, reply: FastifyReply): void {
+  logEnd(request.server, request, reply, 499, 'request abandoned by its caller');
+}
+
 async function requestLogPlugin(app: FastifyInstance): Promise<void> {
   app.addHook('onResponse', (request, reply, done) => {
-    app.log.info(
-      {
-        reqId: request.id,
-        method: request.method,
-        url: loggedUrl(request.url),
-        route: request.routeOptions.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 100) / 100,
-        key: request.principal?.keyId,
-      },
-      'request completed',
-    );
+    logEnd(app, request, reply, reply.statusCode, 'request completed');
     done();
   });
 }

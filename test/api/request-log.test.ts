@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { hashApiKey } from '../../core/api-keys.ts';
+import { keyIdForHash } from '../../store/api-keys.ts';
 import { adminHeaders, bearer, createAccount, createKey, startTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
+import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+import { waitUntil } from '../helpers/wait-until.ts';
 
 // The log: one line per request, carrying its id, route, status and key id; and never a
 // secret, whatever the caller sent (valid and invalid keys, the admin token, a bad token).
@@ -64,5 +69,43 @@ describe('request log', () => {
     assert.deepEqual(urls, ['/v1/video/generations?limit=5&[redacted]&status=running', '/v1/nothing?[redacted]', '/v1/models?key=[redacted]', '/v1/models?[redacted]']);
     const everything = raw.join('');
     for (const secret of [key, TEST_ADMIN_TOKEN, encodeURIComponent(TEST_ADMIN_TOKEN)]) assert.ok(!everything.includes(secret), 'a secret reached the log');
+  });
+});
+
+describe('request log of calls whose caller left', () => {
+  let stack: SimulatorStack;
+  const lines: Array<Record<string, unknown>> = [];
+  before(async () => {
+    stack = await startOpenAiStack('request-log-left', { LOG_LEVEL: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  });
+  after(() => stack.close());
+
+  it('writes one line with status 499 for a chat call, a stream and an image call abandoned by their callers', async () => {
+    const caller = await stack.newCaller('leaver');
+    const client = stack.client(caller.key);
+    const leave = async (call: (signal: AbortSignal) => Promise<unknown>, afterMs: number) => {
+      const controller = new AbortController();
+      const running = call(controller.signal);
+      setTimeout(() => controller.abort(), afterMs);
+      await assert.rejects(running, OpenAI.APIUserAbortError);
+    };
+    await leave((signal) => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'take your time [sim:delay_ms=2000]' }] }, { signal }), 300);
+    await leave(async (signal) => {
+      const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'a long story [sim:slow]' }] }, { signal });
+      for await (const chunk of stream) void chunk;
+      // The SDK ends the iteration quietly once aborted.
+      throw new OpenAI.APIUserAbortError();
+    }, 300);
+    // Carried on after its caller left, and charged: its line comes when it ends.
+    await leave((signal) => client.images.generate({ model: 'gpt-image-1', prompt: 'a kite [sim:delay_ms=1000]' }, { signal }), 300);
+    await waitUntil(() => lines.filter((line) => line.msg === 'request abandoned by its caller').length === 3, 5_000);
+    const left = lines.filter((line) => line.msg === 'request abandoned by its caller');
+    const keyId = keyIdForHash(hashApiKey(caller.key));
+    assert.deepEqual(left.map((line) => [line.route, line.status, line.key]), [
+      ['/v1/chat/completions', 499, keyId],
+      ['/v1/chat/completions', 499, keyId],
+      ['/v1/images/generations', 499, keyId],
+    ]);
+    assert.ok(left.every((line) => typeof line.reqId === 'string' && typeof line.ms === 'number'));
   });
 });

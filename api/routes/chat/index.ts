@@ -7,6 +7,7 @@ import { principalOf } from '../../plugins/api-key-auth.ts';
 import type { CallsInFlight } from '../../services/openai-proxy/calls-in-flight.ts';
 import type { ChatProxy } from '../../services/openai-proxy/chat-proxy.ts';
 import { ClientDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
+import { logCallerLeft } from '../../plugins/request-log.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
 import { chatCompletionBodyFor, chatCompletionResponse, chatStreamEvent } from './schemas.ts';
 
@@ -57,10 +58,14 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
       // A hijacked reply writes its own head: carry over what hooks set (the rate-limit headers).
       const headers = Object.fromEntries(Object.entries(reply.getHeaders()).map(([name, value]) => [name, String(value)]));
       await stream.pipeTo(reply.raw, { ...headers, 'x-request-id': request.id });
+      if (context.signal.callerGone) logCallerLeft(request, reply);
       return reply;
     } catch (error) {
       // The caller left before the answer: there is nobody to send an error to.
-      if (context.signal.callerGone) return reply.hijack();
+      if (context.signal.callerGone) {
+        logCallerLeft(request, reply);
+        return reply.hijack();
+      }
       throw error;
     }
   });

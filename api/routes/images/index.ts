@@ -6,6 +6,7 @@ import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
 import type { CallsInFlight } from '../../services/openai-proxy/calls-in-flight.ts';
 import { ClientDisconnect } from '../../services/openai-proxy/client-disconnect.ts';
+import { logCallerLeft } from '../../plugins/request-log.ts';
 import type { ImageProxy } from '../../services/openai-proxy/image-proxy.ts';
 import { idempotencyHeaders } from '../idempotency-header.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
@@ -37,9 +38,13 @@ export const imageRoutes: FastifyPluginAsyncZod<ImageRouteOptions> = async (app,
       // The upstream's text as is: b64 images are large, and re-serializing them buys nothing.
       // Sent even when the caller has left (the images were made and charged, carried-call.ts):
       // nothing reaches it, but an Idempotency-Key's record keeps the answer for its retry.
+      if (context.signal.callerGone) logCallerLeft(request, reply);
       return reply.type('application/json; charset=utf-8').send(json as unknown as z.infer<typeof imageGenerationResponse>);
     } catch (error) {
-      if (context.signal.callerGone) return reply.hijack();
+      if (context.signal.callerGone) {
+        logCallerLeft(request, reply);
+        return reply.hijack();
+      }
       throw error;
     }
   });
