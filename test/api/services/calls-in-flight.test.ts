@@ -1,23 +1,14 @@
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
-import type { ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
 import { GatewayError } from '../../../core/errors.ts';
 import { CallsInFlight } from '../../../api/services/openai-proxy/calls-in-flight.ts';
 import { ClientDisconnect, untilAborted } from '../../../api/services/openai-proxy/client-disconnect.ts';
+import { asResponse, FakeCallerResponse } from '../../helpers/caller-response.ts';
 import { waitUntil } from '../../helpers/wait-until.ts';
 
 // A call's ClientDisconnect and the tracker a shutdown interrupts calls through: who is
 // tracked, when a call counts as interrupted rather than left, and an upstream request that
 // is given up at once rather than when undici gets round to it.
-
-/** A stand-in for the caller's response: 'close' and `destroyed` are all the signal reads. */
-class FakeCallerResponse extends EventEmitter {
-  writableFinished = false;
-  destroyed = false;
-}
-
-const asResponse = (fake: FakeCallerResponse) => fake as unknown as ServerResponse;
 
 describe('calls in flight and their interruption', () => {
   it('tracks a call until its response closes, and a caller who left counts as gone, not interrupted', () => {

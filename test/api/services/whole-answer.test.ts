@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { EventEmitter, once } from 'node:events';
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Pool } from 'undici';
 import { ClientDisconnect } from '../../../api/services/openai-proxy/client-disconnect.ts';
 import { AnswerBrokeOff, AnswerTooLarge, readWholeAnswer } from '../../../api/services/openai-proxy/whole-answer.ts';
+import { asResponse, FakeCallerResponse } from '../../helpers/caller-response.ts';
 import { waitUntil } from '../../helpers/wait-until.ts';
 
 // readWholeAnswer against a real loopback server: answers read whole, answers bounded, answers
@@ -13,14 +14,9 @@ import { waitUntil } from '../../helpers/wait-until.ts';
 
 const MEBIBYTE = 1024 * 1024;
 
-/** A stand-in for the caller's response, so a ClientDisconnect can be fired by hand. */
-class FakeCallerResponse extends EventEmitter {
-  writableFinished = false;
-}
-
 function callerSignal(): { signal: ClientDisconnect; leave: () => void } {
   const response = new FakeCallerResponse();
-  const signal = new ClientDisconnect(response as unknown as ServerResponse);
+  const signal = new ClientDisconnect(asResponse(response));
   return { signal, leave: () => response.emit('close') };
 }
 
