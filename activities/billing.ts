@@ -82,9 +82,13 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
     /** Where a task's money stands on the ledger: captured or released (settled), held, or
      * never held (its run ended before the hold). */
     async findSettlement(input: { taskId: string }): Promise<'captured' | 'released' | 'held' | 'none'> {
-      if (await deps.ledger.find(input.taskId, 'capture')) return 'captured';
-      if (await deps.ledger.find(input.taskId, 'release')) return 'released';
-      return (await deps.ledger.find(input.taskId, 'hold')) ? 'held' : 'none';
+      // The account's chain holds the one entry that may lack its marker (store/ledger.ts). A
+      // task whose document is gone is read by markers alone.
+      const accountId = (await deps.tasks.find(input.taskId))?.account_id;
+      const find = (operation: 'capture' | 'release' | 'hold') => (accountId ? deps.ledger.find(accountId, input.taskId, operation) : deps.ledger.findMarked(input.taskId, operation));
+      if (await find('capture')) return 'captured';
+      if (await find('release')) return 'released';
+      return (await find('hold')) ? 'held' : 'none';
     },
 
     async settleHold(input: {
@@ -97,7 +101,7 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
       videoSeconds: number;
     }): Promise<void> {
       // Whether an earlier attempt of this activity already settled, so spend is counted once.
-      const settledBefore = input.outcome === 'capture' && (await deps.ledger.find(input.taskId, 'capture')) !== null;
+      const settledBefore = input.outcome === 'capture' && (await deps.ledger.find(input.accountId, input.taskId, 'capture')) !== null;
       const result = await deps.ledger.apply({
         accountId: input.accountId,
         keyId: input.keyId,

@@ -19,7 +19,7 @@ export async function closeAbandonedTask(stores: { tasks: TaskStore; ledger: Led
   // No workflow sends its webhook (nobody knows the task to expect one): it would read
   // `pending` for good, promising an attempt that never comes.
   await tasks.endPendingWebhook(input.taskId, 'stopped');
-  if (await ledger.find(input.taskId, 'hold')) {
+  if (await ledger.find(input.accountId, input.taskId, 'hold')) {
     await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
   }
   await tasks.markWorkflowStarted(input.taskId);

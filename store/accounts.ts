@@ -195,8 +195,8 @@ export class AccountStore {
   }
 
   /** The amount a credit or deduction under `reference` moved, if one did (for a retried request). */
-  async movedUnder(reference: string, operation: 'credit' | 'deduct'): Promise<number | null> {
-    return (await this.ledger.find(reference, operation))?.amount_micros ?? null;
+  async movedUnder(accountId: string, reference: string, operation: 'credit' | 'deduct'): Promise<number | null> {
+    return (await this.ledger.find(accountId, reference, operation))?.amount_micros ?? null;
   }
 
   /**
@@ -206,7 +206,7 @@ export class AccountStore {
    */
   async deduct(accountId: string, amountMicros: number, reference?: string): Promise<AccountWithTotals | 'insufficient_balance' | null> {
     if (!(await this.collection.countDocuments({ _id: accountId }, { limit: 1 }))) return null;
-    const outcome = await this.ledger.apply({ accountId, keyId: null, reference: reference ?? newId('req'), operation: 'deduct', amountMicros, newReference: reference === undefined });
+    const outcome = await this.ledger.apply({ accountId, keyId: null, reference: reference ?? newId('req'), operation: 'deduct', amountMicros });
     if (outcome === 'insufficient_balance') return outcome;
     return this.find(accountId);
   }

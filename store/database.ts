@@ -3,6 +3,7 @@ import { KeyChangeFeed } from './api-key-changes.ts';
 import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
 import { KeyCreationStore } from './key-creations.ts';
 import { Ledger } from './ledger.ts';
+import { markEveryLedgerEntry } from './ledger-marker-migration.ts';
 import { moveLegacyOverrides } from './rate-limit-overrides.ts';
 import { SignInFailureStore } from './sign-in-failures.ts';
 
@@ -40,6 +41,7 @@ export async function connectDatabase(uri: string, databaseName: string): Promis
     const db = client.db(databaseName);
     await ensureIndexes(db);
     await moveLegacyOverrides(db);
+    await markEveryLedgerEntry(db);
     return { client, db, close: () => client.close() };
   } catch (error) {
     // A caller may try again (core/process-startup.ts): leave no client behind polling.

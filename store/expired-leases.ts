@@ -30,7 +30,7 @@ const HOLD_GRACE_MS = 10 * 60_000;
  * said, or 'no hold' when there was none. */
 export async function releaseExpiredLease(stores: { ledger: Ledger; leases: BudgetLeaseStore }, lease: Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'hold_awaited'>): Promise<LedgerOutcome | 'no hold'> {
   const { ledger } = stores;
-  const hold = await ledger.find(lease._id, 'hold');
+  const hold = await ledger.find(lease.account_id, lease._id, 'hold');
   let outcome: LedgerOutcome | 'no hold' = 'no hold';
   if (!hold && lease.hold_awaited !== true) {
     await stores.leases.awaitHold(lease._id, new Date(stores.leases.clock.now() + HOLD_GRACE_MS));
@@ -41,7 +41,7 @@ export async function releaseExpiredLease(stores: { ledger: Ledger; leases: Budg
     const sealed = await ledger.apply({ ...base, operation: 'seal', amountMicros: 0 });
     let trimmed = 0;
     if (sealed === 'conflict') {
-      const trim = await ledger.find(lease._id, 'trim');
+      const trim = await ledger.find(lease.account_id, lease._id, 'trim');
       if (!trim) throw new Error(`lease ${lease._id}: its trim slot is taken but no trim entry was found`);
       trimmed = trim.amount_micros;
     }

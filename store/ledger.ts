@@ -13,11 +13,14 @@ import { isDuplicateKey } from './duplicate-keys.ts';
 // guarded update (`balance >= x`) lets all 50 through. Unique-key inserts are the one primitive
 // it (and MongoDB) make atomic, so the ledger is built on them and is correct on both.
 //
-// FerretDB also answers only _id lookups without scanning the collection, so the hot path
-// addresses everything by _id: the head is found from a per-account hint (`ledger_heads`) by
-// probing `${account}:${seq + 1}`, and an applied operation from its marker (`ledger_ops`),
-// written right after its entry. Hints and markers are conveniences: the entries and their
-// unique indexes alone decide, and a scan by op_id is the fallback when a marker is missing.
+// FerretDB also answers only _id lookups without scanning the collection (0.3 to 0.5 s at
+// 4,000 entries), so everything is addressed by _id: the head is found from a per-account hint
+// (`ledger_heads`) by probing `${account}:${seq + 1}`, and an applied operation from its marker
+// (`ledger_ops`), written right after its entry. A crash between the two leaves an entry
+// without its marker, so a writer marks the head it builds on before it appends: only a head
+// can lack its marker, and an operation is its marker's entry or the head, or was never
+// applied. (Entries from before this rule are marked once, by store/ledger-marker-migration.ts.)
+// The entries and their unique indexes alone decide; hints and markers only find them.
 //
 // A spend lease may give part of its hold back before it settles ('trim': its unreserved rest,
 // while calls still run on the rest). Trim and 'seal' share a slot as capture and release do:
@@ -56,6 +59,7 @@ export type LedgerOutcome = 'applied' | 'insufficient_balance' | 'funds_limit' |
 
 const ZERO: Totals = { balance_micros: 0, held_micros: 0, spent_micros: 0 };
 const MAX_ATTEMPTS = 200;
+const MARKED_ACCOUNTS_KEPT = 10_000;
 
 export function opIdFor(reference: string, operation: LedgerOperation): string {
   const slot = operation === 'capture' || operation === 'release' ? 'settle' : operation === 'seal' ? 'trim' : operation;
@@ -133,6 +137,8 @@ export class Ledger {
   readonly entries: Collection<LedgerEntry>;
   private readonly markers: Collection<OpMarker>;
   private readonly heads: Collection<{ _id: string; seq: number }>;
+  /** Per account, the highest seq this process knows is marked. */
+  private readonly markedThrough = new Map<string, number>();
 
   constructor(db: Db) {
     this.entries = db.collection<LedgerEntry>('ledger');
@@ -158,18 +164,23 @@ export class Ledger {
     return latest ? { balance_micros: latest.balance_micros, held_micros: latest.held_micros, spent_micros: latest.spent_micros, seq: latest.seq } : { ...ZERO, seq: -1 };
   }
 
-  /** The entry of the reference's operation, found by its marker alone: never the scan that
-   * find() falls back to (the whole ledger on FerretDB), so an entry whose marker a crash left
-   * unwritten reads as missing. For figures shown, never for money moved. */
+  /** The entry of the reference's operation, found by its marker alone, so an entry whose
+   * marker a crash left unwritten (an account's head) reads as missing. For figures shown,
+   * never for money moved. */
   async findMarked(reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
-    const marker = await this.markers.findOne({ _id: opIdFor(reference, operation) });
-    return marker ? this.entries.findOne({ _id: marker.entry_id }) : null;
+    return this.markedEntry(opIdFor(reference, operation));
   }
 
-  async find(reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
+  /** The entry of the reference's operation on the account's chain, or null when it was never
+   * applied: its marker's entry, or else the head. */
+  async find(accountId: string, reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
     const opId = opIdFor(reference, operation);
-    const marker = await this.markers.findOne({ _id: opId });
-    return marker ? this.entries.findOne({ _id: marker.entry_id }) : this.entries.findOne({ op_id: opId });
+    const marked = await this.markedEntry(opId);
+    if (marked) return marked;
+    const head = await this.latest(accountId);
+    if (head?.op_id === opId) return head;
+    // Marked, and built on, between the look above and the head's read.
+    return this.markedEntry(opId);
   }
 
   async apply(input: {
@@ -183,11 +194,6 @@ export class Ledger {
     /** Debit only: take what the balance has when it is less than `amountMicros` (the entry
      * records what was taken) instead of refusing. */
     upToBalance?: boolean;
-    /** `reference` was made for this movement and was never applied before: a refusal is final,
-     * with no look for an earlier application of it whose marker a crash left unwritten. That
-     * look is a scan of the whole ledger on FerretDB (0.3 to 0.5 s at 4,000 entries), which a
-     * caller refused for want of balance could otherwise make on every request. */
-    newReference?: boolean;
   }): Promise<LedgerOutcome> {
     const hold = input.heldMicros ?? input.amountMicros;
     for (const value of [input.amountMicros, hold]) {
@@ -201,7 +207,7 @@ export class Ledger {
   }
 
   private async applyNow(
-    input: { accountId: string; keyId: string | null; reference: string; operation: LedgerOperation; amountMicros: number; upToBalance?: boolean; newReference?: boolean },
+    input: { accountId: string; keyId: string | null; reference: string; operation: LedgerOperation; amountMicros: number; upToBalance?: boolean },
     hold: number,
   ): Promise<LedgerOutcome> {
     const opId = opIdFor(input.reference, input.operation);
@@ -211,12 +217,14 @@ export class Ledger {
       const latest = await this.latest(input.accountId);
       const marker = await this.markers.findOne({ _id: opId });
       if (marker) return marker.operation === input.operation ? 'applied' : 'conflict';
+      if (latest?.op_id === opId) {
+        await this.remember(latest);
+        return latest.operation === input.operation ? 'applied' : 'conflict';
+      }
       const amountMicros = input.upToBalance ? Math.min(input.amountMicros, latest?.balance_micros ?? 0) : input.amountMicros;
       const next = move(latest ?? ZERO, input.operation, amountMicros, hold);
-      if (!next) {
-        const earlier = input.newReference ? null : await this.appliedWithoutMarker(opId, input.operation);
-        return earlier ?? (input.operation === 'credit' ? 'funds_limit' : 'insufficient_balance');
-      }
+      if (!next) return input.operation === 'credit' ? 'funds_limit' : 'insufficient_balance';
+      if (latest) await this.ensureMarked(latest);
       const seq = latest ? latest.seq + 1 : 0;
       const entry: LedgerEntry = {
         _id: `${input.accountId}:${seq}`,
@@ -236,7 +244,9 @@ export class Ledger {
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
         if (!(await this.entries.findOne({ _id: entry._id }))) {
-          // The seq was free, so the op_id was not: the same operation won elsewhere.
+          // The seq was free, so the op_id was not: the same operation is applied below the head
+          // read above, yet it had no marker. Only an entry from before the marking rule can be
+          // so (a store the migration has not seen): look it up the slow way.
           const applied = await this.appliedWithoutMarker(opId, input.operation);
           if (applied) return applied;
         }
@@ -262,7 +272,31 @@ export class Ledger {
     }
   }
 
-  /** The slow path (a scan on FerretDB) for an entry whose marker a crash left unwritten. */
+  private async markedEntry(opId: string): Promise<LedgerEntry | null> {
+    const marker = await this.markers.findOne({ _id: opId });
+    return marker ? this.entries.findOne({ _id: marker.entry_id }) : null;
+  }
+
+  /** Marks the head before an entry goes on it, unless this process knows it marked. */
+  private async ensureMarked(head: LedgerEntry): Promise<void> {
+    if ((this.markedThrough.get(head.account_id) ?? -1) >= head.seq) return;
+    if (!(await this.markers.findOne({ _id: head.op_id }))) await this.insertMarker(head);
+    this.noteMarked(head);
+  }
+
+  private noteMarked(entry: LedgerEntry): void {
+    // Bounded: forgetting an account costs its next movement one marker read.
+    if (this.markedThrough.size >= MARKED_ACCOUNTS_KEPT) this.markedThrough.clear();
+    this.markedThrough.set(entry.account_id, Math.max(entry.seq, this.markedThrough.get(entry.account_id) ?? -1));
+  }
+
+  private async insertMarker(entry: LedgerEntry): Promise<void> {
+    await this.markers.insertOne({ _id: entry.op_id, entry_id: entry._id, operation: entry.operation }).catch((error: unknown) => {
+      if (!isDuplicateKey(error)) throw error;
+    });
+  }
+
+  /** The slow path (a scan on FerretDB) for an entry from before the marking rule. */
   private async appliedWithoutMarker(opId: string, operation: LedgerOperation): Promise<LedgerOutcome | null> {
     const entry = await this.entries.findOne({ op_id: opId });
     if (!entry) return null;
@@ -271,9 +305,8 @@ export class Ledger {
   }
 
   private async remember(entry: LedgerEntry): Promise<void> {
-    await this.markers.insertOne({ _id: entry.op_id, entry_id: entry._id, operation: entry.operation }).catch((error: unknown) => {
-      if (!isDuplicateKey(error)) throw error;
-    });
+    await this.insertMarker(entry);
+    this.noteMarked(entry);
     // A hint may briefly go backwards under races; probing forward makes that harmless.
     await this.heads.updateOne({ _id: entry.account_id }, { $set: { seq: entry.seq } }, { upsert: true }).catch((error: unknown) => {
       if (!isDuplicateKey(error)) throw error;

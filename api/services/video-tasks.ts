@@ -143,7 +143,7 @@ export class VideoTaskService {
         const stored = await tasks.find(taskId);
         if (stored) ({ workflow_input: input, price_micros: priceMicros } = stored);
       }
-      await this.hold(principal, taskId, priceMicros, idempotentTaskId === undefined);
+      await this.hold(principal, taskId, priceMicros);
     })();
     const leave = () => leaveQueue();
     storing.then(leave, leave);
@@ -224,14 +224,9 @@ export class VideoTaskService {
 
   /** Holds the task's price, or removes the task and throws 403 when the balance is short (503
    * when the shortfall is held by leases of an api process that stopped answering). */
-  private async hold(principal: Principal, taskId: string, priceMicros: number, taskIdIsNew: boolean): Promise<void> {
+  private async hold(principal: Principal, taskId: string, priceMicros: number): Promise<void> {
     const { ledger, tasks } = this.options;
-    // A task id made for this request cannot have been held under by anyone else: a refusal
-    // needs no scan of the ledger for an earlier hold (store/ledger.ts), which an unaffordable
-    // caller would make per request. Under an Idempotency-Key another attempt may hold under the
-    // same id (a retry that took the record over, or the workflow the sweeper started for a
-    // stalled first attempt), its marker not yet written: the look stays.
-    const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros, newReference: taskIdIsNew });
+    const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros });
     let held = await hold();
     let unanswered: UnansweredLeases | null = null;
     if (held === 'insufficient_balance' && this.options.budgets) {

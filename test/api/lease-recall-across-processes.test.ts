@@ -177,7 +177,7 @@ describe('money leased to another api process', () => {
     await new Promise((resolve) => setTimeout(resolve, retryAfter * 1_000));
     const accepted = await submitVideo(second, key, '5', '720p');
     assert.equal(accepted.statusCode, 200, accepted.body);
-    assert.ok(await ledger.find(reference, 'release'), "the dead process's hold went back to the balance");
+    assert.ok(await ledger.find(account.id, reference, 'release'), "the dead process's hold went back to the balance");
     const after = (await new AccountStore(database.db).find(account.id))!;
     assert.equal(after.held_micros, 400_000, 'only the video hold is left');
     assert.equal(after.balance_micros, 650_000);

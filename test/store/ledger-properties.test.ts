@@ -107,7 +107,7 @@ describe('ledger properties: any interleaving of duplicated holds and settlement
           );
           // Whatever the first hold attempt and its concurrent duplicates did is now settled.
           for (const step of batch) {
-            if (step.kind === 'first-hold') held.set(step.task, (await ledger.find(reference(step.task), 'hold')) !== null);
+            if (step.kind === 'first-hold') held.set(step.task, (await ledger.find(accountId, reference(step.task), 'hold')) !== null);
           }
         }
 

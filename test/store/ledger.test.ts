@@ -45,7 +45,7 @@ describe('ledger: an append-only chain per account, idempotent per operation', (
     const account = await accounts.create({ name: 'c', balanceMicros: 99 });
     assert.equal(await move(account._id, 'task_3', 'hold', 100), 'insufficient_balance');
     assert.deepEqual(await balances(account._id), { balance: 99, held: 0, spent: 0 });
-    assert.equal(await ledger.find('task_3', 'hold'), null, 'a refusal writes no entry');
+    assert.equal(await ledger.find(account._id, 'task_3', 'hold'), null, 'a refusal writes no entry');
   });
 
   it('50 concurrent holds against a balance for 10: exactly 10 succeed, the balance never goes negative', async () => {

@@ -154,8 +154,8 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
    * resubmitted with another amount (sent, stopped, corrected, sent again) moved nothing: it is
    * refused, not reported done, as the admin API's 422 does. Scoped to the account in the URL. */
   const movementReference = (accountId: string, reference: string) => `console:${accountId}:${reference}`;
-  const movedOnce = async (reference: string, operation: 'credit' | 'deduct', amountMicros: number) => {
-    const moved = await accounts.movedUnder(reference, operation);
+  const movedOnce = async (accountId: string, reference: string, operation: 'credit' | 'deduct', amountMicros: number) => {
+    const moved = await accounts.movedUnder(accountId, reference, operation);
     if (moved === amountMicros) return;
     const what = operation === 'credit' ? 'added' : 'taken back';
     throw new GatewayError('conflict', `This form was already sent with ${formatUsd(moved ?? 0)}, which was ${what}; nothing more moved. Reload the page to send another amount.`);
@@ -167,11 +167,11 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     if (!form.ok) return renderAccount(request, reply, accountId, { creditsState: form }, 400);
     const reference = movementReference(accountId, form.data.reference);
     // A form sent again (a resubmit on a slow network) moves nothing; it is told so, not "added".
-    const before = await accounts.movedUnder(reference, 'credit');
+    const before = await accounts.movedUnder(accountId, reference, 'credit');
     let credited;
     try {
       credited = await addCredits(accounts, accountId, form.data.amount_usd, reference);
-      if (credited) await movedOnce(reference, 'credit', form.data.amount_usd);
+      if (credited) await movedOnce(accountId, reference, 'credit', form.data.amount_usd);
     } catch (error) {
       return refusedAmount(request, reply, accountId, 'creditsState', error);
     }
@@ -186,11 +186,11 @@ export async function operatorRoutes(app: FastifyInstance, { context }: { contex
     if (!form.ok) return renderAccount(request, reply, accountId, { deductionState: form }, 400);
     // The same reference as the credits form, another ledger operation.
     const reference = movementReference(accountId, form.data.reference);
-    const before = await accounts.movedUnder(reference, 'deduct');
+    const before = await accounts.movedUnder(accountId, reference, 'deduct');
     let deducted;
     try {
       deducted = await context.deductions.deduct(accountId, form.data.amount_usd, reference);
-      if (deducted) await movedOnce(reference, 'deduct', form.data.amount_usd);
+      if (deducted) await movedOnce(accountId, reference, 'deduct', form.data.amount_usd);
     } catch (error) {
       return refusedAmount(request, reply, accountId, 'deductionState', error);
     }

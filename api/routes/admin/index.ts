@@ -101,15 +101,15 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     const key = headers['idempotency-key'];
     if (key === undefined) return undefined;
     const reference = `admin:${accountId}:${key}`;
-    const moved = await accounts.movedUnder(reference, operation);
+    const moved = await accounts.movedUnder(accountId, reference, operation);
     if (moved !== null && moved !== amountMicros) throw amountMismatch();
     return reference;
   }
 
   /** After the movement: two requests under one key at once both pass the check above, and the
    * ledger moves the money once, for the first. The other is told its amount was not moved. */
-  async function confirmMovedOnce(reference: string | undefined, operation: 'credit' | 'deduct', amountMicros: number): Promise<void> {
-    if (reference !== undefined && (await accounts.movedUnder(reference, operation)) !== amountMicros) throw amountMismatch();
+  async function confirmMovedOnce(accountId: string, reference: string | undefined, operation: 'credit' | 'deduct', amountMicros: number): Promise<void> {
+    if (reference !== undefined && (await accounts.movedUnder(accountId, reference, operation)) !== amountMicros) throw amountMismatch();
   }
 
   const amountMismatch = () =>
@@ -119,7 +119,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     const reference = await movementReference(request.headers, request.params.id, 'credit', request.body.amount_usd);
     const account = await addCredits(accounts, request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
-    await confirmMovedOnce(reference, 'credit', request.body.amount_usd);
+    await confirmMovedOnce(request.params.id, reference, 'credit', request.body.amount_usd);
     return toAccountView(await accounts.withAvailable(account));
   });
 
@@ -127,7 +127,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     const reference = await movementReference(request.headers, request.params.id, 'deduct', request.body.amount_usd);
     const account = await deductions.deduct(request.params.id, request.body.amount_usd, reference);
     if (!account) throw accountNotFound(request.params.id);
-    await confirmMovedOnce(reference, 'deduct', request.body.amount_usd);
+    await confirmMovedOnce(request.params.id, reference, 'deduct', request.body.amount_usd);
     return toAccountView(await accounts.withAvailable(account));
   });
 

@@ -233,7 +233,7 @@ export class AccountBudgets {
       const expiresAt = (await leases.clock.current()) + this.timing.expiryMs;
       // The document first: a hold never exists without the record the sweeper looks for.
       await leases.open({ _id: reference, account_id: accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(expiresAt) });
-      const outcome = await ledger.apply({ accountId, keyId: null, reference, operation: 'hold', amountMicros, newReference: true });
+      const outcome = await ledger.apply({ accountId, keyId: null, reference, operation: 'hold', amountMicros });
       if (outcome !== 'applied') {
         // Another process took part of the balance between the read and the hold.
         await leases.remove(reference);

@@ -62,7 +62,7 @@ export class LeaseCarriers {
     const base = { accountId: lease.accountId, keyId: null, reference: carrier.reference };
     try {
       await leases.open({ _id: carrier.reference, account_id: lease.accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(carrier.expiresAt), carries_calls: true });
-      if ((await ledger.apply({ ...base, operation: 'hold', amountMicros, newReference: true })) !== 'applied') {
+      if ((await ledger.apply({ ...base, operation: 'hold', amountMicros })) !== 'applied') {
         await leases.remove(carrier.reference);
         return;
       }

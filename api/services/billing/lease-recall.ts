@@ -67,7 +67,7 @@ export class LeaseRecall {
     // process, if alive, settles it as soon as the hold lands. So one whose hold has landed is
     // released here, not left for the rest of its wait; one without is nothing to ask back.
     for (const lease of others) {
-      if (lease.hold_awaited === true && lease.expires_at.getTime() > now && (await this.ledger.find(lease._id, 'hold'))) dead.push(lease);
+      if (lease.hold_awaited === true && lease.expires_at.getTime() > now && (await this.ledger.find(accountId, lease._id, 'hold'))) dead.push(lease);
     }
     // A live carrier's hold is all reserved by calls that run on: nothing to ask back.
     const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true && lease.hold_awaited !== true);
@@ -86,17 +86,17 @@ export class LeaseRecall {
       if ((await this.ledger.totals(accountId)).balance_micros >= neededMicros) return { asked: true, unanswered: null };
       if ((await this.leases.countOpen(references)) === 0) return { asked: true, unanswered: null };
     }
-    return { asked: true, unanswered: await this.unansweredAmong(references) };
+    return { asked: true, unanswered: await this.unansweredAmong(accountId, references) };
   }
 
   /** Those of the asked `references` still open with their whole hold: a live process trims or
    * settles an asked lease within a poll or two, so these belong to one that died or lost the
    * store, and come back once they expire. */
-  private async unansweredAmong(references: string[]): Promise<UnansweredLeases | null> {
+  private async unansweredAmong(accountId: string, references: string[]): Promise<UnansweredLeases | null> {
     let micros = 0;
     let lastExpiry = 0;
     for (const lease of await this.leases.openAmong(references)) {
-      if (await this.ledger.find(lease._id, 'trim')) continue;
+      if (await this.ledger.find(accountId, lease._id, 'trim')) continue;
       micros += lease.amount_micros;
       lastExpiry = Math.max(lastExpiry, lease.expires_at.getTime());
     }

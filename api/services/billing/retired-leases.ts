@@ -157,16 +157,16 @@ export class RetiredLeases {
     // ledger keeps one capture per lease, whatever its amount). So what was captured is read
     // back. The calls were served all the same: the rest of their cost is debited from the
     // balance, as far as it goes.
-    const capturedOnLedger = outcome === 'insufficient_balance' || (outcome === 'applied' && captured === 0) ? 0 : await capturedFor(ledger, lease.reference);
+    const capturedOnLedger = outcome === 'insufficient_balance' || (outcome === 'applied' && captured === 0) ? 0 : await capturedFor(ledger, lease.accountId, lease.reference);
     const settledElsewhere = outcome === 'conflict' || capturedOnLedger !== captured;
     const owed = outcome === 'insufficient_balance' ? 0 : statement.spentMicros - capturedOnLedger;
     if (owed > 0) {
       // The account's money this process holds elsewhere (the lease that replaced this one
       // took the whole free balance, say) goes back first: it was the account's all along.
-      if ((await ledger.find(lease.reference, 'debit')) === null && (await ledger.totals(lease.accountId)).balance_micros < owed) await this.makeRoom?.(lease.accountId, lease);
+      if ((await ledger.find(lease.accountId, lease.reference, 'debit')) === null && (await ledger.totals(lease.accountId)).balance_micros < owed) await this.makeRoom?.(lease.accountId, lease);
       // As far as the balance goes: a shortfall forgives only what the balance lacks.
       await ledger.apply({ ...base, operation: 'debit', amountMicros: owed, upToBalance: true });
-      const debited = (await ledger.find(lease.reference, 'debit'))?.amount_micros ?? 0;
+      const debited = (await ledger.find(lease.accountId, lease.reference, 'debit'))?.amount_micros ?? 0;
       if (debited < owed) {
         log.error({ lease: lease.reference, owed, debited, outcome }, "the balance could not cover all that a spend lease's calls cost beyond its hold; the rest is lost");
         // The records then show what was collected, so per-key spend adds up to the ledger's.
@@ -179,7 +179,7 @@ export class RetiredLeases {
 }
 
 /** What the ledger captured for a lease: nothing when its hold was released instead. */
-async function capturedFor(ledger: Ledger, reference: string): Promise<number> {
-  const settled = await ledger.find(reference, 'capture');
+async function capturedFor(ledger: Ledger, accountId: string, reference: string): Promise<number> {
+  const settled = await ledger.find(accountId, reference, 'capture');
   return settled?.operation === 'capture' ? settled.amount_micros : 0;
 }

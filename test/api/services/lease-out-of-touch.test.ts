@@ -99,7 +99,7 @@ describe('a process that loses touch with the store keeps the money right', () =
     // The sweeper finds the first lease expired and hands its hold back, calls still running on it.
     await sleep(stale!.expires_at.getTime() - Date.now() + 50);
     assert.equal(await sweepExpiredLeases({ ledger, leases }), 1);
-    assert.ok(await ledger.find(stale!._id, 'release'), 'released by the sweeper');
+    assert.ok(await ledger.find(stale!.account_id, stale!._id, 'release'), 'released by the sweeper');
 
     first.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
     second.charge(3_000, { outputTokens: 1 }, { allowOverage: false });
@@ -108,7 +108,7 @@ describe('a process that loses touch with the store keeps the money right', () =
     const after = await settledAccount(accounts, account._id);
     assert.equal(after.spent_micros, 13_000, 'every call is paid, the two on the released lease included');
     assert.equal(after.balance_micros, BALANCE - 13_000);
-    assert.equal((await ledger.find(stale!._id, 'debit'))?.amount_micros, 7_000, 'debited from the balance when its lease settled');
+    assert.equal((await ledger.find(stale!.account_id, stale!._id, 'debit'))?.amount_micros, 7_000, 'debited from the balance when its lease settled');
   });
 
   it('stops spending from a lease as soon as an extension finds it released elsewhere', async () => {
@@ -137,7 +137,7 @@ describe('a process that loses touch with the store keeps the money right', () =
     const after = await settledAccount(accounts, account._id);
     assert.equal(after.spent_micros, 10_000);
     assert.equal(after.balance_micros, BALANCE - 10_000);
-    assert.equal((await ledger.find(lease!._id, 'debit'))?.amount_micros, 4_000);
+    assert.equal((await ledger.find(lease!.account_id, lease!._id, 'debit'))?.amount_micros, 4_000);
   });
 
   it('does not trust an extension the store answered too late to be sure the lease was not released meanwhile', async () => {

@@ -117,7 +117,7 @@ describe('spend leases asked back by another process', () => {
     const reservation = await apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint');
     const waitedMs = Date.now() - started;
     assert.ok(waitedMs < 1_500, `served after ${waitedMs} ms, with the call elsewhere still running`);
-    assert.equal((await ledger.find(lease!._id, 'trim'))?.amount_micros, 990_000, 'the lease gave back what its call did not reserve');
+    assert.equal((await ledger.find(lease!.account_id, lease!._id, 'trim'))?.amount_micros, 990_000, 'the lease gave back what its call did not reserve');
     // The account is shared between two processes now: the new lease holds what its call needs,
     // not the whole free balance (shared-accounts.ts).
     assert.equal((await accounts.find(account._id))?.held_micros, 10_000 + 19_500_000, 'held: what the running call reserved, and the new lease');
@@ -152,7 +152,7 @@ describe('spend leases asked back by another process', () => {
     // The recall wait is 2 s here: a caller served sooner did not wait for an answer.
     assert.ok(waitedMs < 1_000, `served after ${waitedMs} ms`);
     assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 0, 'the dead lease is gone');
-    assert.ok(await ledger.find(lease._id, 'release'), 'its hold was released');
+    assert.ok(await ledger.find(lease.account_id, lease._id, 'release'), 'its hold was released');
     reservation.charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
 
     await Promise.all(open.map((budget) => budget.close()));
@@ -171,7 +171,7 @@ describe('spend leases asked back by another process', () => {
     const reservation = await apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint');
     assert.ok(Date.now() - started < 1_000, `served after ${Date.now() - started} ms`);
     assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 0, 'the lease is gone');
-    assert.ok(await ledger.find(lease._id, 'release'), 'its hold was released');
+    assert.ok(await ledger.find(lease.account_id, lease._id, 'release'), 'its hold was released');
     reservation.charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
     await Promise.all(open.map((budget) => budget.close()));
     assert.equal((await settled(account._id)).balance_micros, BALANCE - 19_000_000);
@@ -185,11 +185,11 @@ describe('spend leases asked back by another process', () => {
     await holder.reserve(account._id, 10_000, chatCall, 'hint');
     const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
     await holder.returnUnused(account._id, 0);
-    assert.equal((await ledger.find(lease!._id, 'trim'))?.amount_micros, 990_000);
+    assert.equal((await ledger.find(lease!.account_id, lease!._id, 'trim'))?.amount_micros, 990_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
 
     (await apiProcess().reserve(account._id, 19_995_000, chatCall, 'hint')).charge(19_000_000, { outputTokens: 1 }, { allowOverage: false });
-    assert.equal((await ledger.find(lease!._id, 'release'))?.amount_micros, 10_000, 'the release returned the rest, not the whole hold again');
+    assert.equal((await ledger.find(lease!.account_id, lease!._id, 'release'))?.amount_micros, 10_000, 'the release returned the rest, not the whole hold again');
     await Promise.all(open.map((budget) => budget.close()));
     const after = await settled(account._id);
     assert.equal(after.spent_micros, 19_000_000, "the dead process's running call is lost, never billed twice");
@@ -218,7 +218,7 @@ describe('spend leases asked back by another process', () => {
     const started = Date.now();
     const reservation = await apiProcess({}, leasesOnStoreClockAhead(90_000)).reserve(account._id, 19_500_000, chatCall, 'hint');
     assert.ok(Date.now() - started < 1_000, `served after ${Date.now() - started} ms, without waiting for an answer`);
-    assert.ok(await ledger.find(lease._id, 'release'), 'the lease, past its expiry on the store clock, was released');
+    assert.ok(await ledger.find(lease.account_id, lease._id, 'release'), 'the lease, past its expiry on the store clock, was released');
     reservation.release();
   });
 
@@ -236,7 +236,7 @@ describe('spend leases asked back by another process', () => {
     });
     assert.ok(Date.now() - started >= 300, 'it waited for an answer first');
     assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 1, 'the lease is still there');
-    assert.equal(await ledger.find(lease._id, 'release'), null, 'its hold was not released');
+    assert.equal(await ledger.find(lease.account_id, lease._id, 'release'), null, 'its hold was not released');
     assert.deepEqual(await apiProcess({ recallWaitMs: 300 }).returnUnused(account._id, 19_500_000).then((unanswered) => unanswered?.micros), 1_000_000, 'a video hold learns the same');
   });
 
