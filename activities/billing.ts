@@ -81,10 +81,11 @@ export function createBillingActivities(deps: { ledger: Ledger; usage: UsageStor
 
     /** Where a task's money stands on the ledger: captured or released (settled), held, or
      * never held (its run ended before the hold). */
-    async findSettlement(input: { taskId: string }): Promise<'captured' | 'released' | 'held' | 'none'> {
-      // The account's chain holds the one entry that may lack its marker (store/ledger.ts). A
-      // task whose document is gone is read by markers alone.
-      const accountId = (await deps.tasks.find(input.taskId))?.account_id;
+    async findSettlement(input: { taskId: string; accountId?: string }): Promise<'captured' | 'released' | 'held' | 'none'> {
+      // The account's chain holds the one entry that may lack its marker (store/ledger.ts).
+      // Workflows from before the account was passed name only the task: its document tells,
+      // and one whose document is gone is read by markers alone.
+      const accountId = input.accountId ?? (await deps.tasks.find(input.taskId))?.account_id;
       const find = (operation: 'capture' | 'release' | 'hold') => (accountId ? deps.ledger.find(accountId, input.taskId, operation) : deps.ledger.findMarked(input.taskId, operation));
       if (await find('capture')) return 'captured';
       if (await find('release')) return 'released';

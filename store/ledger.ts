@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Collection, Db } from 'mongodb';
 import { MAX_ACCOUNT_FUNDS_MICROS } from '../core/money.ts';
 import { isDuplicateKey } from './duplicate-keys.ts';
+import { LedgerMarkers } from './ledger-markers.ts';
 
 // Money lives in an append-only chain of entries per account. Entry n+1 carries the account's
 // totals after its movement and is inserted under the _id `${account}:${n+1}`: the unique _id is
@@ -59,7 +60,6 @@ export type LedgerOutcome = 'applied' | 'insufficient_balance' | 'funds_limit' |
 
 const ZERO: Totals = { balance_micros: 0, held_micros: 0, spent_micros: 0 };
 const MAX_ATTEMPTS = 200;
-const MARKED_ACCOUNTS_KEPT = 10_000;
 
 export function opIdFor(reference: string, operation: LedgerOperation): string {
   const slot = operation === 'capture' || operation === 'release' ? 'settle' : operation === 'seal' ? 'trim' : operation;
@@ -127,22 +127,13 @@ function serialized<T>(accountId: string, work: () => Promise<T>): Promise<T> {
   return next;
 }
 
-interface OpMarker {
-  _id: string;
-  entry_id: string;
-  operation: LedgerOperation;
-}
-
 export class Ledger {
   readonly entries: Collection<LedgerEntry>;
-  private readonly markers: Collection<OpMarker>;
+  private readonly markers: LedgerMarkers;
   private readonly heads: Collection<{ _id: string; seq: number }>;
-  /** Per account, the highest seq this process knows is marked. */
-  private readonly markedThrough = new Map<string, number>();
-
   constructor(db: Db) {
     this.entries = db.collection<LedgerEntry>('ledger');
-    this.markers = db.collection<OpMarker>('ledger_ops');
+    this.markers = new LedgerMarkers(db, this.entries);
     this.heads = db.collection<{ _id: string; seq: number }>('ledger_heads');
   }
 
@@ -168,19 +159,20 @@ export class Ledger {
    * marker a crash left unwritten (an account's head) reads as missing. For figures shown,
    * never for money moved. */
   async findMarked(reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
-    return this.markedEntry(opIdFor(reference, operation));
+    return this.markers.entryOf(opIdFor(reference, operation));
   }
 
   /** The entry of the reference's operation on the account's chain, or null when it was never
    * applied: its marker's entry, or else the head. */
   async find(accountId: string, reference: string, operation: LedgerOperation): Promise<LedgerEntry | null> {
     const opId = opIdFor(reference, operation);
-    const marked = await this.markedEntry(opId);
-    if (marked) return marked;
+    const ofAccount = (entry: LedgerEntry | null) => (entry?.account_id === accountId ? entry : null);
+    const marked = await this.markers.entryOf(opId);
+    if (marked) return ofAccount(marked);
     const head = await this.latest(accountId);
     if (head?.op_id === opId) return head;
     // Marked, and built on, between the look above and the head's read.
-    return this.markedEntry(opId);
+    return ofAccount(await this.markers.entryOf(opId));
   }
 
   async apply(input: {
@@ -215,7 +207,7 @@ export class Ledger {
       // Head first, then the op: an entry the head already reflects is then surely seen below,
       // so a duplicate racing the original never mistakes the original's effect for a shortage.
       const latest = await this.latest(input.accountId);
-      const marker = await this.markers.findOne({ _id: opId });
+      const marker = await this.markers.find(opId);
       if (marker) return marker.operation === input.operation ? 'applied' : 'conflict';
       if (latest?.op_id === opId) {
         await this.remember(latest);
@@ -223,8 +215,14 @@ export class Ledger {
       }
       const amountMicros = input.upToBalance ? Math.min(input.amountMicros, latest?.balance_micros ?? 0) : input.amountMicros;
       const next = move(latest ?? ZERO, input.operation, amountMicros, hold);
-      if (!next) return input.operation === 'credit' ? 'funds_limit' : 'insufficient_balance';
-      if (latest) await this.ensureMarked(latest);
+      if (!next) {
+        // The same operation may have gone in above that head since it was read, its marker not
+        // yet written (a retried video's task id, held by its workflow): a refusal stands only
+        // on a head that is still the head.
+        if ((await this.latest(input.accountId))?._id !== latest?._id) continue;
+        return input.operation === 'credit' ? 'funds_limit' : 'insufficient_balance';
+      }
+      if (latest) await this.markers.ensureMarked(latest);
       const seq = latest ? latest.seq + 1 : 0;
       const entry: LedgerEntry = {
         _id: `${input.accountId}:${seq}`,
@@ -272,30 +270,6 @@ export class Ledger {
     }
   }
 
-  private async markedEntry(opId: string): Promise<LedgerEntry | null> {
-    const marker = await this.markers.findOne({ _id: opId });
-    return marker ? this.entries.findOne({ _id: marker.entry_id }) : null;
-  }
-
-  /** Marks the head before an entry goes on it, unless this process knows it marked. */
-  private async ensureMarked(head: LedgerEntry): Promise<void> {
-    if ((this.markedThrough.get(head.account_id) ?? -1) >= head.seq) return;
-    if (!(await this.markers.findOne({ _id: head.op_id }))) await this.insertMarker(head);
-    this.noteMarked(head);
-  }
-
-  private noteMarked(entry: LedgerEntry): void {
-    // Bounded: forgetting an account costs its next movement one marker read.
-    if (this.markedThrough.size >= MARKED_ACCOUNTS_KEPT) this.markedThrough.clear();
-    this.markedThrough.set(entry.account_id, Math.max(entry.seq, this.markedThrough.get(entry.account_id) ?? -1));
-  }
-
-  private async insertMarker(entry: LedgerEntry): Promise<void> {
-    await this.markers.insertOne({ _id: entry.op_id, entry_id: entry._id, operation: entry.operation }).catch((error: unknown) => {
-      if (!isDuplicateKey(error)) throw error;
-    });
-  }
-
   /** The slow path (a scan on FerretDB) for an entry from before the marking rule. */
   private async appliedWithoutMarker(opId: string, operation: LedgerOperation): Promise<LedgerOutcome | null> {
     const entry = await this.entries.findOne({ op_id: opId });
@@ -305,8 +279,7 @@ export class Ledger {
   }
 
   private async remember(entry: LedgerEntry): Promise<void> {
-    await this.insertMarker(entry);
-    this.noteMarked(entry);
+    await this.markers.mark(entry);
     // A hint may briefly go backwards under races; probing forward makes that harmless.
     await this.heads.updateOne({ _id: entry.account_id }, { $set: { seq: entry.seq } }, { upsert: true }).catch((error: unknown) => {
       if (!isDuplicateKey(error)) throw error;

@@ -28,11 +28,11 @@ export async function closeTerminatedTaskWorkflow(input: CloseTerminatedTaskInpu
     return url ? { status: 'succeeded', url } : { status: 'succeeded' };
   };
   const result = await CancellationScope.nonCancellable(async (): Promise<VideoTaskWorkflowResult> => {
-    if ((await bookkeeping.findSettlement({ taskId: task.taskId })) === 'captured') return recordPaid();
+    if ((await bookkeeping.findSettlement({ taskId: task.taskId, accountId: task.accountId })) === 'captured') return recordPaid();
     if (vendorTaskId) await polling.cancelVendorTask({ upstream: task.upstream, vendorTaskId }).catch(() => undefined);
     // Read again after the cancel: a capture the terminated run had under way (Terminate stops
     // no activity) may have landed since.
-    const settlement = await bookkeeping.findSettlement({ taskId: task.taskId });
+    const settlement = await bookkeeping.findSettlement({ taskId: task.taskId, accountId: task.accountId });
     if (settlement === 'captured') return recordPaid();
     if (settlement === 'held') {
       try {

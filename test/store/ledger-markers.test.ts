@@ -45,6 +45,12 @@ describe('ledger markers: an operation is found by _id alone, after a crash too'
     });
   const crashBeforeMarker = (reference: string, slot: string) => db.collection('ledger_ops').deleteOne({ _id: `${reference}:${slot}` as never });
   const entriesOf = (reference: string) => db.collection('ledger').countDocuments({ reference });
+  /** A ledger's parts the race below steps into. */
+  const internals = (ledger: Ledger) =>
+    ledger as unknown as {
+      markers: { find(opId: string): Promise<unknown>; mark(entry: unknown): Promise<void> };
+      applyNow(input: Parameters<Ledger['apply']>[0], hold: number): Promise<string>;
+    };
 
   it('an entry left unmarked at the head is found, and its retry applies nothing more', async () => {
     const account = await accounts.create({ name: 'head', balanceMicros: 1_000 });
@@ -76,6 +82,33 @@ describe('ledger markers: an operation is found by _id alone, after a crash too'
     assert.equal(await entriesOf('task_b'), 1);
     assert.deepEqual(await other.totals(account._id), { balance_micros: 500, held_micros: 500, spent_micros: 0 });
     assert.deepEqual(scans(), []);
+  });
+
+  it('a retry is not refused on a head that its original, gone in unmarked since, has passed', async () => {
+    const account = await accounts.create({ name: 'race', balanceMicros: 100 });
+    const first = new Ledger(db);
+    await first.apply({ accountId: account._id, keyId: null, reference: 'lease_race', operation: 'hold', amountMicros: 100 });
+    const retry = new Ledger(db);
+    const retryMarkers = internals(retry).markers;
+    const readMarker = retryMarkers.find.bind(retryMarkers);
+    let raced = false;
+    // Between the retry's read of the head (balance 0) and its look for a marker: the lease
+    // gives its money back, and the original hold (a video's workflow, under the same task id)
+    // goes in on it, its marker not yet written. Movements of one account queue within a
+    // process, so the racing writes here skip the queue.
+    retryMarkers.find = async (opId: string) => {
+      if (!raced && opId === 'task_race:hold') {
+        raced = true;
+        assert.equal(await internals(first).applyNow({ accountId: account._id, keyId: null, reference: 'lease_race', operation: 'trim', amountMicros: 100 }, 100), 'applied');
+        const original = new Ledger(db);
+        internals(original).markers.mark = async () => undefined;
+        assert.equal(await internals(original).applyNow({ accountId: account._id, keyId: null, reference: 'task_race', operation: 'hold', amountMicros: 100 }, 100), 'applied');
+      }
+      return readMarker(opId);
+    };
+    assert.equal(await retry.apply({ accountId: account._id, keyId: null, reference: 'task_race', operation: 'hold', amountMicros: 100 }), 'applied');
+    assert.ok(raced);
+    assert.equal(await entriesOf('task_race'), 1);
   });
 
   it('neither a refusal nor a look for what was never applied scans the ledger', async () => {
