@@ -95,11 +95,6 @@ export class BudgetLeaseStore {
     return this.collection.find({ _id: { $in: references } }, { projection: { _id: 1, amount_micros: 1, expires_at: 1 } }).toArray();
   }
 
-  /** How many of `references` are still open. */
-  countOpen(references: string[]): Promise<number> {
-    return this.collection.countDocuments({ _id: { $in: references } });
-  }
-
   expiredBefore(now: Date, limit: number): Promise<BudgetLeaseDocument[]> {
     return this.collection.find({ expires_at: { $lt: now } }).sort({ expires_at: 1 }).limit(limit).toArray();
   }

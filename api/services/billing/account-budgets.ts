@@ -46,6 +46,10 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // balance check.
 
 const HOLD_ATTEMPTS = 3;
+/** How many leases a waiting caller may see opened and taken by the other callers of its account
+ * (waiting with it) before its 503, as long as recallWaitMs has not passed since it began to
+ * wait; HOLD_ATTEMPTS at least, whatever the time. */
+const LOST_LEASES_AT_MOST = 10;
 /** How long a settlement that owes more than its hold waits for this process's other leases of
  * the account to give their money back. */
 const MAKE_ROOM_WAIT_MS = 2_000;
@@ -58,7 +62,9 @@ export interface AccountBudgetsOptions {
   timing?: Partial<LeaseTiming>;
 }
 
-type Opening = { opened: true } | { opened: false; availableMicros: number; heldMicros: number; unanswered: UnansweredLeases | null };
+/** Not opened: for want of balance, or (`raced`) every hold lost to other openings that took
+ * part of the balance between its read and the hold. */
+type Opening = { opened: true } | { opened: false; availableMicros: number; heldMicros: number; unanswered: UnansweredLeases | null; raced: boolean };
 
 /** Waits for `work`, or until `deadline` (epoch ms), whichever comes first. */
 async function untilDeadline(work: Promise<unknown>, deadline: number): Promise<void> {
@@ -75,6 +81,8 @@ export class AccountBudgets {
   private readonly retired: RetiredLeases;
   private readonly openings = new Map<string, { mode: 'replace' | 'renew'; opening: Promise<Opening> }>();
   private readonly shared = new SharedAccounts();
+  /** Per account, what the callers waiting for a lease of this process need together. */
+  private readonly waiting = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
   private readonly carriers: LeaseCarriers;
@@ -122,8 +130,28 @@ export class AccountBudgets {
   }
 
   private async reserveAfterOpening(accountId: string, amountMicros: number, call: BilledCall, hint: string): Promise<Reservation> {
-    for (let attempt = 0; attempt < HOLD_ATTEMPTS; attempt++) {
+    // Counted until it reserved or was refused: a lease opened meanwhile covers every caller
+    // waiting for it, not only the one that opened it (leaseSize).
+    this.waiting.set(accountId, (this.waiting.get(accountId) ?? 0) + amountMicros);
+    try {
+      return await this.reserveWhileWaiting(accountId, amountMicros, call, hint);
+    } finally {
+      const left = this.waiting.get(accountId)! - amountMicros;
+      if (left > 0) this.waiting.set(accountId, left);
+      else this.waiting.delete(accountId);
+    }
+  }
+
+  private async reserveWhileWaiting(accountId: string, amountMicros: number, call: BilledCall, hint: string): Promise<Reservation> {
+    // Each opening that opened found the free balance covering at least this call; when its
+    // lease went to the other waiting callers, the money of calls that ended is often on its way
+    // back (leases settling, trims), so the caller tries again for a while rather than a 503.
+    const deadline = Date.now() + this.timing.recallWaitMs;
+    for (let attempt = 0; attempt < HOLD_ATTEMPTS || (attempt < LOST_LEASES_AT_MOST && Date.now() < deadline); attempt++) {
       const opening = await this.open(accountId, amountMicros, 'replace');
+      // Other openings took the money between its reads and its holds: not a shortage, the
+      // caller tries again like one whose lease the other waiting callers took.
+      if (!opening.opened && opening.raced) continue;
       if (!opening.opened) {
         throw balanceRefusal(amountMicros, `this request may cost up to ${formatUsd(amountMicros)}`, opening, `Add credits, ${hint}, and retry.`);
       }
@@ -146,6 +174,17 @@ export class AccountBudgets {
     const freeMicros = (await this.options.ledger.totals(accountId)).balance_micros;
     if (freeMicros >= neededMicros) return null;
     return (await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros)).unanswered;
+  }
+
+  /** Trims this process's retired leases of `accountId` that calls still run on, and settles
+   * those whose calls have all ended, waiting a little for those settlements; true when some
+   * money may have gone back to the balance. */
+  private async returnOwnRests(accountId: string): Promise<boolean> {
+    for (const lease of this.retired.all()) if (lease.accountId === accountId && lease.isDrained) this.retired.settle(lease);
+    const settling = this.retired.settlementsUnderWay(accountId);
+    const trimmed = await this.retired.trimAll(accountId);
+    await untilDeadline(Promise.allSettled(settling), Date.now() + this.timing.recallWaitMs);
+    return trimmed || settling.length > 0;
   }
 
   /** Before `settling` is debited beyond its hold: gives back what this process holds of the
@@ -209,20 +248,31 @@ export class AccountBudgets {
     let heldMicros = 0;
     let trimmedOwn = false;
     let askedBack = false;
+    let asks = 0;
+    let answered = false;
     let unanswered: UnansweredLeases | null = null;
-    // Attempts count holds lost to a race; trimming and asking back happen once each.
-    for (let attempt = 0; attempt < HOLD_ATTEMPTS; ) {
+    // Attempts count holds lost to a race; trimming happens once. Asking back happens again (at
+    // most HOLD_ATTEMPTS asks) when the asked leases answered but the money was gone before the
+    // hold: the other process's waiting callers took it into a new lease, which is asked next.
+    let attempt = 0;
+    while (attempt < HOLD_ATTEMPTS) {
       ({ balance_micros: availableMicros, held_micros: heldMicros } = await ledger.totals(accountId));
+      // A caller is waiting ('replace'), maybe with others of this process: this process's own
+      // money of the account goes back first when the free balance falls short of them all:
+      // the unreserved rests of leases that calls still run on (each may be too small for a
+      // call of its own), and retired leases whose calls have all ended (they settle on the
+      // next tick otherwise: asked back, or refused, in between).
+      if (mode === 'replace' && !trimmedOwn && availableMicros < this.waitingFor(accountId, neededMicros)) {
+        trimmedOwn = true;
+        if (await this.returnOwnRests(accountId)) continue;
+      }
       if (availableMicros < neededMicros) {
-        // A caller is waiting ('replace'): the unreserved rests of this process's leases that
-        // calls still run on, then other processes' leases, may make up the rest.
+        // A caller is waiting ('replace'): other processes' leases may make up the rest (this
+        // process's own rests were trimmed above).
         if (mode === 'renew') break;
-        if (!trimmedOwn) {
-          trimmedOwn = true;
-          if (await this.retired.trimAll(accountId)) continue;
-        }
-        if (askedBack) break;
-        ({ asked: askedBack, unanswered } = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros));
+        if (asks === HOLD_ATTEMPTS || (askedBack && !answered)) break;
+        asks++;
+        ({ asked: askedBack, answered, unanswered } = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros, this.waitingFor(accountId, neededMicros)));
         if (!askedBack) break;
         this.shared.mark(accountId);
         continue;
@@ -246,20 +296,27 @@ export class AccountBudgets {
       if (previous) this.retire(previous);
       return { opened: true };
     }
-    return { opened: false, availableMicros, heldMicros, unanswered };
+    return { opened: false, availableMicros, heldMicros, unanswered, raced: attempt === HOLD_ATTEMPTS };
   }
 
-  /** What a new lease of the account holds: 8 worst-case calls of the one that opens it, at
-   * least $1, at most the free balance. When another process serves the account too (one of
-   * its leases was asked back lately, shared-accounts.ts), not the whole of a small balance: at
-   * least a quarter of the free balance rather than $1, and at most half of it, never less than
-   * the call needs. */
+  /** What a new lease of the account holds: 8 worst-case calls of the one that opens it (or
+   * what all of this process's callers waiting for it need, when more), at least $1, at most the
+   * free balance. When another process serves the account too (one of its leases was asked back
+   * lately, shared-accounts.ts), not the whole of a small balance: at least a quarter of the free
+   * balance rather than $1, and at most half of it, never less than the waiting callers need. */
   private leaseSize(accountId: string, availableMicros: number, neededMicros: number): number {
-    const wanted = neededMicros * this.timing.reservationsPerLease;
+    const waitingMicros = this.waitingFor(accountId, neededMicros);
+    const wanted = Math.max(neededMicros * this.timing.reservationsPerLease, waitingMicros);
     if (!this.shared.has(accountId)) return Math.min(availableMicros, Math.max(wanted, this.timing.minLeaseMicros));
     const floorMicros = Math.min(this.timing.minLeaseMicros, Math.floor(availableMicros * SHARED_LEASE_SHARE));
-    const capMicros = Math.max(neededMicros, Math.floor(availableMicros * SHARED_LEASE_CAP));
+    const capMicros = Math.max(waitingMicros, Math.floor(availableMicros * SHARED_LEASE_CAP));
     return Math.min(availableMicros, capMicros, Math.max(wanted, floorMicros));
+  }
+
+  /** What the callers of `accountId` waiting for a lease of this process need together (at
+   * least `neededMicros`, that of the one opening it). */
+  private waitingFor(accountId: string, neededMicros: number): number {
+    return Math.max(neededMicros, this.waiting.get(accountId) ?? 0);
   }
 
   /** This process's leases of `accountId`, open or settling (carriers being opened too). */

@@ -36,6 +36,9 @@ export interface UnansweredLeases {
 export interface AskedBack {
   /** Some money was worth asking for, or a dead process's lease was released. */
   asked: boolean;
+  /** The asked leases answered (or the balance covered the need) before the wait was over: what
+   * they gave back may have been taken since, by the other process's new lease, say. */
+  answered: boolean;
   /** When the wait ended short: the asked leases that neither settled nor gave back their rest. */
   unanswered: UnansweredLeases | null;
 }
@@ -55,8 +58,11 @@ export class LeaseRecall {
    * the free balance would cover `neededMicros`; resolves once the balance covers it, the leases
    * have all settled, or the wait is over. A dead process's leases (expired) are released at once.
    * Not `asked` when there was nothing worth asking for and nothing was released.
+   * `wantedMicros` (at least `neededMicros`) is what the asker's waiting callers need together:
+   * the wait goes on past `neededMicros` until the balance covers that much, or every asked
+   * lease has answered (settled, or trimmed to what its running calls reserved).
    */
-  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number): Promise<AskedBack> {
+  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number, wantedMicros = neededMicros): Promise<AskedBack> {
     const others = await this.leases.othersOf(accountId, own);
     // The expired ones are a dead process's: nobody would give them back, so they are released
     // here and now rather than by the worker's sweeper up to half a minute later. Expiry is on
@@ -73,9 +79,10 @@ export class LeaseRecall {
     const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true && lease.hold_awaited !== true);
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
-    if (freeMicros >= neededMicros) return { asked: true, unanswered: null };
+    if (freeMicros >= neededMicros) return { asked: true, answered: true, unanswered: null };
     const leasedMicros = live.reduce((sum, lease) => sum + lease.amount_micros, 0);
-    if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return { asked: dead.length > 0, unanswered: null };
+    if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return { asked: dead.length > 0, answered: false, unanswered: null };
+    const targetMicros = Math.max(neededMicros, Math.min(wantedMicros, freeMicros + leasedMicros));
     const references = live.map((lease) => lease._id);
     await this.leases.recall(references, new Date());
     // A process that died less than a lease expiry ago gives nothing back either: the wait is
@@ -83,10 +90,20 @@ export class LeaseRecall {
     const deadline = Date.now() + this.timing.recallWaitMs;
     while (Date.now() < deadline) {
       await sleep(WAIT_STEP_MS);
-      if ((await this.ledger.totals(accountId)).balance_micros >= neededMicros) return { asked: true, unanswered: null };
-      if ((await this.leases.countOpen(references)) === 0) return { asked: true, unanswered: null };
+      const balanceMicros = (await this.ledger.totals(accountId)).balance_micros;
+      if (balanceMicros >= targetMicros) return { asked: true, answered: true, unanswered: null };
+      // Stopping at the first call's worth of balance left the asker's other waiting callers to
+      // ask again, each time for one call's worth (and each ask spent one of their attempts).
+      const open = await this.leases.openAmong(references);
+      if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, open)))) return { asked: true, answered: true, unanswered: null };
     }
-    return { asked: true, unanswered: await this.unansweredAmong(accountId, references) };
+    return { asked: true, answered: false, unanswered: await this.unansweredAmong(accountId, references) };
+  }
+
+  /** Whether each of these open leases has given its unreserved rest back (a `trim`). */
+  private async allTrimmed(accountId: string, open: Array<{ _id: string }>): Promise<boolean> {
+    for (const lease of open) if (!(await this.ledger.find(accountId, lease._id, 'trim'))) return false;
+    return true;
   }
 
   /** Those of the asked `references` still open with their whole hold: a live process trims or
