@@ -72,6 +72,7 @@ describe('a small account shared by two api processes under concurrent calls', (
     const balances = [70_000, 150_000, 300_000, 500_000];
     const accountIds: string[] = [];
     const refusals: string[] = [];
+    let slowestMs = 0;
     const owed = new Map<string, number>();
     for (const balanceMicros of balances) {
       assert.ok(CONCURRENCY * worst < balanceMicros, `six calls' worst cases (${CONCURRENCY * worst}) fit in ${balanceMicros}`);
@@ -87,9 +88,11 @@ describe('a small account shared by two api processes under concurrent calls', (
           started++;
           // Affordable: the calls in flight reserve at most `worst` each, and with this one they
           // fit in the balance less what the calls answered so far spent (so until it answers).
-          assert.ok((inFlight + 1) * worst <= balanceMicros - spentMicros);
+          assert.ok((inFlight + 1) * worst <= balanceMicros - spentMicros, `the test's load must stay affordable: ${inFlight + 1} calls in flight, ${spentMicros} spent of ${balanceMicros}`);
           inFlight++;
+          const sentAt = Date.now();
           const answer = await chat(nextProcess() === 0 ? first : second, key);
+          slowestMs = Math.max(slowestMs, Date.now() - sentAt);
           inFlight--;
           if (answer.statusCode === 200) spentMicros += expectedChatMicros(answer.json().usage);
           else refusals.push(`$${balanceMicros / 1e6}: ${answer.statusCode} ${answer.json().error?.message}`);
@@ -115,5 +118,7 @@ describe('a small account shared by two api processes under concurrent calls', (
       assert.equal(account.balance_micros + account.spent_micros, balances[index]);
     }
     assert.deepEqual(refusals, [], `${refusals.length} of ${balances.length * CALLS} affordable calls refused`);
+    // A caller waits for others' money at most 3 s (twice recallWaitMs): the calls take 30 ms.
+    assert.ok(slowestMs < 3_000, `the slowest call took ${slowestMs} ms`);
   });
 });

@@ -50,6 +50,9 @@ const HOLD_ATTEMPTS = 3;
  * (waiting with it) before its 503, as long as recallWaitMs has not passed since it began to
  * wait; HOLD_ATTEMPTS at least, whatever the time. */
 const LOST_LEASES_AT_MOST = 10;
+/** How long a short caller waits for its own process's settlements of the account: they take a
+ * few store writes, and one stuck in its retries' backoff after a store blip is not waited out. */
+const OWN_SETTLEMENTS_WAIT_MS = 250;
 /** How long a settlement that owes more than its hold waits for this process's other leases of
  * the account to give their money back. */
 const MAKE_ROOM_WAIT_MS = 2_000;
@@ -81,8 +84,8 @@ export class AccountBudgets {
   private readonly retired: RetiredLeases;
   private readonly openings = new Map<string, { mode: 'replace' | 'renew'; opening: Promise<Opening> }>();
   private readonly shared = new SharedAccounts();
-  /** Per account, what the callers waiting for a lease of this process need together. */
-  private readonly waiting = new Map<string, number>();
+  /** Per account, what each caller waiting for a lease of this process needs. */
+  private readonly waiting = new Map<string, number[]>();
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
   private readonly carriers: LeaseCarriers;
@@ -132,13 +135,14 @@ export class AccountBudgets {
   private async reserveAfterOpening(accountId: string, amountMicros: number, call: BilledCall, hint: string): Promise<Reservation> {
     // Counted until it reserved or was refused: a lease opened meanwhile covers every caller
     // waiting for it, not only the one that opened it (leaseSize).
-    this.waiting.set(accountId, (this.waiting.get(accountId) ?? 0) + amountMicros);
+    const needs = this.waiting.get(accountId) ?? [];
+    needs.push(amountMicros);
+    this.waiting.set(accountId, needs);
     try {
       return await this.reserveWhileWaiting(accountId, amountMicros, call, hint);
     } finally {
-      const left = this.waiting.get(accountId)! - amountMicros;
-      if (left > 0) this.waiting.set(accountId, left);
-      else this.waiting.delete(accountId);
+      needs.splice(needs.indexOf(amountMicros), 1);
+      if (needs.length === 0) this.waiting.delete(accountId);
     }
   }
 
@@ -146,12 +150,20 @@ export class AccountBudgets {
     // Each opening that opened found the free balance covering at least this call; when its
     // lease went to the other waiting callers, the money of calls that ended is often on its way
     // back (leases settling, trims), so the caller tries again for a while rather than a 503.
-    const deadline = Date.now() + this.timing.recallWaitMs;
-    for (let attempt = 0; attempt < HOLD_ATTEMPTS || (attempt < LOST_LEASES_AT_MOST && Date.now() < deadline); attempt++) {
+    // Within recallWaitMs, up to LOST_LEASES_AT_MOST openings; HOLD_ATTEMPTS at least, within
+    // twice that. An opening bounds its own wait the same way (openNow).
+    const started = Date.now();
+    const mayTry = (attempt: number) => {
+      const elapsed = Date.now() - started;
+      return attempt === 0 || (attempt < LOST_LEASES_AT_MOST && elapsed < this.timing.recallWaitMs) || (attempt < HOLD_ATTEMPTS && elapsed < 2 * this.timing.recallWaitMs);
+    };
+    for (let attempt = 0; mayTry(attempt); attempt++) {
       const opening = await this.open(accountId, amountMicros, 'replace');
       // Other openings took the money between its reads and its holds: not a shortage, the
-      // caller tries again like one whose lease the other waiting callers took.
-      if (!opening.opened && opening.raced) continue;
+      // caller tries again like one whose lease the other waiting callers took. So does one
+      // that joined an opening for a caller the account cannot afford, when the balance that
+      // opening read covers this one.
+      if (!opening.opened && (opening.raced || amountMicros <= opening.availableMicros)) continue;
       if (!opening.opened) {
         throw balanceRefusal(amountMicros, `this request may cost up to ${formatUsd(amountMicros)}`, opening, `Add credits, ${hint}, and retry.`);
       }
@@ -159,7 +171,8 @@ export class AccountBudgets {
       if (reservation) return reservation;
     }
     // Other calls of the account took every new lease before this one could reserve.
-    throw new GatewayError('service_unavailable', 'Too many concurrent calls on this account to reserve their cost; retry.');
+    // Money of calls ending comes back within a second or so: a client told when retries then.
+    throw new GatewayError('service_unavailable', 'Too many concurrent calls on this account to reserve their cost; nothing was charged. Retry after 1 s.', undefined, { 'retry-after': '1' });
   }
 
   /** Gives the account's unreserved leased money back to the balance, as far as it can now:
@@ -177,13 +190,13 @@ export class AccountBudgets {
   }
 
   /** Trims this process's retired leases of `accountId` that calls still run on, and settles
-   * those whose calls have all ended, waiting a little for those settlements; true when some
-   * money may have gone back to the balance. */
-  private async returnOwnRests(accountId: string): Promise<boolean> {
+   * those whose calls have all ended; when `short` (the caller itself lacks money), waits a
+   * little for those settlements. True when some money may have gone back to the balance. */
+  private async returnOwnRests(accountId: string, short: boolean): Promise<boolean> {
     for (const lease of this.retired.all()) if (lease.accountId === accountId && lease.isDrained) this.retired.settle(lease);
     const settling = this.retired.settlementsUnderWay(accountId);
     const trimmed = await this.retired.trimAll(accountId);
-    await untilDeadline(Promise.allSettled(settling), Date.now() + this.timing.recallWaitMs);
+    if (short) await untilDeadline(Promise.allSettled(settling), Date.now() + OWN_SETTLEMENTS_WAIT_MS);
     return trimmed || settling.length > 0;
   }
 
@@ -237,13 +250,23 @@ export class AccountBudgets {
   }
 
   private async openNow(accountId: string, neededMicros: number, mode: 'replace' | 'renew'): Promise<Opening> {
+    const { ledger, leases } = this.options;
+    const deadline = Date.now() + 2 * this.timing.recallWaitMs;
     const current = this.active.get(accountId);
+    if (mode === 'replace') {
+      // Nothing can make up a call that costs more than all the account's money, free and held
+      // (leases, this process's among them, and video tasks): refused at once, and the current
+      // lease, which other callers are using, stays.
+      const totals = await ledger.totals(accountId);
+      if (totals.balance_micros + totals.held_micros < neededMicros) {
+        return { opened: false, availableMicros: totals.balance_micros, heldMicros: totals.held_micros, unanswered: null, raced: false };
+      }
+    }
     if (current && mode === 'replace') {
       // Settled at once when idle, so its unreserved rest is part of the balance read below.
       this.retire(current);
       await this.retired.settlementOf(current);
     }
-    const { ledger, leases } = this.options;
     let availableMicros = 0;
     let heldMicros = 0;
     let trimmedOwn = false;
@@ -262,17 +285,21 @@ export class AccountBudgets {
       // the unreserved rests of leases that calls still run on (each may be too small for a
       // call of its own), and retired leases whose calls have all ended (they settle on the
       // next tick otherwise: asked back, or refused, in between).
-      if (mode === 'replace' && !trimmedOwn && availableMicros < this.waitingFor(accountId, neededMicros)) {
+      if (mode === 'replace' && !trimmedOwn && availableMicros < this.waitingFor(accountId, neededMicros, availableMicros + heldMicros)) {
         trimmedOwn = true;
-        if (await this.returnOwnRests(accountId)) continue;
+        if (await this.returnOwnRests(accountId, availableMicros < neededMicros)) continue;
       }
       if (availableMicros < neededMicros) {
         // A caller is waiting ('replace'): other processes' leases may make up the rest (this
         // process's own rests were trimmed above).
         if (mode === 'renew') break;
-        if (asks === HOLD_ATTEMPTS || (askedBack && !answered)) break;
+        // The other processes look for asks every recallPollMs: one with less time left than
+        // that would read as a process that stopped answering.
+        const leftMs = deadline - Date.now();
+        if (asks === HOLD_ATTEMPTS || (askedBack && !answered) || leftMs < this.timing.recallPollMs) break;
         asks++;
-        ({ asked: askedBack, answered, unanswered } = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros, this.waitingFor(accountId, neededMicros)));
+        const wanted = { micros: this.waitingFor(accountId, neededMicros, availableMicros + heldMicros), waitMs: leftMs };
+        ({ asked: askedBack, answered, unanswered } = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros, wanted));
         if (!askedBack) break;
         this.shared.mark(accountId);
         continue;
@@ -305,7 +332,7 @@ export class AccountBudgets {
    * lately, shared-accounts.ts), not the whole of a small balance: at least a quarter of the free
    * balance rather than $1, and at most half of it, never less than the waiting callers need. */
   private leaseSize(accountId: string, availableMicros: number, neededMicros: number): number {
-    const waitingMicros = this.waitingFor(accountId, neededMicros);
+    const waitingMicros = this.waitingFor(accountId, neededMicros, availableMicros);
     const wanted = Math.max(neededMicros * this.timing.reservationsPerLease, waitingMicros);
     if (!this.shared.has(accountId)) return Math.min(availableMicros, Math.max(wanted, this.timing.minLeaseMicros));
     const floorMicros = Math.min(this.timing.minLeaseMicros, Math.floor(availableMicros * SHARED_LEASE_SHARE));
@@ -314,9 +341,12 @@ export class AccountBudgets {
   }
 
   /** What the callers of `accountId` waiting for a lease of this process need together (at
-   * least `neededMicros`, that of the one opening it). */
-  private waitingFor(accountId: string, neededMicros: number): number {
-    return Math.max(neededMicros, this.waiting.get(accountId) ?? 0);
+   * least `neededMicros`, that of the one opening it), counting only those whose need is within
+   * `boundMicros`: a caller the account cannot serve must not size leases or prolong waits. */
+  private waitingFor(accountId: string, neededMicros: number, boundMicros: number): number {
+    let total = 0;
+    for (const need of this.waiting.get(accountId) ?? []) if (need <= boundMicros) total += need;
+    return Math.max(neededMicros, total);
   }
 
   /** This process's leases of `accountId`, open or settling (carriers being opened too). */

@@ -19,7 +19,7 @@ export function formatUsd(micros: number): string {
 
 /** `cost` says what was asked ("this task costs $…"); `advice` what to do about it. */
 export function insufficientBalance(cost: string, totals: { availableMicros: number; heldMicros: number }, advice: string): GatewayError {
-  const held = totals.heldMicros > 0 ? ` (${formatUsd(totals.heldMicros)} more is held for requests in progress; what they do not spend comes back when they end)` : '';
+  const held = totals.heldMicros > 0 ? ` (${formatUsd(totals.heldMicros)} more is held for requests in progress, or set aside for the account's next calls by a gateway process; what is not spent comes back to the balance)` : '';
   return new GatewayError('insufficient_balance', `Insufficient balance: ${cost} and the account has ${formatUsd(totals.availableMicros)} available${held}. ${advice}`);
 }
 

@@ -58,11 +58,13 @@ export class LeaseRecall {
    * the free balance would cover `neededMicros`; resolves once the balance covers it, the leases
    * have all settled, or the wait is over. A dead process's leases (expired) are released at once.
    * Not `asked` when there was nothing worth asking for and nothing was released.
-   * `wantedMicros` (at least `neededMicros`) is what the asker's waiting callers need together:
+   * `wanted.micros` (at least `neededMicros`) is what the asker's waiting callers need together:
    * the wait goes on past `neededMicros` until the balance covers that much, or every asked
-   * lease has answered (settled, or trimmed to what its running calls reserved).
+   * lease has answered (settled, or trimmed to what its running calls reserved). `wanted.waitMs`
+   * shortens the wait (recallWaitMs) for an asker with less time left.
    */
-  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number, wantedMicros = neededMicros): Promise<AskedBack> {
+  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number, wanted: { micros?: number; waitMs?: number } = {}): Promise<AskedBack> {
+    const wantedMicros = wanted.micros ?? neededMicros;
     const others = await this.leases.othersOf(accountId, own);
     // The expired ones are a dead process's: nobody would give them back, so they are released
     // here and now rather than by the worker's sweeper up to half a minute later. Expiry is on
@@ -87,7 +89,8 @@ export class LeaseRecall {
     await this.leases.recall(references, new Date());
     // A process that died less than a lease expiry ago gives nothing back either: the wait is
     // bounded, and stops as soon as the money is there.
-    const deadline = Date.now() + this.timing.recallWaitMs;
+    const trimmed = new Set<string>();
+    const deadline = Date.now() + Math.min(this.timing.recallWaitMs, wanted.waitMs ?? Infinity);
     while (Date.now() < deadline) {
       await sleep(WAIT_STEP_MS);
       const balanceMicros = (await this.ledger.totals(accountId)).balance_micros;
@@ -95,14 +98,19 @@ export class LeaseRecall {
       // Stopping at the first call's worth of balance left the asker's other waiting callers to
       // ask again, each time for one call's worth (and each ask spent one of their attempts).
       const open = await this.leases.openAmong(references);
-      if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, open)))) return { asked: true, answered: true, unanswered: null };
+      if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, open, trimmed)))) return { asked: true, answered: true, unanswered: null };
     }
     return { asked: true, answered: false, unanswered: await this.unansweredAmong(accountId, references) };
   }
 
-  /** Whether each of these open leases has given its unreserved rest back (a `trim`). */
-  private async allTrimmed(accountId: string, open: Array<{ _id: string }>): Promise<boolean> {
-    for (const lease of open) if (!(await this.ledger.find(accountId, lease._id, 'trim'))) return false;
+  /** Whether each of these open leases has given its unreserved rest back (a `trim`). `seen`
+   * keeps those found trimmed between polls: a trim is for good. */
+  private async allTrimmed(accountId: string, open: Array<{ _id: string }>, seen: Set<string>): Promise<boolean> {
+    for (const lease of open) {
+      if (seen.has(lease._id)) continue;
+      if (!(await this.ledger.find(accountId, lease._id, 'trim'))) return false;
+      seen.add(lease._id);
+    }
     return true;
   }
 
