@@ -1,7 +1,6 @@
 import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { GatewayError } from '../../../core/errors.ts';
-import { newId } from '../../../core/ids.ts';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger } from '../../../store/ledger.ts';
 import type { UsageStore } from '../../../store/usage.ts';
@@ -9,11 +8,14 @@ import { balanceRefusal, formatUsd } from './insufficient-balance.ts';
 import { JournalWriter } from './journal-writer.ts';
 import { LeaseCarriers } from './lease-carriers.ts';
 import { extendExpiringLeases, type LeaseExpiryOptions } from './lease-expiry.ts';
+import { HOLD_ATTEMPTS, LeaseOpenings } from './lease-openings.ts';
 import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
-import { DEFAULT_LEASE_TIMING, SMALL_LEASE_SHARE, type LeaseTiming } from './lease-timing.ts';
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
-import { SHARED_LEASE_CAP, SHARED_LEASE_SHARE, SharedAccounts } from './shared-accounts.ts';
-import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts';
+import { SharedAccounts } from './shared-accounts.ts';
+import type { BilledCall, Reservation, SpendLease } from './spend-lease.ts';
+import { untilDeadline } from './until-deadline.ts';
+import { WaitingCallers } from './waiting-callers.ts';
 
 // Chat and image calls are paid from spend leases: per account, this process holds a slice of
 // the balance on the ledger and reserves each call's worst case from it in memory. The ledger
@@ -36,7 +38,7 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // reserved, and settles for the calls that ended (lease-carriers.ts).
 //
 // A retired lease that calls still run on (a long stream, say) gives its unreserved rest back
-// at once when a caller is short of money: this process's own (openNow) or another's
+// at once when a caller is short of money: this process's own (lease-openings.ts) or another's
 // (answerRecalls). Nobody waits for a long call to end, and busy leases cost no extra ledger
 // entry otherwise.
 //
@@ -45,14 +47,10 @@ import { SpendLease, type BilledCall, type Reservation } from './spend-lease.ts'
 // calls of a lease released as expired before it settled) is debited with the ledger's own
 // balance check.
 
-const HOLD_ATTEMPTS = 3;
 /** How many leases a waiting caller may see opened and taken by the other callers of its account
  * (waiting with it) before its 503, as long as recallWaitMs has not passed since it began to
  * wait; HOLD_ATTEMPTS at least, whatever the time. */
 const LOST_LEASES_AT_MOST = 10;
-/** How long a short caller waits for its own process's settlements of the account: they take a
- * few store writes, and one stuck in its retries' backoff after a store blip is not waited out. */
-const OWN_SETTLEMENTS_WAIT_MS = 250;
 /** How long a settlement that owes more than its hold waits for this process's other leases of
  * the account to give their money back. */
 const MAKE_ROOM_WAIT_MS = 2_000;
@@ -65,27 +63,14 @@ export interface AccountBudgetsOptions {
   timing?: Partial<LeaseTiming>;
 }
 
-/** Not opened: for want of balance, or (`raced`) every hold lost to other openings that took
- * part of the balance between its read and the hold. */
-type Opening = { opened: true } | { opened: false; availableMicros: number; heldMicros: number; unanswered: UnansweredLeases | null; raced: boolean };
-
-/** Waits for `work`, or until `deadline` (epoch ms), whichever comes first. */
-async function untilDeadline(work: Promise<unknown>, deadline: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
-  await Promise.race([work, timeUp]);
-  clearTimeout(timer);
-}
-
 export class AccountBudgets {
   private readonly timing: LeaseTiming;
   private readonly recall: LeaseRecall;
   private readonly active = new Map<string, SpendLease>();
   private readonly retired: RetiredLeases;
-  private readonly openings = new Map<string, { mode: 'replace' | 'renew'; opening: Promise<Opening> }>();
+  private readonly openings: LeaseOpenings;
   private readonly shared = new SharedAccounts();
-  /** Per account, what each caller waiting for a lease of this process needs. */
-  private readonly waiting = new Map<string, number[]>();
+  private readonly waiting = new WaitingCallers();
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
   private readonly carriers: LeaseCarriers;
@@ -97,6 +82,23 @@ export class AccountBudgets {
     this.retired = new RetiredLeases(options, this.timing.settleRetryMaxMs, (accountId, settling) => this.makeRoom(accountId, settling));
     this.journals = new JournalWriter(options.leases.journal, this.timing.journalMs, options.log);
     this.carriers = new LeaseCarriers(options, this.retired, { afterMs: this.timing.maxAgeMs, expiryMs: this.timing.expiryMs });
+    this.openings = new LeaseOpenings({
+      ledger: options.ledger,
+      leases: options.leases,
+      timing: this.timing,
+      retired: this.retired,
+      recall: this.recall,
+      shared: this.shared,
+      waiting: this.waiting,
+      current: (accountId) => this.active.get(accountId),
+      install: (lease) => {
+        const previous = this.active.get(lease.accountId);
+        this.active.set(lease.accountId, lease);
+        if (previous) this.retire(previous);
+      },
+      retire: (lease) => this.retire(lease),
+      referencesOf: (accountId) => this.referencesOf(accountId),
+    });
     this.expiry = {
       leases: options.leases,
       expiryMs: this.timing.expiryMs,
@@ -134,15 +136,12 @@ export class AccountBudgets {
 
   private async reserveAfterOpening(accountId: string, amountMicros: number, call: BilledCall, hint: string): Promise<Reservation> {
     // Counted until it reserved or was refused: a lease opened meanwhile covers every caller
-    // waiting for it, not only the one that opened it (leaseSize).
-    const needs = this.waiting.get(accountId) ?? [];
-    needs.push(amountMicros);
-    this.waiting.set(accountId, needs);
+    // waiting for it, not only the one that opened it (lease-size.ts).
+    const leave = this.waiting.join(accountId, amountMicros);
     try {
       return await this.reserveWhileWaiting(accountId, amountMicros, call, hint);
     } finally {
-      needs.splice(needs.indexOf(amountMicros), 1);
-      if (needs.length === 0) this.waiting.delete(accountId);
+      leave();
     }
   }
 
@@ -151,14 +150,14 @@ export class AccountBudgets {
     // lease went to the other waiting callers, the money of calls that ended is often on its way
     // back (leases settling, trims), so the caller tries again for a while rather than a 503.
     // Within recallWaitMs, up to LOST_LEASES_AT_MOST openings; HOLD_ATTEMPTS at least, within
-    // twice that. An opening bounds its own wait the same way (openNow).
+    // twice that. An opening bounds its own wait the same way (lease-openings.ts).
     const started = Date.now();
     const mayTry = (attempt: number) => {
       const elapsed = Date.now() - started;
       return attempt === 0 || (attempt < LOST_LEASES_AT_MOST && elapsed < this.timing.recallWaitMs) || (attempt < HOLD_ATTEMPTS && elapsed < 2 * this.timing.recallWaitMs);
     };
     for (let attempt = 0; mayTry(attempt); attempt++) {
-      const opening = await this.open(accountId, amountMicros, 'replace');
+      const opening = await this.openings.open(accountId, amountMicros, 'replace');
       // Other openings took the money between its reads and its holds: not a shortage, the
       // caller tries again like one whose lease the other waiting callers took. So does one
       // that joined an opening for a caller the account cannot afford, when the balance that
@@ -189,17 +188,6 @@ export class AccountBudgets {
     return (await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros)).unanswered;
   }
 
-  /** Trims this process's retired leases of `accountId` that calls still run on, and settles
-   * those whose calls have all ended; when `short` (the caller itself lacks money), waits a
-   * little for those settlements. True when some money may have gone back to the balance. */
-  private async returnOwnRests(accountId: string, short: boolean): Promise<boolean> {
-    for (const lease of this.retired.all()) if (lease.accountId === accountId && lease.isDrained) this.retired.settle(lease);
-    const settling = this.retired.settlementsUnderWay(accountId);
-    const trimmed = await this.retired.trimAll(accountId);
-    if (short) await untilDeadline(Promise.allSettled(settling), Date.now() + OWN_SETTLEMENTS_WAIT_MS);
-    return trimmed || settling.length > 0;
-  }
-
   /** Before `settling` is debited beyond its hold: gives back what this process holds of the
    * account elsewhere. The open lease is retired (settled at once when idle, else its
    * unreserved rest trimmed), as are the rests of retired leases calls still run on. Waits a
@@ -220,7 +208,7 @@ export class AccountBudgets {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     const deadline = Date.now() + timeoutMs;
-    await untilDeadline(Promise.allSettled([...this.openings.values()].map(({ opening }) => opening)), deadline);
+    await untilDeadline(Promise.allSettled(this.openings.all()), deadline);
     for (const lease of this.active.values()) this.retire(lease);
     while (this.retired.all().some((lease) => !lease.isDrained) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -234,121 +222,6 @@ export class AccountBudgets {
     }
   }
 
-  /** Opens a lease; 'replace' retires the current one first, 'renew' only once the new one holds. */
-  private open(accountId: string, neededMicros: number, mode: 'replace' | 'renew'): Promise<Opening> {
-    const underWay = this.openings.get(accountId);
-    if (underWay) {
-      // A renewal neither trims nor asks other processes back: a caller it could not serve
-      // tries a replacement of its own once it is over, rather than a 403 the account's money
-      // would have covered.
-      if (mode === 'replace' && underWay.mode === 'renew') return underWay.opening.then((opening) => (opening.opened ? opening : this.open(accountId, neededMicros, 'replace')));
-      return underWay.opening;
-    }
-    const opening = this.openNow(accountId, neededMicros, mode).finally(() => this.openings.delete(accountId));
-    this.openings.set(accountId, { mode, opening });
-    return opening;
-  }
-
-  private async openNow(accountId: string, neededMicros: number, mode: 'replace' | 'renew'): Promise<Opening> {
-    const { ledger, leases } = this.options;
-    const deadline = Date.now() + 2 * this.timing.recallWaitMs;
-    const current = this.active.get(accountId);
-    if (mode === 'replace') {
-      // Nothing can make up a call that costs more than all the account's money, free and held
-      // (leases, this process's among them, and video tasks): refused at once, and the current
-      // lease, which other callers are using, stays.
-      const totals = await ledger.totals(accountId);
-      if (totals.balance_micros + totals.held_micros < neededMicros) {
-        return { opened: false, availableMicros: totals.balance_micros, heldMicros: totals.held_micros, unanswered: null, raced: false };
-      }
-    }
-    if (current && mode === 'replace') {
-      // Settled at once when idle, so its unreserved rest is part of the balance read below.
-      this.retire(current);
-      await this.retired.settlementOf(current);
-    }
-    let availableMicros = 0;
-    let heldMicros = 0;
-    let trimmedOwn = false;
-    let askedBack = false;
-    let asks = 0;
-    let answered = false;
-    let unanswered: UnansweredLeases | null = null;
-    // Attempts count holds lost to a race; trimming happens once. Asking back happens again (at
-    // most HOLD_ATTEMPTS asks) when the asked leases answered but the money was gone before the
-    // hold: the other process's waiting callers took it into a new lease, which is asked next.
-    let attempt = 0;
-    while (attempt < HOLD_ATTEMPTS) {
-      ({ balance_micros: availableMicros, held_micros: heldMicros } = await ledger.totals(accountId));
-      // A caller is waiting ('replace'), maybe with others of this process: this process's own
-      // money of the account goes back first when the free balance falls short of them all:
-      // the unreserved rests of leases that calls still run on (each may be too small for a
-      // call of its own), and retired leases whose calls have all ended (they settle on the
-      // next tick otherwise: asked back, or refused, in between).
-      if (mode === 'replace' && !trimmedOwn && availableMicros < this.waitingFor(accountId, neededMicros, availableMicros + heldMicros)) {
-        trimmedOwn = true;
-        if (await this.returnOwnRests(accountId, availableMicros < neededMicros)) continue;
-      }
-      if (availableMicros < neededMicros) {
-        // A caller is waiting ('replace'): other processes' leases may make up the rest (this
-        // process's own rests were trimmed above).
-        if (mode === 'renew') break;
-        // The other processes look for asks every recallPollMs: one with less time left than
-        // that would read as a process that stopped answering.
-        const leftMs = deadline - Date.now();
-        if (asks === HOLD_ATTEMPTS || (askedBack && !answered) || leftMs < this.timing.recallPollMs) break;
-        asks++;
-        const wanted = { micros: this.waitingFor(accountId, neededMicros, availableMicros + heldMicros), waitMs: leftMs };
-        ({ asked: askedBack, answered, unanswered } = await this.recall.askBack(accountId, this.referencesOf(accountId), availableMicros, neededMicros, wanted));
-        if (!askedBack) break;
-        this.shared.mark(accountId);
-        continue;
-      }
-      const amountMicros = this.leaseSize(accountId, availableMicros, neededMicros);
-      const reference = newId('lease');
-      const now = Date.now();
-      const expiresAt = (await leases.clock.current()) + this.timing.expiryMs;
-      // The document first: a hold never exists without the record the sweeper looks for.
-      await leases.open({ _id: reference, account_id: accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(expiresAt) });
-      const outcome = await ledger.apply({ accountId, keyId: null, reference, operation: 'hold', amountMicros });
-      if (outcome !== 'applied') {
-        // Another process took part of the balance between the read and the hold.
-        await leases.remove(reference);
-        attempt++;
-        continue;
-      }
-      const previous = this.active.get(accountId);
-      const idleMs = amountMicros <= availableMicros * SMALL_LEASE_SHARE ? this.timing.smallLeaseIdleMs : this.timing.idleMs;
-      this.active.set(accountId, new SpendLease(reference, accountId, amountMicros, now, expiresAt, idleMs));
-      if (previous) this.retire(previous);
-      return { opened: true };
-    }
-    return { opened: false, availableMicros, heldMicros, unanswered, raced: attempt === HOLD_ATTEMPTS };
-  }
-
-  /** What a new lease of the account holds: 8 worst-case calls of the one that opens it (or
-   * what all of this process's callers waiting for it need, when more), at least $1, at most the
-   * free balance. When another process serves the account too (one of its leases was asked back
-   * lately, shared-accounts.ts), not the whole of a small balance: at least a quarter of the free
-   * balance rather than $1, and at most half of it, never less than the waiting callers need. */
-  private leaseSize(accountId: string, availableMicros: number, neededMicros: number): number {
-    const waitingMicros = this.waitingFor(accountId, neededMicros, availableMicros);
-    const wanted = Math.max(neededMicros * this.timing.reservationsPerLease, waitingMicros);
-    if (!this.shared.has(accountId)) return Math.min(availableMicros, Math.max(wanted, this.timing.minLeaseMicros));
-    const floorMicros = Math.min(this.timing.minLeaseMicros, Math.floor(availableMicros * SHARED_LEASE_SHARE));
-    const capMicros = Math.max(waitingMicros, Math.floor(availableMicros * SHARED_LEASE_CAP));
-    return Math.min(availableMicros, capMicros, Math.max(wanted, floorMicros));
-  }
-
-  /** What the callers of `accountId` waiting for a lease of this process need together (at
-   * least `neededMicros`, that of the one opening it), counting only those whose need is within
-   * `boundMicros`: a caller the account cannot serve must not size leases or prolong waits. */
-  private waitingFor(accountId: string, neededMicros: number, boundMicros: number): number {
-    let total = 0;
-    for (const need of this.waiting.get(accountId) ?? []) if (need <= boundMicros) total += need;
-    return Math.max(neededMicros, total);
-  }
-
   /** This process's leases of `accountId`, open or settling (carriers being opened too). */
   private referencesOf(accountId: string): string[] {
     return [...this.active.values(), ...this.retired.all(), ...this.carriers.underWay()].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
@@ -356,7 +229,7 @@ export class AccountBudgets {
 
   private renewInBackground(lease: SpendLease): void {
     if (this.openings.has(lease.accountId)) return;
-    this.open(lease.accountId, lease.largestReservationMicros, 'renew').catch((error: unknown) => {
+    this.openings.open(lease.accountId, lease.largestReservationMicros, 'renew').catch((error: unknown) => {
       this.options.log.warn({ ...failureFields(error), account: lease.accountId }, 'renewing a spend lease failed; the current one stays in use');
     });
   }
