@@ -11,29 +11,22 @@ import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore, type UsageRecord } from '../../../store/usage.ts';
 import { sweepExpiredLeases } from '../../../worker/lease-sweeper.ts';
 import { connectDatabase } from '../../../store/database.ts';
-import { testDatabase } from '../../helpers/engines.ts';
+import { budgetStores, chatCall, silent, type BudgetStores } from '../../helpers/budget-stores.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
 
 // Spend leases against the real store: many calls, one hold; exact money whatever the
 // concurrency; two API processes on one account never spend more than it has; a process that
 // dies with a lease open leaves nothing held once the sweeper has run.
 
-const silent = { warn() {}, error() {} };
-const chatCall = { keyId: 'key_a', modelId: 'gpt-4o-mini', kind: 'chat' as const };
-
 describe('spend leases (account budgets)', () => {
-  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let database: BudgetStores['database'];
   let accounts: AccountStore;
   let ledger: Ledger;
   let leases: BudgetLeaseStore;
   let usage: UsageStore;
 
   before(async () => {
-    database = await testDatabase('budgets');
-    accounts = new AccountStore(database.db);
-    ledger = new Ledger(database.db);
-    leases = new BudgetLeaseStore(database.db);
-    usage = new UsageStore(database.db);
+    ({ database, accounts, ledger, leases, usage } = await budgetStores('budgets'));
   });
   after(() => database.drop());
 

@@ -9,6 +9,7 @@ import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore } from '../../../store/usage.ts';
 import { sweepExpiredLeases } from '../../../worker/lease-sweeper.ts';
 import { testDatabase } from '../../helpers/engines.ts';
+import { chatCall, silent } from '../../helpers/budget-stores.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
 
 // A live api process that loses touch with the store for a while: it cannot push its spend
@@ -16,8 +17,6 @@ import { settledAccount } from '../../helpers/settled-account.ts';
 // may be handing back, and the calls it served must be charged all the same, once it can.
 // Everything runs on the suite's real FerretDB; only the failing writes are made to fail.
 
-const silent = { warn() {}, error() {} };
-const chatCall = { keyId: 'key_a', modelId: 'gpt-4o-mini', kind: 'chat' as const };
 const BALANCE = 20_000_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 

@@ -9,6 +9,7 @@ import { StoreClock } from '../../../store/store-clock.ts';
 import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore } from '../../../store/usage.ts';
 import { testDatabase } from '../../helpers/engines.ts';
+import { chatCall, silent } from '../../helpers/budget-stores.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
 
 // Two api processes (two AccountBudgets) on one real store: money one of them leased and is not
@@ -16,8 +17,6 @@ import { settledAccount } from '../../helpers/settled-account.ts';
 // only then. Each account has $20, so the $1 lease of a cheap call is a small one, which its
 // process would otherwise keep for a minute here (5 minutes by default).
 
-const silent = { warn() {}, error() {} };
-const chatCall = { keyId: 'key_a', modelId: 'gpt-4o-mini', kind: 'chat' as const };
 const BALANCE = 20_000_000;
 const LEASE = 1_000_000;
 

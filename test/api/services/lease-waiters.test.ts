@@ -4,11 +4,11 @@ import { AccountBudgets } from '../../../api/services/billing/account-budgets.ts
 import type { LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
 import type { Reservation } from '../../../api/services/billing/spend-lease.ts';
 import { GatewayError } from '../../../core/errors.ts';
-import { AccountStore } from '../../../store/accounts.ts';
-import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
-import { Ledger } from '../../../store/ledger.ts';
-import { UsageStore } from '../../../store/usage.ts';
-import { testDatabase } from '../../helpers/engines.ts';
+import type { AccountStore } from '../../../store/accounts.ts';
+import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import type { Ledger } from '../../../store/ledger.ts';
+import type { UsageStore } from '../../../store/usage.ts';
+import { budgetStores, chatCall, silent, type BudgetStores } from '../../helpers/budget-stores.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
 
 // Callers of one process waiting together for a lease of a small account (the opening sizes the
@@ -16,22 +16,15 @@ import { settledAccount } from '../../helpers/settled-account.ts';
 // must not drag the others into its refusal, nor wait for what cannot make up its cost (one of
 // the process's settlements in its retries' backoff after a store blip, say).
 
-const silent = { warn() {}, error() {} };
-const chatCall = { keyId: 'key_a', modelId: 'gpt-4o-mini', kind: 'chat' as const };
-
 describe('callers waiting for a lease of a small account', () => {
-  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let database: BudgetStores['database'];
   let accounts: AccountStore;
   let ledger: Ledger;
   let leases: BudgetLeaseStore;
   let usage: UsageStore;
 
   before(async () => {
-    database = await testDatabase('lease_waiters');
-    accounts = new AccountStore(database.db);
-    ledger = new Ledger(database.db);
-    leases = new BudgetLeaseStore(database.db);
-    usage = new UsageStore(database.db);
+    ({ database, accounts, ledger, leases, usage } = await budgetStores('lease_waiters'));
   });
   after(() => database.drop());
 

@@ -7,6 +7,7 @@ import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import { releaseExpiredLease } from '../../../store/expired-leases.ts';
 import { Ledger, type LedgerEntry } from '../../../store/ledger.ts';
 import { UsageStore } from '../../../store/usage.ts';
+import { silent } from '../../helpers/budget-stores.ts';
 import { testDatabase } from '../../helpers/engines.ts';
 
 // Property: a lease whose process trims it while a call still runs, and that a sweeper (or a
@@ -21,7 +22,6 @@ const RUNS = 25;
 const OPENING = 10_000_000;
 const TASK_HOLD = 400_000;
 const call = { keyId: 'key_property', modelId: 'gpt-4o-mini', kind: 'chat' as const };
-const silent = { warn() {}, error() {} };
 
 const scenario = fc.record({
   leaseMicros: fc.integer({ min: 2, max: 2_000_000 }),
