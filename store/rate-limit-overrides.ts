@@ -1,5 +1,6 @@
 import type { Collection, Db } from 'mongodb';
-import { isDuplicateKey, onlyDuplicateKeys, upsertOnceMore } from './duplicate-keys.ts';
+import { upsertOnceMore } from './duplicate-keys.ts';
+import { insertMissing, migrateOnce } from './migrations.ts';
 
 // An operator's overrides of the per-minute limits, each in a document of its own: one per
 // account in account_rate_limits, one per key in api_key_rate_limits, _id the account's or the
@@ -44,39 +45,22 @@ export async function readOverridesOf(collection: Collection<RateLimitOverrideDo
   return new Map(found.map((document) => [document._id, document.rate_limits]));
 }
 
-const MIGRATION_ID = 'rate-limit-overrides-own-documents';
-const MIGRATION_BATCH = 1_000;
-
 /** Copies overrides still kept on account and key documents (stores from before the move) to
- * their own documents, once per store, a thousand to an insert. An override already set in its
- * own document wins: the copy inserts, never overwrites. Every api process must run this
- * version before any changes a limit (README, Upgrading): an older one still writes the field
- * this copies from. */
+ * their own documents, once per store. An override already set in its own document wins: the
+ * copy inserts, never overwrites. Every api process must run this version before any changes a
+ * limit (README, Upgrading): an older one still writes the field this copies from. */
 export async function moveLegacyOverrides(db: Db): Promise<void> {
-  const migrations = db.collection<{ _id: string; at: Date }>('migrations');
-  if (await migrations.findOne({ _id: MIGRATION_ID })) return;
-  for (const [from, to] of [
-    [db.collection<{ _id: string; rate_limits?: RateLimitOverrides | null }>('accounts'), accountOverrides(db)],
-    [db.collection<{ _id: string; rate_limits?: RateLimitOverrides | null }>('api_keys'), keyOverrides(db)],
-  ] as const) {
-    let batch: RateLimitOverrideDocument[] = [];
-    const flush = async () => {
-      if (batch.length === 0) return;
-      const documents = batch;
-      batch = [];
-      await to.insertMany(documents, { ordered: false }).catch((error: unknown) => {
-        if (!onlyDuplicateKeys(error)) throw error;
-      });
-    };
-    for await (const document of from.find({ rate_limits: { $exists: true } }, { projection: { rate_limits: 1 } })) {
-      batch.push({ _id: document._id, rate_limits: document.rate_limits ?? null });
-      if (batch.length >= MIGRATION_BATCH) await flush();
+  await migrateOnce(db, 'rate-limit-overrides-own-documents', async () => {
+    for (const [from, to] of [
+      [db.collection<{ _id: string; rate_limits?: RateLimitOverrides | null }>('accounts'), accountOverrides(db)],
+      [db.collection<{ _id: string; rate_limits?: RateLimitOverrides | null }>('api_keys'), keyOverrides(db)],
+    ] as const) {
+      async function* overridesKept() {
+        for await (const document of from.find({ rate_limits: { $exists: true } }, { projection: { rate_limits: 1 } })) {
+          yield { _id: document._id, rate_limits: document.rate_limits ?? null };
+        }
+      }
+      await insertMissing(to, overridesKept());
     }
-    await flush();
-  }
-  // Two processes starting at once may both copy (the inserts make that harmless) and both
-  // record it: the second's duplicate key says it is recorded.
-  await migrations.insertOne({ _id: MIGRATION_ID, at: new Date() }).catch((error: unknown) => {
-    if (!isDuplicateKey(error)) throw error;
   });
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import { adminHeaders, bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/engines.ts';
+import { watchedDatabase, type WatchedDatabase } from '../helpers/watched-database.ts';
 
 // A caller refused for want of balance must not make the store look the whole ledger through on
 // every request. A refused movement looks for an earlier application of its operation whose
@@ -13,20 +13,15 @@ import { testDatabase } from '../helpers/engines.ts';
 
 describe('refusals for want of balance', () => {
   let shared: Awaited<ReturnType<typeof testDatabase>>;
-  let monitored: MongoClient;
+  let monitored: WatchedDatabase;
   let api: TestApp;
-  const scans: CommandStartedEvent[] = [];
+  /** Looks for a ledger operation by op_id. */
+  const scans = () => monitored.finds.filter((event) => 'op_id' in ((event.command as { filter?: Record<string, unknown> }).filter ?? {}));
 
   before(async () => {
     shared = await testDatabase('refusal_scans');
-    monitored = new MongoClient(process.env.FRAMEGATE_TEST_MONGODB_URI!, { monitorCommands: true });
-    await monitored.connect();
-    monitored.on('commandStarted', (event) => {
-      const filter = (event.command as { filter?: Record<string, unknown> }).filter;
-      if (event.commandName === 'find' && filter && 'op_id' in filter) scans.push(event);
-    });
-    const database = { client: monitored, db: monitored.db(shared.db.databaseName), close: () => monitored.close(), drop: () => shared.drop() };
-    api = await startTestApp('refusal_scans', {}, { database });
+    monitored = await watchedDatabase(shared);
+    api = await startTestApp('refusal_scans', {}, { database: { ...monitored, drop: () => shared.drop() } });
   });
   after(async () => {
     await api.close();
@@ -52,6 +47,6 @@ describe('refusals for want of balance', () => {
     // looked for at the account's head.
     assert.equal((await submit({ 'idempotency-key': 'keyed' })).statusCode, 403);
     assert.equal((await submit({ 'idempotency-key': 'keyed' })).statusCode, 403);
-    assert.deepEqual(scans.map((event) => event.command), []);
+    assert.deepEqual(scans().map((event) => event.command), []);
   });
 });

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { MongoClient, type CommandStartedEvent, type Db } from 'mongodb';
+import type { Db } from 'mongodb';
 import { AccountStore } from '../../store/accounts.ts';
 import { Ledger } from '../../store/ledger.ts';
 import { markEveryLedgerEntry } from '../../store/ledger-marker-migration.ts';
 import { testDatabase } from '../helpers/engines.ts';
+import { watchedDatabase, type WatchedDatabase } from '../helpers/watched-database.ts';
 
 // A crash between a ledger entry and its marker leaves the entry unmarked. The ledger finds
 // applied operations by _id alone (FerretDB scans the whole collection for anything else: 0.3
@@ -14,19 +15,14 @@ import { testDatabase } from '../helpers/engines.ts';
 
 describe('ledger markers: an operation is found by _id alone, after a crash too', () => {
   let shared: Awaited<ReturnType<typeof testDatabase>>;
-  let monitored: MongoClient;
+  let monitored: WatchedDatabase;
   let db: Db;
   let accounts: AccountStore;
-  const lookups: CommandStartedEvent[] = [];
 
   before(async () => {
     shared = await testDatabase('ledger_markers');
-    monitored = new MongoClient(process.env.FRAMEGATE_TEST_MONGODB_URI!, { monitorCommands: true });
-    await monitored.connect();
-    monitored.on('commandStarted', (event) => {
-      if (event.commandName === 'find') lookups.push(event);
-    });
-    db = monitored.db(shared.db.databaseName);
+    monitored = await watchedDatabase(shared);
+    db = monitored.db;
     accounts = new AccountStore(shared.db);
   });
   after(async () => {
@@ -34,15 +30,11 @@ describe('ledger markers: an operation is found by _id alone, after a crash too'
     await shared.drop();
   });
   beforeEach(() => {
-    lookups.length = 0;
+    monitored.finds.length = 0;
   });
 
   /** The finds the ledger sent whose filter names anything but _id. */
-  const scans = () =>
-    lookups.filter((event) => {
-      const filter = (event.command as { filter?: Record<string, unknown> }).filter ?? {};
-      return Object.keys(filter).some((field) => field !== '_id');
-    });
+  const scans = () => monitored.scans();
   const crashBeforeMarker = (reference: string, slot: string) => db.collection('ledger_ops').deleteOne({ _id: `${reference}:${slot}` as never });
   const entriesOf = (reference: string) => db.collection('ledger').countDocuments({ reference });
   /** A ledger's parts the race below steps into. */
@@ -121,7 +113,7 @@ describe('ledger markers: an operation is found by _id alone, after a crash too'
     assert.equal(await ledger.apply({ accountId: account._id, keyId: null, reference: 'task_r1', operation: 'hold', amountMicros: 80 }), 'insufficient_balance');
     assert.equal(await ledger.find(account._id, 'task_r1', 'hold'), null);
     assert.equal(await ledger.find(account._id, 'task_r0', 'capture'), null);
-    assert.ok(lookups.length > 0, 'the ledger was watched');
+    assert.ok(monitored.finds.length > 0, 'the ledger was watched');
     assert.deepEqual(scans().map((event) => event.command), []);
   });
 });
