@@ -96,11 +96,13 @@ export class LeaseOpenings {
     let heldMicros = 0;
     let trimmedOwn = false;
     let askedBack = false;
+    let askedForWaiting = false;
     let asks = 0;
     let answered = false;
     let unanswered: UnansweredLeases | null = null;
-    // Attempts count holds lost to a race; trimming happens once. Asking back happens again (at
-    // most HOLD_ATTEMPTS asks) when the asked leases answered but the money was gone before the
+    // Attempts count holds lost to a race; trimming happens once, and so does asking back for
+    // the callers waiting with this one. Asking back for this caller happens again (at most
+    // HOLD_ATTEMPTS asks) when the asked leases answered but the money was gone before the
     // hold: the other process's waiting callers took it into a new lease, which is asked next.
     let attempt = 0;
     while (attempt < HOLD_ATTEMPTS) {
@@ -110,9 +112,22 @@ export class LeaseOpenings {
       // the unreserved rests of leases that calls still run on (each may be too small for a
       // call of its own), and retired leases whose calls have all ended (they settle on the
       // next tick otherwise: asked back, or refused, in between).
-      if (mode === 'replace' && !trimmedOwn && availableMicros < this.host.waiting.need(accountId, neededMicros, availableMicros + heldMicros)) {
+      const waitingMicros = this.host.waiting.need(accountId, neededMicros, availableMicros + heldMicros);
+      if (mode === 'replace' && !trimmedOwn && availableMicros < waitingMicros) {
         trimmedOwn = true;
         if (await this.returnOwnRests(accountId, availableMicros < neededMicros)) continue;
+      }
+      // The free balance covers this caller but not the others waiting with it, on an account
+      // another process serves too: that process's leases are asked back once, before opening.
+      // Else each opening took the little that came free (one call's worth, from a settled
+      // lease) and served one waiting caller, while the other process's lease, sized for its
+      // own waiting callers a moment before, sat on the rest; the others lost opening after
+      // opening, and got 503 after three (CI saw 2 of 192 affordable calls refused so).
+      // This caller needs nothing more (0): the wait ends once the asked leases have answered.
+      if (mode === 'replace' && !askedForWaiting && availableMicros >= neededMicros && availableMicros < waitingMicros && this.host.shared.has(accountId) && deadline - Date.now() >= timing.recallPollMs) {
+        askedForWaiting = true;
+        const wanted = { micros: waitingMicros, waitMs: deadline - Date.now() };
+        if ((await this.host.recall.askBack(accountId, this.host.referencesOf(accountId), availableMicros, 0, wanted)).asked) continue;
       }
       if (availableMicros < neededMicros) {
         // A caller is waiting ('replace'): other processes' leases may make up the rest (this
@@ -123,7 +138,7 @@ export class LeaseOpenings {
         const leftMs = deadline - Date.now();
         if (asks === HOLD_ATTEMPTS || (askedBack && !answered) || leftMs < timing.recallPollMs) break;
         asks++;
-        const wanted = { micros: this.host.waiting.need(accountId, neededMicros, availableMicros + heldMicros), waitMs: leftMs };
+        const wanted = { micros: waitingMicros, waitMs: leftMs };
         ({ asked: askedBack, answered, unanswered } = await this.host.recall.askBack(accountId, this.host.referencesOf(accountId), availableMicros, neededMicros, wanted));
         if (!askedBack) break;
         this.host.shared.mark(accountId);

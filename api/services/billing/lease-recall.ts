@@ -61,7 +61,9 @@ export class LeaseRecall {
    * `wanted.micros` (at least `neededMicros`) is what the asker's waiting callers need together:
    * the wait goes on past `neededMicros` until the balance covers that much, or every asked
    * lease has answered (settled, or trimmed to what its running calls reserved). `wanted.waitMs`
-   * shortens the wait (recallWaitMs) for an asker with less time left.
+   * shortens the wait (recallWaitMs) for an asker with less time left. An asker the free balance
+   * already covers asks for its waiting callers with `neededMicros` 0: then it waits until the
+   * balance covers `wanted.micros` or the asked leases have answered.
    */
   async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number, wanted: { micros?: number; waitMs?: number } = {}): Promise<AskedBack> {
     const wantedMicros = wanted.micros ?? neededMicros;
@@ -81,10 +83,10 @@ export class LeaseRecall {
     const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true && lease.hold_awaited !== true);
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
-    if (freeMicros >= neededMicros) return { asked: true, answered: true, unanswered: null };
     const leasedMicros = live.reduce((sum, lease) => sum + lease.amount_micros, 0);
-    if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return { asked: dead.length > 0, answered: false, unanswered: null };
     const targetMicros = Math.max(neededMicros, Math.min(wantedMicros, freeMicros + leasedMicros));
+    if (freeMicros >= targetMicros) return { asked: true, answered: true, unanswered: null };
+    if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return { asked: dead.length > 0, answered: false, unanswered: null };
     const references = live.map((lease) => lease._id);
     await this.leases.recall(references, new Date());
     // A process that died less than a lease expiry ago gives nothing back either: the wait is
