@@ -24,7 +24,8 @@ export interface BudgetLeaseDocument {
   opened_at: Date;
   expires_at: Date;
   /** Set by another process that needs the money: the owner gives the lease back
-   * (api/services/billing/lease-recall.ts). */
+   * (api/services/billing/lease-recall.ts), and unsets it once it has (the lease may stay open
+   * while calls run on it, with nothing left to give). */
   recalled_at?: Date;
   /** A carrier: its whole hold is reserved by calls moved onto it that still run
    * (api/services/billing/lease-carriers.ts), so asking it back would get nothing. */
@@ -84,6 +85,11 @@ export class BudgetLeaseStore {
     await this.collection.updateMany({ _id: { $in: references } }, { $set: { recalled_at: at } });
   }
 
+  /** The owner has given what it could of a recalled lease back. */
+  async answerRecall(reference: string): Promise<void> {
+    await this.collection.updateOne({ _id: reference }, { $unset: { recalled_at: '' } });
+  }
+
   /** Those of `references` another process has recalled. */
   async recalledAmong(references: string[]): Promise<string[]> {
     const recalled = await this.collection.find({ _id: { $in: references }, recalled_at: { $exists: true } }, { projection: { _id: 1 } }).toArray();
@@ -91,8 +97,8 @@ export class BudgetLeaseStore {
   }
 
   /** Those of `references` still open. */
-  openAmong(references: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'amount_micros' | 'expires_at'>[]> {
-    return this.collection.find({ _id: { $in: references } }, { projection: { _id: 1, amount_micros: 1, expires_at: 1 } }).toArray();
+  openAmong(references: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'amount_micros' | 'expires_at' | 'recalled_at'>[]> {
+    return this.collection.find({ _id: { $in: references } }, { projection: { _id: 1, amount_micros: 1, expires_at: 1, recalled_at: 1 } }).toArray();
   }
 
   expiredBefore(now: Date, limit: number): Promise<BudgetLeaseDocument[]> {

@@ -5,20 +5,14 @@ import { buildSimulator } from '../../simulator/app.ts';
 import { AccountStore } from '../../store/accounts.ts';
 import { UsageStore } from '../../store/usage.ts';
 import { bearer, createAccount, createKey, startTestApp, type TestApp } from '../helpers/app.ts';
-import { testDatabase, testStoreAddress } from '../helpers/engines.ts';
+import { testDatabase } from '../helpers/engines.ts';
 import { expectedChatMicros } from '../helpers/openai-stack.ts';
-import { startSlowLink, type SlowLink } from '../helpers/slow-link.ts';
 
 // Two api processes serve one small account (below the $1 a lease holds at least), with six
 // chat calls at a time whose worst cases together come near the balance: every call the account
 // can afford is served. A review saw up to 9 of 96 such calls answered 503 "Too many concurrent
 // calls on this account" and up to 3 answered 403, though the account could afford each one
 // (README, spend leases; api/services/billing/account-budgets.ts, shared-accounts.ts).
-//
-// Again with the store 15 ms away each way (a busy store, or one across a network): CI then saw
-// 2 of 192 affordable calls answered 503, and this variant 4 or 5 in every run, until a process
-// whose waiting callers the free balance could not all cover asked the other process's leases
-// back before opening (api/services/billing/lease-openings.ts).
 
 const CONCURRENCY = 6;
 /** Per balance. */
@@ -37,13 +31,9 @@ function processChoices(seed: number): () => number {
   };
 }
 
-/** The store's round trip, each way, in the second variant. */
-const STORE_LATENCY_MS = 15;
-
-for (const latencyMs of [0, STORE_LATENCY_MS]) describe(`a small account shared by two api processes under concurrent calls${latencyMs ? `, the store ${latencyMs} ms away` : ''}`, () => {
+describe('a small account shared by two api processes under concurrent calls', () => {
   const simulator = buildSimulator();
   let database: Awaited<ReturnType<typeof testDatabase>>;
-  let link: SlowLink | undefined;
   let first: TestApp;
   let second: TestApp;
   let closed = false;
@@ -51,8 +41,7 @@ for (const latencyMs of [0, STORE_LATENCY_MS]) describe(`a small account shared 
   before(async () => {
     await simulator.listen({ host: '127.0.0.1', port: 0 });
     const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
-    if (latencyMs > 0) link = await startSlowLink(testStoreAddress(), latencyMs);
-    database = await testDatabase('shared_small', link ? { via: link.port } : {});
+    database = await testDatabase('shared_small');
     // Production's idle times: a shared account's lease is not a small one, a first lease of
     // the whole balance neither.
     const settings = { SIMULATOR_URL: simulatorUrl, SPEND_LEASE_IDLE_MS: '5000', SPEND_LEASE_SMALL_IDLE_MS: '300000' };
@@ -62,7 +51,6 @@ for (const latencyMs of [0, STORE_LATENCY_MS]) describe(`a small account shared 
   after(async () => {
     if (!closed) await Promise.all([first.close(), second.close()]);
     await database.drop();
-    await link?.close();
     await simulator.close();
   });
 

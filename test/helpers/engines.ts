@@ -18,22 +18,10 @@ export function temporalTestServerPath(): string {
   return required('FRAMEGATE_TEMPORAL_TEST_SERVER');
 }
 
-/** The test store's address (its first host, when the URI names several). */
-export function testStoreAddress(): { host: string; port: number } {
-  const uri = new URL(required('FRAMEGATE_TEST_MONGODB_URI'));
-  return { host: uri.hostname, port: Number(uri.port || 27017) };
-}
-
-/** A database of its own for one test file, dropped by the returned cleanup. `via` connects
- * through a loopback port that leads to the test store (a proxy in between), directly. */
-export async function testDatabase(label: string, options: { via?: number } = {}): Promise<Database & { drop(): Promise<void> }> {
+/** A database of its own for one test file, dropped by the returned cleanup. */
+export async function testDatabase(label: string): Promise<Database & { drop(): Promise<void> }> {
   const name = `t_${label.replace(/[^a-z0-9]/gi, '_').slice(0, 30)}_${randomBytes(4).toString('hex')}`;
-  const uri = new URL(required('FRAMEGATE_TEST_MONGODB_URI'));
-  if (options.via !== undefined) {
-    uri.host = `127.0.0.1:${options.via}`;
-    uri.searchParams.set('directConnection', 'true');
-  }
-  const database = await connectDatabase(uri.toString(), name);
+  const database = await connectDatabase(required('FRAMEGATE_TEST_MONGODB_URI'), name);
   return {
     ...database,
     async drop() {

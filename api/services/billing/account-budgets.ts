@@ -15,7 +15,7 @@ import { RetiredLeases } from './retired-leases.ts';
 import { SharedAccounts } from './shared-accounts.ts';
 import type { BilledCall, Reservation, SpendLease } from './spend-lease.ts';
 import { untilDeadline } from './until-deadline.ts';
-import { WaitingCallers } from './waiting-callers.ts';
+import { WaitingCallers, type WaitingCaller } from './waiting-callers.ts';
 
 // Chat and image calls are paid from spend leases: per account, this process holds a slice of
 // the balance on the ledger and reserves each call's worst case from it in memory. The ledger
@@ -34,6 +34,9 @@ import { WaitingCallers } from './waiting-callers.ts';
 //
 // A caller the free balance cannot cover first asks other processes for the leases of its
 // account they are not using (lease-recall.ts), so an idle lease elsewhere never causes a 403.
+// On an account two processes share, so does an opening the free balance covers when it does
+// not cover the callers waiting with it and one of them saw a lease go to the others
+// (lease-openings.ts).
 // A retired lease whose long call still runs hands that call to a carrier of just what it
 // reserved, and settles for the calls that ended (lease-carriers.ts).
 //
@@ -137,15 +140,15 @@ export class AccountBudgets {
   private async reserveAfterOpening(accountId: string, amountMicros: number, call: BilledCall, hint: string): Promise<Reservation> {
     // Counted until it reserved or was refused: a lease opened meanwhile covers every caller
     // waiting for it, not only the one that opened it (lease-size.ts).
-    const leave = this.waiting.join(accountId, amountMicros);
+    const waiter = this.waiting.join(accountId, amountMicros);
     try {
-      return await this.reserveWhileWaiting(accountId, amountMicros, call, hint);
+      return await this.reserveWhileWaiting(accountId, amountMicros, call, hint, waiter);
     } finally {
-      leave();
+      waiter.leave();
     }
   }
 
-  private async reserveWhileWaiting(accountId: string, amountMicros: number, call: BilledCall, hint: string): Promise<Reservation> {
+  private async reserveWhileWaiting(accountId: string, amountMicros: number, call: BilledCall, hint: string, waiter: WaitingCaller): Promise<Reservation> {
     // Each opening that opened found the free balance covering at least this call; when its
     // lease went to the other waiting callers, the money of calls that ended is often on its way
     // back (leases settling, trims), so the caller tries again for a while rather than a 503.
@@ -168,6 +171,7 @@ export class AccountBudgets {
       }
       const reservation = this.reserveFromLease(accountId, amountMicros, call);
       if (reservation) return reservation;
+      waiter.lostOpening();
     }
     // Other calls of the account took every new lease before this one could reserve.
     // Money of calls ending comes back within a second or so: a client told when retries then.
@@ -272,7 +276,14 @@ export class AccountBudgets {
           if (!recalled?.includes(lease.reference)) continue;
           this.shared.mark(lease.accountId);
           if (this.active.get(lease.accountId) === lease) this.retire(lease);
-          if (!lease.isDrained) void this.retired.trimRest(lease);
+          // A drained lease answers by settling (its document goes); one that calls still run
+          // on, once its rest is trimmed.
+          if (!lease.isDrained) {
+            void this.retired
+              .trimRest(lease)
+              .then(() => this.recall.answered(lease.reference))
+              .catch((error: unknown) => this.options.log.warn({ ...failureFields(error), lease: lease.reference }, 'answering a recall failed; the asker waits for the trim or its own deadline'));
+          }
         }
       },
       (error: unknown) => this.options.log.warn(failureFields(error), 'looking for recalled spend leases failed; will look again'),

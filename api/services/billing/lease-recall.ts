@@ -8,9 +8,12 @@ import type { Ledger } from '../../../store/ledger.ts';
 // is refused, instead of answering 403 while another process sits on an idle lease (a small one
 // is kept for minutes, see account-budgets.ts). The request is a mark on the leases' documents;
 // every process looks for marks on its own open leases twice a second and retires the
-// marked ones, which settle and hand their unspent rest back as soon as their calls have ended.
+// marked ones, which settle and hand their unspent rest back as soon as their calls have ended;
+// those that calls still run on trim their rest back at once, and then the owner unsets the
+// mark, so the asker stops waiting for a lease that has nothing more to give.
 //
-// Only a caller that is actually waiting asks: a background renewal never does, or two busy
+// Only a caller that is actually waiting asks (or an opening for the callers of a shared account
+// waiting with it, lease-openings.ts): a background renewal never does, or two busy
 // processes on a nearly spent account would keep taking each other's leases away. And it asks
 // only when those leases could make up the difference, so a call the account cannot afford
 // anyway is refused at once. The leases of a process that died cannot answer: once expired
@@ -99,8 +102,12 @@ export class LeaseRecall {
       if (balanceMicros >= targetMicros) return { asked: true, answered: true, unanswered: null };
       // Stopping at the first call's worth of balance left the asker's other waiting callers to
       // ask again, each time for one call's worth (and each ask spent one of their attempts).
+      // A lease still asked has not answered: its owner unsets the ask once it gave back what it
+      // could, which is nothing when running calls reserve it all (no trim then). Owners from
+      // before that answer only with the trim.
       const open = await this.leases.openAmong(references);
-      if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, open, trimmed)))) return { asked: true, answered: true, unanswered: null };
+      const asked = open.filter((lease) => lease.recalled_at !== undefined);
+      if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, asked, trimmed)))) return { asked: true, answered: true, unanswered: null };
     }
     return { asked: true, answered: false, unanswered: await this.unansweredAmong(accountId, references) };
   }
@@ -116,19 +123,25 @@ export class LeaseRecall {
     return true;
   }
 
-  /** Those of the asked `references` still open with their whole hold: a live process trims or
-   * settles an asked lease within a poll or two, so these belong to one that died or lost the
-   * store, and come back once they expire. */
+  /** Those of the asked `references` still open with their whole hold, unanswered: a live
+   * process trims or settles an asked lease within a poll or two (or says it has nothing to
+   * give), so these belong to one that died or lost the store, and come back once they expire. */
   private async unansweredAmong(accountId: string, references: string[]): Promise<UnansweredLeases | null> {
     let micros = 0;
     let lastExpiry = 0;
     for (const lease of await this.leases.openAmong(references)) {
-      if (await this.ledger.find(accountId, lease._id, 'trim')) continue;
+      if (lease.recalled_at === undefined || (await this.ledger.find(accountId, lease._id, 'trim'))) continue;
       micros += lease.amount_micros;
       lastExpiry = Math.max(lastExpiry, lease.expires_at.getTime());
     }
     if (micros === 0) return null;
     return { micros, retryAfterSeconds: Math.max(1, Math.ceil((lastExpiry - this.leases.clock.now()) / 1000)) };
+  }
+
+  /** Tells the asker this process has given back what it could of a lease it was asked for:
+   * its rest is trimmed, or running calls reserve all of it. */
+  async answered(reference: string): Promise<void> {
+    await this.leases.answerRecall(reference);
   }
 
   /**

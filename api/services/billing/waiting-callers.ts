@@ -4,18 +4,37 @@
 // replacement shrank (a review counted 5 to 21 affordable calls of 192 refused, on small
 // accounts served by two api processes).
 
-export class WaitingCallers {
-  /** Per account, what each waiting caller needs. */
-  private readonly needs = new Map<string, number[]>();
+/** One waiting caller: what it needs, and whether a lease opened while it waited went to the
+ * others. */
+interface Waiter {
+  needMicros: number;
+  lostOpening: boolean;
+}
 
-  /** Counts a caller until the returned function is called. */
-  join(accountId: string, needMicros: number): () => void {
-    const needs = this.needs.get(accountId) ?? [];
-    needs.push(needMicros);
-    this.needs.set(accountId, needs);
-    return () => {
-      needs.splice(needs.indexOf(needMicros), 1);
-      if (needs.length === 0 && this.needs.get(accountId) === needs) this.needs.delete(accountId);
+/** A waiting caller's handle. */
+export interface WaitingCaller {
+  /** A lease opened while it waited was taken by the other waiting callers. */
+  lostOpening(): void;
+  /** It reserved, or was refused: it counts no more. */
+  leave(): void;
+}
+
+export class WaitingCallers {
+  private readonly waiters = new Map<string, Waiter[]>();
+
+  join(accountId: string, needMicros: number): WaitingCaller {
+    const waiters = this.waiters.get(accountId) ?? [];
+    const waiter: Waiter = { needMicros, lostOpening: false };
+    waiters.push(waiter);
+    this.waiters.set(accountId, waiters);
+    return {
+      lostOpening: () => {
+        waiter.lostOpening = true;
+      },
+      leave: () => {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        if (waiters.length === 0 && this.waiters.get(accountId) === waiters) this.waiters.delete(accountId);
+      },
     };
   }
 
@@ -24,7 +43,12 @@ export class WaitingCallers {
    * leases or prolong waits. */
   need(accountId: string, leastMicros: number, boundMicros: number): number {
     let total = 0;
-    for (const need of this.needs.get(accountId) ?? []) if (need <= boundMicros) total += need;
+    for (const waiter of this.waiters.get(accountId) ?? []) if (waiter.needMicros <= boundMicros) total += waiter.needMicros;
     return Math.max(leastMicros, total);
+  }
+
+  /** Whether a caller of the account still waiting saw a lease opened and taken by the others. */
+  anyLostOpening(accountId: string): boolean {
+    return (this.waiters.get(accountId) ?? []).some((waiter) => waiter.lostOpening);
   }
 }

@@ -251,6 +251,21 @@ describe('spend leases asked back by another process', () => {
     running.release();
   });
 
+  it('answers 403, not 503, when the lease it asked back is all reserved by a running call: its live process says so', async () => {
+    const account = await accounts.create({ name: 'all-reserved', balanceMicros: BALANCE });
+    // A lease of exactly the running call's worst case: nothing to trim. Its process used to
+    // leave the ask unanswered, so the caller heard of a process "that stopped responding".
+    const running = await apiProcess({ reservationsPerLease: 1 }).reserve(account._id, 1_000_000, chatCall, 'hint');
+    await assert.rejects(async () => apiProcess({ recallWaitMs: 500 }).reserve(account._id, 19_500_000, chatCall, 'hint'), (error: unknown) => {
+      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      assert.match(error.message, /\$19\.000000 available \(\$1\.000000 more is held for requests in progress/);
+      return true;
+    });
+    const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
+    assert.equal(lease?.recalled_at, undefined, 'the ask was answered');
+    running.release();
+  });
+
   it('hands the leased money to a direct hold (a video submission) of another process', async () => {
     const { account } = await idleLeaseElsewhere('video-elsewhere');
     const hold = () => ledger.apply({ accountId: account._id, keyId: null, reference: 'task_recall', operation: 'hold', amountMicros: 19_500_000 });
