@@ -129,7 +129,7 @@ export class LeaseOpenings {
       // have answered.
       if (mode === 'replace' && !askedForWaiting && availableMicros >= neededMicros && availableMicros < waitingMicros && this.host.shared.has(accountId) && this.host.waiting.anyLostOpening(accountId) && deadline - Date.now() >= timing.recallPollMs) {
         askedForWaiting = true;
-        const wanted = { micros: waitingMicros, waitMs: deadline - Date.now() };
+        const wanted = { micros: waitingMicros, waitMs: deadline - Date.now(), skipSilent: true };
         if ((await this.host.recall.askBack(accountId, this.host.referencesOf(accountId), availableMicros, 0, wanted)).asked) continue;
       }
       if (availableMicros < neededMicros) {

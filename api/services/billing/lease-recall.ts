@@ -49,6 +49,9 @@ export interface AskedBack {
 export class LeaseRecall {
   private nextPollAt = 0;
   private polling = false;
+  /** Leases that let an ask's wait run out unanswered, with when each expires (store clock):
+   * an ask made only for callers that could be served without it does not wait for them again. */
+  private readonly silent = new Map<string, number>();
 
   constructor(
     private readonly leases: BudgetLeaseStore,
@@ -66,9 +69,11 @@ export class LeaseRecall {
    * lease has answered (settled, or trimmed to what its running calls reserved). `wanted.waitMs`
    * shortens the wait (recallWaitMs) for an asker with less time left. An asker the free balance
    * already covers asks for its waiting callers with `neededMicros` 0: then it waits until the
-   * balance covers `wanted.micros` or the asked leases have answered.
+   * balance covers `wanted.micros` or the asked leases have answered. `wanted.skipSilent` leaves
+   * out the leases that let an earlier ask run out unanswered (a dead process's, until they
+   * expire): such an ask would wait its whole time for them on every opening.
    */
-  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number, wanted: { micros?: number; waitMs?: number } = {}): Promise<AskedBack> {
+  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number, wanted: { micros?: number; waitMs?: number; skipSilent?: boolean } = {}): Promise<AskedBack> {
     const wantedMicros = wanted.micros ?? neededMicros;
     const others = await this.leases.othersOf(accountId, own);
     // The expired ones are a dead process's: nobody would give them back, so they are released
@@ -83,7 +88,8 @@ export class LeaseRecall {
       if (lease.hold_awaited === true && lease.expires_at.getTime() > now && (await this.ledger.find(accountId, lease._id, 'hold'))) dead.push(lease);
     }
     // A live carrier's hold is all reserved by calls that run on: nothing to ask back.
-    const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true && lease.hold_awaited !== true);
+    for (const [reference, expiresAt] of this.silent) if (expiresAt <= now) this.silent.delete(reference);
+    const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true && lease.hold_awaited !== true && !(wanted.skipSilent && this.silent.has(lease._id)));
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
     const leasedMicros = live.reduce((sum, lease) => sum + lease.amount_micros, 0);
@@ -131,6 +137,7 @@ export class LeaseRecall {
     let lastExpiry = 0;
     for (const lease of await this.leases.openAmong(references)) {
       if (lease.recalled_at === undefined || (await this.ledger.find(accountId, lease._id, 'trim'))) continue;
+      this.silent.set(lease._id, lease.expires_at.getTime());
       micros += lease.amount_micros;
       lastExpiry = Math.max(lastExpiry, lease.expires_at.getTime());
     }

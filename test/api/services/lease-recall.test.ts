@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AccountBudgets } from '../../../api/services/billing/account-budgets.ts';
+import { LeaseRecall } from '../../../api/services/billing/lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { AccountStore } from '../../../store/accounts.ts';
@@ -237,6 +238,28 @@ describe('spend leases asked back by another process', () => {
     assert.equal(await leases.collection.countDocuments({ _id: lease._id }), 1, 'the lease is still there');
     assert.equal(await ledger.find(lease.account_id, lease._id, 'release'), null, 'its hold was not released');
     assert.deepEqual(await apiProcess({ recallWaitMs: 300 }).returnUnused(account._id, 19_500_000).then((unanswered) => unanswered?.micros), 1_000_000, 'a video hold learns the same');
+  });
+
+  it("does not wait again, for the callers waiting with a served one, on a dead process's lease that let an ask run out", async () => {
+    const { account } = await leaseOfDeadProcess('dead-skipped', 60_000);
+    const recall = new LeaseRecall(leases, ledger, { recallPollMs: 50, recallWaitMs: 300 });
+    const free = (await ledger.totals(account._id)).balance_micros;
+    // Asked for waiting callers (this one needs nothing more): the dead lease lets the wait run
+    // out, and says so.
+    const forWaiting = { micros: free + 500_000, skipSilent: true };
+    let started = Date.now();
+    const first = await recall.askBack(account._id, [], free, 0, forWaiting);
+    assert.ok(Date.now() - started >= 300, 'the first ask waited for an answer');
+    assert.equal(first.unanswered?.micros, LEASE);
+    // Every opening asked it again and waited 1.5 s, until it expired: callers of the surviving
+    // process got 503 (a hands-on review: 17 of 200 concurrent calls on a $0.07 account).
+    started = Date.now();
+    const again = await recall.askBack(account._id, [], free, 0, forWaiting);
+    assert.ok(Date.now() - started < 200, `asked again for ${Date.now() - started} ms`);
+    assert.equal(again.unanswered, null);
+    // A caller short of money still asks it, and learns when it comes back.
+    const short = await recall.askBack(account._id, [], free, free + 500_000);
+    assert.equal(short.unanswered?.micros, LEASE);
   });
 
   it('answers 403 when the leases that did answer leave the caller short, however long they run', async () => {
