@@ -24,9 +24,12 @@ export interface BudgetLeaseDocument {
   opened_at: Date;
   expires_at: Date;
   /** Set by another process that needs the money: the owner gives the lease back
-   * (api/services/billing/lease-recall.ts), and unsets it once it has (the lease may stay open
-   * while calls run on it, with nothing left to give). */
+   * (api/services/billing/lease-recall.ts). */
   recalled_at?: Date;
+  /** The `recalled_at` its owner answered: it gave back what it could then (the lease may stay
+   * open while calls run on it, with nothing left to give). The mark stays, so the owner trims
+   * the rest as soon as a call ends. */
+  recall_answered_at?: Date;
   /** A carrier: its whole hold is reserved by calls moved onto it that still run
    * (api/services/billing/lease-carriers.ts), so asking it back would get nothing. */
   carries_calls?: true;
@@ -85,20 +88,20 @@ export class BudgetLeaseStore {
     await this.collection.updateMany({ _id: { $in: references } }, { $set: { recalled_at: at } });
   }
 
-  /** The owner has given what it could of a recalled lease back. */
-  async answerRecall(reference: string): Promise<void> {
-    await this.collection.updateOne({ _id: reference }, { $unset: { recalled_at: '' } });
+  /** The owner has given back what it could of a lease asked for at `recalledAt`; a later ask
+   * stays unanswered. */
+  async answerRecall(reference: string, recalledAt: Date): Promise<void> {
+    await this.collection.updateOne({ _id: reference, recalled_at: recalledAt }, { $set: { recall_answered_at: recalledAt } });
   }
 
   /** Those of `references` another process has recalled. */
-  async recalledAmong(references: string[]): Promise<string[]> {
-    const recalled = await this.collection.find({ _id: { $in: references }, recalled_at: { $exists: true } }, { projection: { _id: 1 } }).toArray();
-    return recalled.map((lease) => lease._id);
+  recalledAmong(references: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'recalled_at' | 'recall_answered_at'>[]> {
+    return this.collection.find({ _id: { $in: references }, recalled_at: { $exists: true } }, { projection: { _id: 1, recalled_at: 1, recall_answered_at: 1 } }).toArray();
   }
 
   /** Those of `references` still open. */
-  openAmong(references: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'amount_micros' | 'expires_at' | 'recalled_at'>[]> {
-    return this.collection.find({ _id: { $in: references } }, { projection: { _id: 1, amount_micros: 1, expires_at: 1, recalled_at: 1 } }).toArray();
+  openAmong(references: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'amount_micros' | 'expires_at' | 'recalled_at' | 'recall_answered_at'>[]> {
+    return this.collection.find({ _id: { $in: references } }, { projection: { _id: 1, amount_micros: 1, expires_at: 1, recalled_at: 1, recall_answered_at: 1 } }).toArray();
   }
 
   expiredBefore(now: Date, limit: number): Promise<BudgetLeaseDocument[]> {

@@ -9,7 +9,7 @@ import { JournalWriter } from './journal-writer.ts';
 import { LeaseCarriers } from './lease-carriers.ts';
 import { extendExpiringLeases, type LeaseExpiryOptions } from './lease-expiry.ts';
 import { HOLD_ATTEMPTS, LeaseOpenings } from './lease-openings.ts';
-import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
+import { LeaseRecall, type RecallAsk, type UnansweredLeases } from './lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
 import { SharedAccounts } from './shared-accounts.ts';
@@ -231,6 +231,13 @@ export class AccountBudgets {
     return [...this.active.values(), ...this.retired.all(), ...this.carriers.underWay()].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
   }
 
+  private async trimAsked(lease: SpendLease, ask: RecallAsk): Promise<void> {
+    const trimmed = await this.retired.trimRest(lease);
+    // A trim that failed is applied again by the settlement: the asker waits for it meanwhile.
+    if (ask.answered || (!trimmed && lease.trimmedMicros > 0)) return;
+    await this.recall.answered(lease.reference, ask.recalledAt).catch((error: unknown) => this.options.log.warn({ ...failureFields(error), lease: lease.reference }, 'answering a recall failed; the asker waits for the trim or its own deadline'));
+  }
+
   private renewInBackground(lease: SpendLease): void {
     if (this.openings.has(lease.accountId)) return;
     this.openings.open(lease.accountId, lease.largestReservationMicros, 'renew').catch((error: unknown) => {
@@ -273,17 +280,14 @@ export class AccountBudgets {
     this.recall.recalledAmong(candidates.map((lease) => lease.reference), now).then(
       (recalled) => {
         for (const lease of candidates) {
-          if (!recalled?.includes(lease.reference)) continue;
+          const ask = recalled?.find((ask) => ask.reference === lease.reference);
+          if (!ask) continue;
           this.shared.mark(lease.accountId);
           if (this.active.get(lease.accountId) === lease) this.retire(lease);
           // A drained lease answers by settling (its document goes); one that calls still run
-          // on, once its rest is trimmed.
-          if (!lease.isDrained) {
-            void this.retired
-              .trimRest(lease)
-              .then(() => this.recall.answered(lease.reference))
-              .catch((error: unknown) => this.options.log.warn({ ...failureFields(error), lease: lease.reference }, 'answering a recall failed; the asker waits for the trim or its own deadline'));
-          }
+          // on trims its rest, on every look while it has none (a call ending frees some), and
+          // says it answered once the trim landed or there was nothing to trim.
+          if (!lease.isDrained) void this.trimAsked(lease, ask);
         }
       },
       (error: unknown) => this.options.log.warn(failureFields(error), 'looking for recalled spend leases failed; will look again'),

@@ -9,8 +9,10 @@ import type { Ledger } from '../../../store/ledger.ts';
 // is kept for minutes, see account-budgets.ts). The request is a mark on the leases' documents;
 // every process looks for marks on its own open leases twice a second and retires the
 // marked ones, which settle and hand their unspent rest back as soon as their calls have ended;
-// those that calls still run on trim their rest back at once, and then the owner unsets the
-// mark, so the asker stops waiting for a lease that has nothing more to give.
+// those that calls still run on trim their rest back at once. Then the owner writes that it
+// answered the ask, so the asker does not wait for a lease all reserved by running calls (it
+// wrote no trim), nor call its process one that stopped responding. The mark stays: such a
+// lease trims its rest as soon as one of its calls ends.
 //
 // Only a caller that is actually waiting asks (or an opening for the callers of a shared account
 // waiting with it, lease-openings.ts): a background renewal never does, or two busy
@@ -34,6 +36,19 @@ export interface UnansweredLeases {
   micros: number;
   /** Until the last of them expires (then a caller may release them): whole seconds from now. */
   retryAfterSeconds: number;
+}
+
+/** An ask another process made of one of this process's leases. */
+export interface RecallAsk {
+  reference: string;
+  recalledAt: Date;
+  /** This process answered it already. */
+  answered: boolean;
+}
+
+/** Whether the owner answered the lease's latest ask. */
+function answeredAsk(lease: { recalled_at?: Date; recall_answered_at?: Date }): boolean {
+  return lease.recalled_at !== undefined && lease.recall_answered_at?.getTime() === lease.recalled_at.getTime();
 }
 
 export interface AskedBack {
@@ -94,7 +109,9 @@ export class LeaseRecall {
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
     const leasedMicros = live.reduce((sum, lease) => sum + lease.amount_micros, 0);
     const targetMicros = Math.max(neededMicros, Math.min(wantedMicros, freeMicros + leasedMicros));
-    if (freeMicros >= targetMicros) return { asked: true, answered: true, unanswered: null };
+    // A caller the released money covers goes ahead; an ask only for waiting callers (needed
+    // 0) goes on unless the balance covers them.
+    if (freeMicros >= (neededMicros > 0 ? neededMicros : targetMicros)) return { asked: true, answered: true, unanswered: null };
     if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return { asked: dead.length > 0, answered: false, unanswered: null };
     const references = live.map((lease) => lease._id);
     await this.leases.recall(references, new Date());
@@ -108,12 +125,12 @@ export class LeaseRecall {
       if (balanceMicros >= targetMicros) return { asked: true, answered: true, unanswered: null };
       // Stopping at the first call's worth of balance left the asker's other waiting callers to
       // ask again, each time for one call's worth (and each ask spent one of their attempts).
-      // A lease still asked has not answered: its owner unsets the ask once it gave back what it
-      // could, which is nothing when running calls reserve it all (no trim then). Owners from
-      // before that answer only with the trim.
+      // An owner writes that it answered once it gave back what it could, which is nothing when
+      // running calls reserve the lease whole (no trim then). Owners from before answer only
+      // with the trim.
       const open = await this.leases.openAmong(references);
-      const asked = open.filter((lease) => lease.recalled_at !== undefined);
-      if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, asked, trimmed)))) return { asked: true, answered: true, unanswered: null };
+      const unanswered = open.filter((lease) => !answeredAsk(lease));
+      if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, unanswered, trimmed)))) return { asked: true, answered: true, unanswered: null };
     }
     return { asked: true, answered: false, unanswered: await this.unansweredAmong(accountId, references) };
   }
@@ -136,7 +153,7 @@ export class LeaseRecall {
     let micros = 0;
     let lastExpiry = 0;
     for (const lease of await this.leases.openAmong(references)) {
-      if (lease.recalled_at === undefined || (await this.ledger.find(accountId, lease._id, 'trim'))) continue;
+      if (answeredAsk(lease) || (await this.ledger.find(accountId, lease._id, 'trim'))) continue;
       this.silent.set(lease._id, lease.expires_at.getTime());
       micros += lease.amount_micros;
       lastExpiry = Math.max(lastExpiry, lease.expires_at.getTime());
@@ -145,22 +162,23 @@ export class LeaseRecall {
     return { micros, retryAfterSeconds: Math.max(1, Math.ceil((lastExpiry - this.leases.clock.now()) / 1000)) };
   }
 
-  /** Tells the asker this process has given back what it could of a lease it was asked for:
-   * its rest is trimmed, or running calls reserve all of it. */
-  async answered(reference: string): Promise<void> {
-    await this.leases.answerRecall(reference);
+  /** Tells the asker this process has given back what it could of a lease asked for at
+   * `recalledAt`: its rest is trimmed, or running calls reserve all of it. */
+  async answered(reference: string, recalledAt: Date): Promise<void> {
+    await this.leases.answerRecall(reference, recalledAt);
   }
 
   /**
    * Which of this process's open leases `references` another process asked back. Looks at most
    * once per recallPollMs (undefined when it did not look), one look at a time.
    */
-  async recalledAmong(references: string[], now: number): Promise<string[] | undefined> {
+  async recalledAmong(references: string[], now: number): Promise<RecallAsk[] | undefined> {
     if (this.polling || now < this.nextPollAt || references.length === 0) return undefined;
     this.polling = true;
     this.nextPollAt = now + this.timing.recallPollMs;
     try {
-      return await this.leases.recalledAmong(references);
+      const recalled = await this.leases.recalledAmong(references);
+      return recalled.map((lease) => ({ reference: lease._id, recalledAt: lease.recalled_at!, answered: answeredAsk(lease) }));
     } finally {
       this.polling = false;
     }

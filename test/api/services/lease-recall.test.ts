@@ -285,8 +285,25 @@ describe('spend leases asked back by another process', () => {
       return true;
     });
     const [lease] = await leases.collection.find({ account_id: account._id }).toArray();
-    assert.equal(lease?.recalled_at, undefined, 'the ask was answered');
+    assert.ok(lease?.recalled_at, 'the ask stays, for a call that ends later');
+    assert.equal(lease.recall_answered_at?.getTime(), lease.recalled_at.getTime(), 'the ask was answered');
     running.release();
+  });
+
+  it('serves the caller when a call of an all-reserved lease it asked back ends during its wait', async () => {
+    const account = await accounts.create({ name: 'all-reserved-then-free', balanceMicros: BALANCE });
+    // A $2 lease with two $1 calls running: nothing to trim when asked. The first call ends
+    // 300 ms into the wait, costing $0.10: $0.90 comes free, and $18 + $0.90 covers $18.50.
+    const holder = apiProcess({ reservationsPerLease: 2 });
+    const first = await holder.reserve(account._id, 1_000_000, chatCall, 'hint');
+    const second = await holder.reserve(account._id, 1_000_000, chatCall, 'hint');
+    const asking = Promise.resolve(apiProcess({ recallWaitMs: 1_500 }).reserve(account._id, 18_500_000, chatCall, 'hint'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    first.charge(100_000, { outputTokens: 1 }, { allowOverage: false });
+    // Answering the ask once with nothing had ended the holder's looks at it: the caller got 403.
+    const reservation = await asking;
+    reservation.release();
+    second.release();
   });
 
   it('hands the leased money to a direct hold (a video submission) of another process', async () => {
