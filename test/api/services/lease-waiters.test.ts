@@ -4,10 +4,7 @@ import { AccountBudgets } from '../../../api/services/billing/account-budgets.ts
 import type { LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
 import type { Reservation } from '../../../api/services/billing/spend-lease.ts';
 import { GatewayError } from '../../../core/errors.ts';
-import type { AccountStore } from '../../../store/accounts.ts';
-import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger } from '../../../store/ledger.ts';
-import type { UsageStore } from '../../../store/usage.ts';
 import { budgetStores, chatCall, silent, type BudgetStores } from '../../helpers/budget-stores.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
 
@@ -17,19 +14,15 @@ import { settledAccount } from '../../helpers/settled-account.ts';
 // the process's settlements in its retries' backoff after a store blip, say).
 
 describe('callers waiting for a lease of a small account', () => {
-  let database: BudgetStores['database'];
-  let accounts: AccountStore;
-  let ledger: Ledger;
-  let leases: BudgetLeaseStore;
-  let usage: UsageStore;
+  let stores: BudgetStores;
 
   before(async () => {
-    ({ database, accounts, ledger, leases, usage } = await budgetStores('lease_waiters'));
+    stores = await budgetStores('lease_waiters');
   });
-  after(() => database.drop());
+  after(() => stores.database.drop());
 
-  function budgets(timing: Partial<LeaseTiming> = {}, theLedger: Ledger = ledger): AccountBudgets {
-    return new AccountBudgets({ ledger: theLedger, leases, usage, log: silent, timing: { tickMs: 20, ...timing } });
+  function budgets(timing: Partial<LeaseTiming> = {}, ledger: Ledger = stores.ledger): AccountBudgets {
+    return new AccountBudgets({ ...stores, ledger, log: silent, timing: { tickMs: 20, ...timing } });
   }
 
   /** The reservation, or the refusal's error code, and how long it took. */
@@ -45,7 +38,7 @@ describe('callers waiting for a lease of a small account', () => {
   }
 
   it('serves the affordable callers that joined the opening of one the account cannot afford', async () => {
-    const account = await accounts.create({ name: 'joined', balanceMicros: 100_000 });
+    const account = await stores.accounts.create({ name: 'joined', balanceMicros: 100_000 });
     const budget = budgets();
     const big = timed(budget.reserve(account._id, 200_000, chatCall, 'hint'));
     const small = Array.from({ length: 3 }, () => timed(budget.reserve(account._id, 5_000, chatCall, 'hint')));
@@ -57,20 +50,20 @@ describe('callers waiting for a lease of a small account', () => {
     );
     for (const outcome of served) outcome.reservation!.release();
     await budget.close();
-    assert.equal((await settledAccount(accounts, account._id)).balance_micros, 100_000);
+    assert.equal((await settledAccount(stores.accounts, account._id)).balance_micros, 100_000);
   });
 
   it('refuses at once what all the account holds cannot cover, while a settlement waits out a store blip', async () => {
-    const account = await accounts.create({ name: 'blip', balanceMicros: 100_000 });
+    const account = await stores.accounts.create({ name: 'blip', balanceMicros: 100_000 });
     // The account's first two settlements fail: the retired lease's settlement backs off.
     let failures = 2;
-    const flaky = Object.create(ledger) as Ledger;
+    const flaky = Object.create(stores.ledger) as Ledger;
     flaky.apply = async (input) => {
       if ((input.operation === 'capture' || input.operation === 'release') && input.accountId === account._id && failures > 0) {
         failures--;
         throw new Error('store blip');
       }
-      return ledger.apply(input);
+      return stores.ledger.apply(input);
     };
     const budget = budgets({ idleMs: 50, smallLeaseIdleMs: 50 }, flaky);
     const first = await budget.reserve(account._id, 5_000, chatCall, 'hint');
@@ -83,11 +76,11 @@ describe('callers waiting for a lease of a small account', () => {
     assert.equal(unaffordable.code, 'insufficient_balance');
     assert.ok(unaffordable.ms < 300, `refused in ${unaffordable.ms} ms`);
     // The money comes back once the settlement gets through; then an affordable call is served.
-    const affordable = await timed(settledAccount(accounts, account._id).then(() => budget.reserve(account._id, 5_000, chatCall, 'hint')));
+    const affordable = await timed(settledAccount(stores.accounts, account._id).then(() => budget.reserve(account._id, 5_000, chatCall, 'hint')));
     assert.ok(affordable.reservation, `the affordable call was refused: ${affordable.code}`);
     affordable.reservation.release();
     await budget.close();
-    const settled = await settledAccount(accounts, account._id);
+    const settled = await settledAccount(stores.accounts, account._id);
     assert.equal(settled.spent_micros, 1_000);
     assert.equal(settled.balance_micros, 99_000);
   });
