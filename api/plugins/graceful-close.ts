@@ -15,6 +15,9 @@ import { restartRefusal, type CallsInFlight } from '../services/openai-proxy/cal
 //   socket), and once closing it no longer times out their headers; a caller that stopped
 //   reading never lets a last write finish. FORCE_AFTER_GRACE_MS after the grace, the
 //   connections still open are closed whatever they are doing.
+// - an image call whose caller left runs on (carried-call.ts) with no connection for the close
+//   to wait on: the onClose hook waits for it, so that images back within the grace are charged
+//   before the leases settle (this hook runs before app.ts's, which were added earlier).
 // A request that arrives during the close, on a connection that was already open, is refused
 // here with the spec's error body, Retry-After and `connection: close`, so the client's next
 // attempt opens a connection (to another process, behind a load balancer). Fastify's own
@@ -33,6 +36,7 @@ const FORCE_AFTER_GRACE_MS = 2_000;
 async function gracefulClosePlugin(app: FastifyInstance, options: GracefulCloseOptions): Promise<void> {
   let sweep: NodeJS.Timeout | undefined;
   let force: NodeJS.Timeout | undefined;
+  let forced: Promise<void> = Promise.resolve();
   let closing = false;
   app.addHook('onRequest', (_request, reply, done) => {
     if (!closing) return done();
@@ -44,17 +48,24 @@ async function gracefulClosePlugin(app: FastifyInstance, options: GracefulCloseO
     closing = true;
     options.calls.interruptAfter(options.graceMs);
     sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
-    force = setTimeout(() => app.server.closeAllConnections(), options.graceMs + FORCE_AFTER_GRACE_MS);
+    let forceDone = (): void => {};
+    forced = new Promise((resolve) => (forceDone = resolve));
+    force = setTimeout(() => {
+      app.server.closeAllConnections();
+      forceDone();
+    }, options.graceMs + FORCE_AFTER_GRACE_MS);
     // The close they serve may finish first; the process must not stay up for them.
     sweep.unref();
     force.unref();
     done();
   });
-  app.addHook('onClose', (_instance, done) => {
+  app.addHook('onClose', async () => {
     clearInterval(sweep);
+    // The grace's end interrupts abandoned calls; the force deadline bounds the wait even if
+    // one never let go.
+    await Promise.race([options.calls.abandonedEnded(), forced]);
     clearTimeout(force);
     options.calls.stop();
-    done();
   });
 }
 

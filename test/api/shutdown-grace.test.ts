@@ -9,13 +9,17 @@ import { waitUntil } from '../helpers/wait-until.ts';
 // Closing the api (what SIGTERM does) waits for the calls it is serving, but only for
 // SHUTDOWN_GRACE_MS: a call that ends within it is answered and billed as usual; a stream or a
 // call still running after it is ended by the gateway, with a 503 or a last error event,
-// cancelled upstream and not billed. Connections that go idle meanwhile are closed, and any
+// cancelled upstream and not billed. An image call whose caller left runs on with the same
+// grace: charged when its images come back within it (the provider bills them either way),
+// ended unbilled with the rest when they do not. Connections that go idle meanwhile are closed, and any
 // still open 2 s after the grace (a spare socket that never sent a request) are cut. Then the
 // spend leases settle and the close finishes. A request that arrives during the close is
 // refused with the spec's 503.
 
 const GRACE_MS = 1_500;
 const FORCE_AFTER_GRACE_MS = 2_000;
+/** gpt-image-1's price in config/catalog.local.json. */
+const IMAGE_PRICE_MICROS = 40_000;
 
 interface Answer {
   status: number;
@@ -64,6 +68,7 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     const painter = await stack.newCaller('long-image');
     const quick = await stack.newCaller('quick-call');
     const leaver = await stack.newCaller('image-left');
+    const quickLeaver = await stack.newCaller('image-left-back-in-time');
     const statsBefore = await stack.simulatorStats();
 
     const longStream = startCall(stack.baseUrl, streamer.key, '/chat/completions', chat('Tell me a long story about graceful restarts [sim:chunks=300 gap_ms=100]', true));
@@ -103,12 +108,26 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
 
     assert.ok(!quickCall.finished(), 'the quick call is still running when the close begins');
     assert.equal((await stack.simulatorStats()).image_requests_left, statsBefore.image_requests_left, 'the left image runs on');
+    // An image whose caller leaves just before the close and whose provider answers within the
+    // grace: the close waits for it though no connection is left to wait on.
+    const backInTime = new AbortController();
+    const backInTimeCall = request(`${stack.baseUrl}/v1/images/generations`, {
+      method: 'POST',
+      headers: { ...bearer(quickLeaver.key), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-image-1', prompt: 'a sunrise back soon [sim:delay_ms=1000]' }),
+      signal: backInTime.signal,
+    }).catch(() => undefined);
+    await waitUntil(async () => (await stack.simulatorStats()).image_requests - statsBefore.image_requests === 3, 5_000);
+    const backInTimeSent = Date.now();
+    backInTime.abort();
+    await backInTimeCall;
     const closing = Date.now();
+    assert.ok(closing - backInTimeSent < 900, 'the provider is still making the image when the close begins');
     const closed = stack.app.close();
-    // Nobody waits for the left image: it is ended as the close begins, not after the grace.
-    await waitUntil(async () => (await stack.simulatorStats()).image_requests_left === statsBefore.image_requests_left + 1, GRACE_MS - 500);
-    assert.ok(!longImage.finished(), 'the other image still has its grace');
     await waitUntil(() => !stack.app.server.listening, 2_000);
+    // Both left images run on into the close: the one the provider answers in time, and the
+    // one the grace's end interrupts.
+    assert.equal((await stack.simulatorStats()).image_requests_left, statsBefore.image_requests_left);
     late.write(`authorization: Bearer ${quick.key}\r\n\r\n`);
     await closed;
     const closeMs = Date.now() - closing;
@@ -145,7 +164,8 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     // The upstream saw both streams cancelled, the one relaying and the one without a head.
     await waitUntil(async () => (await stack.simulatorStats()).chat_streams_aborted === statsBefore.chat_streams_aborted + 2, 5_000);
 
-    // The close settled every lease: the ended calls cost nothing, the quick one its price.
+    // The close settled every lease: the ended calls cost nothing, the quick one and the image
+    // back within the grace their price.
     assert.equal((await stack.simulatorStats()).image_requests_left, statsBefore.image_requests_left + 2);
     for (const caller of [streamer, waiter, headless, painter, leaver]) {
       const account = await stack.account(caller.accountId);
@@ -156,5 +176,42 @@ describe('closing the api while calls run', { timeout: 30_000 }, () => {
     const billed = await stack.account(quick.accountId);
     assert.ok(billed.spent_micros > 0);
     assert.equal(billed.held_micros, 0);
+    const imageBilled = await stack.account(quickLeaver.accountId);
+    assert.equal(imageBilled.spent_micros, IMAGE_PRICE_MICROS, 'the image back within the grace is charged, once');
+    assert.equal(imageBilled.held_micros, 0);
+  });
+});
+
+describe('closing the api while only an image its caller left runs', { timeout: 30_000 }, () => {
+  let stack: SimulatorStack;
+  before(async () => {
+    stack = await startOpenAiStack('shutdown-left-image', { SHUTDOWN_GRACE_MS: String(GRACE_MS) });
+  });
+  after(() => stack.close());
+
+  it('waits for the image, though no connection is left, and charges it before the leases settle', async () => {
+    const leaver = await stack.newCaller('image-left-alone');
+    const statsBefore = await stack.simulatorStats();
+    const left = new AbortController();
+    const call = request(`${stack.baseUrl}/v1/images/generations`, {
+      method: 'POST',
+      headers: { ...bearer(leaver.key), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-image-1', prompt: 'a sunrise nobody waits for [sim:delay_ms=700]' }),
+      signal: left.signal,
+    }).catch(() => undefined);
+    await waitUntil(async () => (await stack.simulatorStats()).image_requests === statsBefore.image_requests + 1, 5_000);
+    const sent = Date.now();
+    left.abort();
+    await call;
+    const closing = Date.now();
+    assert.ok(closing - sent < 600, 'the provider is still making the image when the close begins');
+    await stack.app.close();
+    const closeMs = Date.now() - closing;
+    // The close waited for the image, and no longer than it took.
+    assert.ok(closeMs < GRACE_MS + 1_000, `closed after ${closeMs} ms`);
+    assert.equal((await stack.simulatorStats()).image_requests_left, statsBefore.image_requests_left);
+    const account = await stack.account(leaver.accountId);
+    assert.equal(account.spent_micros, IMAGE_PRICE_MICROS);
+    assert.equal(account.held_micros, 0);
   });
 });

@@ -17,15 +17,12 @@ export function restartRefusal(message: string): GatewayError {
   return new GatewayError('service_unavailable', message, undefined, { 'retry-after': '1' });
 }
 
-function abandonedAtClose(): GatewayError {
-  return restartRefusal('The gateway is restarting and ended this call, which its caller had left; nothing was charged.');
-}
-
 export class CallsInFlight {
   private readonly calls = new Set<ClientDisconnect>();
   /** Calls their callers left that run on to their end (carried-call.ts). */
   private readonly abandoned = new Set<ClientDisconnect>();
-  private closing = false;
+  /** Resolves the close's wait once the last abandoned call ended (`abandonedEnded`). */
+  private lastAbandonedEnded: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** Set once the grace is over: calls whose handler starts later (their body was slow to
    * arrive, say) are interrupted as they start. */
@@ -41,14 +38,32 @@ export class CallsInFlight {
   }
 
   /** A call whose caller left and that runs on (an image the provider is making). A close
-   * ends it at once, uncharged: nobody waits for its answer, and the close must not. */
+   * gives it the same grace as the calls still answered: the provider bills the operator for
+   * the images whether or not anyone waits, so one that comes back within the grace is charged
+   * rather than lost to the restart. Its connection is gone, so the server's close does not
+   * wait for it: the close waits through `abandonedEnded`. */
   addAbandoned(call: ClientDisconnect): void {
-    if (this.closing) return call.interrupt(abandonedAtClose());
+    if (this.interruption) return call.interrupt(this.interruption);
     this.abandoned.add(call);
   }
 
   deleteAbandoned(call: ClientDisconnect): void {
     this.abandoned.delete(call);
+    if (this.abandoned.size === 0) this.lastAbandonedEnded?.();
+  }
+
+  /** Resolves once no abandoned call runs: at the latest when the grace ends and interrupts them,
+   * and then only after an image that came back in time was charged (image-proxy.ts charges in
+   * the same turn as it lets go of its call). */
+  abandonedEnded(): Promise<void> {
+    if (this.abandoned.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const before = this.lastAbandonedEnded;
+      this.lastAbandonedEnded = () => {
+        before?.();
+        resolve();
+      };
+    });
   }
 
   get size(): number {
@@ -58,9 +73,6 @@ export class CallsInFlight {
   /** Interrupts the calls still running `graceMs` from now. */
   interruptAfter(graceMs: number): void {
     if (this.timer) return;
-    this.closing = true;
-    for (const call of [...this.abandoned]) call.interrupt(abandonedAtClose());
-    this.abandoned.clear();
     this.timer = setTimeout(() => this.interruptAll(graceMs), graceMs);
     // The close it belongs to may finish first; the process must not stay up for the timer.
     this.timer.unref();
@@ -76,5 +88,7 @@ export class CallsInFlight {
     this.interruption = restartRefusal(`The gateway is restarting and ended this call after waiting ${seconds} s for it; nothing was charged. Retry shortly.`);
     for (const call of [...this.calls]) call.interrupt(this.interruption);
     this.calls.clear();
+    // Each interrupted call lets go of itself (deleteAbandoned) as its upstream request ends.
+    for (const call of [...this.abandoned]) call.interrupt(this.interruption);
   }
 }

@@ -5,9 +5,10 @@ import { CallsInFlight } from '../../../api/services/openai-proxy/calls-in-fligh
 import { CarriedCall } from '../../../api/services/openai-proxy/carried-call.ts';
 import { ClientDisconnect } from '../../../api/services/openai-proxy/client-disconnect.ts';
 import { asResponse, FakeCallerResponse } from '../../helpers/caller-response.ts';
+import { waitUntil } from '../../helpers/wait-until.ts';
 
 // An image call runs to its end once its request went out, whoever leaves: when the caller's
-// leaving still cancels it, and when the gateway ends it anyway.
+// leaving still cancels it, when the gateway ends it anyway, and how a close waits for it.
 
 /** A caller and its carried call; `sent`: the request went out to the provider. */
 function carriedOf(calls: CallsInFlight, sent = false) {
@@ -27,18 +28,51 @@ describe('a call carried on once its request went out', () => {
     assert.equal(carried.abandoned, false);
   });
 
-  it('runs on when the caller leaves after its request went out, until a close ends it at once', () => {
+  it('runs on when the caller leaves after its request went out, through a close until the grace ends', async () => {
     const calls = new CallsInFlight();
     const { response, caller, carried } = carriedOf(calls, true);
     response.emit('close');
     assert.equal(caller.callerGone, true);
     assert.equal(carried.signal.aborted, false);
     assert.equal(carried.abandoned, true);
-    // Not after the grace: nobody waits for its answer.
-    calls.interruptAfter(60_000);
+    // The provider bills its images whether or not anyone waits: it has the grace, as a call
+    // still answered does, and the close waits for it.
+    let ended = false;
+    const waited = calls.abandonedEnded().then(() => (ended = true));
+    calls.interruptAfter(40);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(carried.signal.aborted, false, 'not before the grace is over');
+    assert.equal(ended, false);
+    await waitUntil(() => carried.signal.aborted, 2_000);
+    assert.match(carried.signal.abortReason.message, /restarting.*nothing was charged/);
+    assert.equal(ended, false, 'the close waits until the call let go');
+    carried.done();
+    await waited;
     calls.stop();
-    assert.equal(carried.signal.aborted, true);
-    assert.match(carried.signal.abortReason.message, /restarting.*its caller had left; nothing was charged/);
+  });
+
+  it('lets the close go on once an abandoned call ended within the grace', async () => {
+    const calls = new CallsInFlight();
+    const { response, carried } = carriedOf(calls, true);
+    response.emit('close');
+    calls.interruptAfter(60_000);
+    const waited = calls.abandonedEnded();
+    carried.done();
+    await waited;
+    calls.stop();
+    assert.equal(carried.signal.aborted, false);
+  });
+
+  it('is interrupted with its caller when the grace ends, as is a call that starts after it', async () => {
+    const calls = new CallsInFlight();
+    const { response, carried } = carriedOf(calls, true);
+    calls.interruptAfter(1);
+    await waitUntil(() => carried.signal.aborted, 2_000);
+    assert.equal(carried.abandoned, false, 'a live call is interrupted as its caller is');
+    const late = carriedOf(calls, true);
+    assert.equal(late.carried.signal.aborted, true, 'a call that starts after the grace is interrupted as it starts');
+    response.emit('close');
+    calls.stop();
   });
 
   it('is ended by the gateway even after its request went out, as its caller is', () => {
