@@ -13,8 +13,8 @@ import { ClientDisconnect } from './client-disconnect.ts';
 // - A caller who left while the request was out, when the provider then dropped the
 //   connection at once (it never worked on the request), ends it: the gateway would otherwise
 //   send it again for nobody (upstream-client.ts), and charge it.
-// - The gateway's interruption (a shutdown) cancels it always. An abandoned call is ended as
-//   the close begins, uncharged (calls-in-flight.ts).
+// - The gateway's interruption (a shutdown's grace ending) cancels it always. Until then an
+//   abandoned call runs on through the close, which waits for it (calls-in-flight.ts).
 
 /** The carried call's signal: aborted by its caller's leaving only while its request is not
  * with the provider. */
