@@ -277,7 +277,8 @@ export class AccountBudgets {
   private answerRecalls(now: number): void {
     const untrimmed = this.retired.all().filter((lease) => !lease.isDrained && lease.trimmedMicros === 0);
     const candidates = [...this.active.values(), ...untrimmed];
-    this.recall.recalledAmong(candidates.map((lease) => lease.reference), now).then(
+    const shared = candidates.some((lease) => this.shared.has(lease.accountId, now));
+    this.recall.recalledAmong(candidates.map((lease) => lease.reference), now, shared).then(
       (recalled) => {
         for (const lease of candidates) {
           const ask = recalled?.find((ask) => ask.reference === lease.reference);

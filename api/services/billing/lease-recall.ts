@@ -24,6 +24,10 @@ import type { Ledger } from '../../../store/ledger.ts';
 export interface RecallTiming {
   /** How often a process looks for marks on its open leases. */
   recallPollMs: number;
+  /** How often while it holds a lease of a shared account (shared-accounts.ts): another
+   * process asked for its money lately and likely will again, and each of its callers waits for
+   * the look. */
+  sharedRecallPollMs: number;
   /** How long a caller waits for recalled leases to come back before it is refused. */
   recallWaitMs: number;
 }
@@ -62,7 +66,7 @@ export interface AskedBack {
 }
 
 export class LeaseRecall {
-  private nextPollAt = 0;
+  private lastPollAt = -Infinity;
   private polling = false;
   /** Leases that let an ask's wait run out unanswered, with when each expires (store clock):
    * an ask made only for callers that could be served without it does not wait for them again. */
@@ -170,12 +174,15 @@ export class LeaseRecall {
 
   /**
    * Which of this process's open leases `references` another process asked back. Looks at most
-   * once per recallPollMs (undefined when it did not look), one look at a time.
+   * once per recallPollMs, or sharedRecallPollMs when `shared` (undefined when it did not look),
+   * one look at a time.
    */
-  async recalledAmong(references: string[], now: number): Promise<RecallAsk[] | undefined> {
-    if (this.polling || now < this.nextPollAt || references.length === 0) return undefined;
+  async recalledAmong(references: string[], now: number, shared = false): Promise<RecallAsk[] | undefined> {
+    if (this.polling || references.length === 0) return undefined;
+    const pollMs = shared ? Math.min(this.timing.sharedRecallPollMs, this.timing.recallPollMs) : this.timing.recallPollMs;
+    if (now < this.lastPollAt + pollMs) return undefined;
     this.polling = true;
-    this.nextPollAt = now + this.timing.recallPollMs;
+    this.lastPollAt = now;
     try {
       const recalled = await this.leases.recalledAmong(references);
       return recalled.map((lease) => ({ reference: lease._id, recalledAt: lease.recalled_at!, answered: answeredAsk(lease) }));

@@ -51,6 +51,9 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = {
   minLeaseMicros: 1_000_000,
   reservationsPerLease: 8,
   recallPollMs: 500,
+  // A tick: the asker of a shared account's lease waits for the look, on every call that finds
+  // the balance short (10 reads a second, only while such a lease is held).
+  sharedRecallPollMs: 100,
   // An idle lease comes back within a poll and a dozen store round trips (0.6 s). Shorter than
   // the 2 s without a hold after which an account's queue of video submissions counts as
   // stalled (hold-admission.ts): newcomers are then refused with 503.

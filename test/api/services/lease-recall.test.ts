@@ -242,7 +242,7 @@ describe('spend leases asked back by another process', () => {
 
   it("does not wait again, for the callers waiting with a served one, on a dead process's lease that let an ask run out", async () => {
     const { account } = await leaseOfDeadProcess('dead-skipped', 60_000);
-    const recall = new LeaseRecall(leases, ledger, { recallPollMs: 50, recallWaitMs: 300 });
+    const recall = new LeaseRecall(leases, ledger, { recallPollMs: 50, sharedRecallPollMs: 50, recallWaitMs: 300 });
     const free = (await ledger.totals(account._id)).balance_micros;
     // Asked for waiting callers (this one needs nothing more): the dead lease lets the wait run
     // out, and says so.
@@ -339,5 +339,19 @@ describe('spend leases asked back by another process', () => {
     });
     assert.ok(Date.now() - started < 1_000, `refused after ${Date.now() - started} ms`);
     long.charge(4_000, { outputTokens: 1 }, { allowOverage: false });
+  });
+
+  it('looks for asks on a shared account\'s lease every sharedRecallPollMs, not every recallPollMs', async () => {
+    // A process that would look for asks once a minute, except on accounts another process
+    // asked for money lately.
+    const { account, holder } = await leaseElsewhere('shared-look', { recallPollMs: 60_000, sharedRecallPollMs: 30 });
+    // The account counts as shared in the holder, as after an earlier ask (shared-accounts.ts).
+    (holder as unknown as { shared: { mark(accountId: string): void } }).shared.mark(account._id);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const started = Date.now();
+    const reservation = await apiProcess().reserve(account._id, 19_500_000, chatCall, 'hint');
+    const waitedMs = Date.now() - started;
+    assert.ok(waitedMs < 1_000, `served after ${waitedMs} ms`);
+    reservation.release();
   });
 });
