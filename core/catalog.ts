@@ -64,7 +64,9 @@ const imageModelSchema = z.object({
   upstream: z.string(),
   upstream_model: z.string(),
   owned_by: z.string(),
-  price_per_image_micros: z.number().int().min(0),
+  /** What every image costs, for a model without prices_per_image_micros (one of the two is
+   * required; with the table, this is not read). */
+  price_per_image_micros: z.number().int().min(0).optional(),
   /** Prices by quality and size, keyed `"<quality> <size>"` (`"high 1536x1024"`), for providers
    * that charge by both: a request whose quality and size (or the defaults below) have no price
    * here is refused. Without it every image costs price_per_image_micros. */
@@ -94,6 +96,9 @@ const catalogSchema = z
       seen.add(model.id);
       if (!catalog.upstreams[model.upstream]) {
         context.addIssue({ code: 'custom', message: `model ${model.id} names unknown upstream ${model.upstream}` });
+      }
+      if (model.kind === 'image' && model.price_per_image_micros === undefined && !model.prices_per_image_micros) {
+        context.addIssue({ code: 'custom', message: `image model ${model.id} has no price: give price_per_image_micros, or prices_per_image_micros by quality and size` });
       }
     }
   });

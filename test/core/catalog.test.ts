@@ -37,4 +37,13 @@ describe('model catalog', () => {
     const model = { id: 'm', kind: 'image', upstream: 'ghost', upstream_model: 'x', owned_by: 'y', price_per_image_micros: 1 };
     assert.throws(() => parseCatalog({ created: 1, upstreams: {}, models: [model] }, {}), /unknown upstream ghost/);
   });
+
+  it('prices an image model by its flat price or by its quality and size table, and refuses one with neither', () => {
+    const upstreams = { up: { protocol: 'openai', base_url: 'http://127.0.0.1:9', api_key: 'k' } };
+    const image = { id: 'img', kind: 'image', upstream: 'up', upstream_model: 'x', owned_by: 'y' };
+    const byTable = parseCatalog({ created: 1, upstreams, models: [{ ...image, prices_per_image_micros: { 'low 1024x1024': 11_000 } }] }, {}).find('img');
+    assert.deepEqual(byTable?.kind === 'image' && byTable.prices_per_image_micros, { 'low 1024x1024': 11_000 });
+    assert.equal(parseCatalog({ created: 1, upstreams, models: [{ ...image, price_per_image_micros: 40_000 }] }, {}).find('img')?.kind, 'image');
+    assert.throws(() => parseCatalog({ created: 1, upstreams, models: [image] }, {}), /image model img has no price/);
+  });
 });
