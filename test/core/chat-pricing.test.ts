@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { upstreamChatRequest } from '../../api/services/openai-proxy/chat-proxy.ts';
-import { estimateTextTokens } from '../../core/chat-pricing.ts';
+import { chatPriceMicros, estimateTextTokens } from '../../core/chat-pricing.ts';
 import type { ChatModel } from '../../core/catalog.ts';
 
 // A chat call's reservation must cover what the provider bills for its input, or the excess is
@@ -44,5 +44,18 @@ describe('the input tokens a chat call reserves', () => {
     const inline = withImage(`data:image/png;base64,${'A'.repeat(400_000)}`);
     assert.ok(short >= 48_200 && short < 48_300, String(short));
     assert.ok(Math.abs(inline - short) <= 1, `a data URL of 400 KB counts as the image it is: ${inline} against ${short}`);
+  });
+});
+
+describe("a chat call's price", () => {
+  it('is rounded up to a whole micro-dollar once, over the whole call, and exact for large counts', () => {
+    // 2 × 0.15 + 8 × 0.60 = 5.1 micro-dollars: 6 charged, where pricing each token alone would
+    // round up ten times.
+    assert.equal(chatPriceMicros(model, { inputTokens: 2, outputTokens: 8 }), 6);
+    assert.equal(chatPriceMicros(model, { inputTokens: 1_000_000, outputTokens: 1_000_000 }), 750_000, 'a whole price is not rounded');
+    assert.equal(chatPriceMicros(model, { inputTokens: 0, outputTokens: 0 }), 0);
+    assert.equal(chatPriceMicros(model, { inputTokens: -5, outputTokens: 1 }), 1, 'a negative count counts as none');
+    // 6,000,000,000,504 exactly; a float product (past 2^53) reads 6,000,000,000,505.
+    assert.equal(chatPriceMicros(model, { inputTokens: 0, outputTokens: 10_000_000_000_840 }), 6_000_000_000_504);
   });
 });
