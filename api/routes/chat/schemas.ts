@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Catalog } from '../../../core/catalog.ts';
+import type { Catalog, ChatModel } from '../../../core/catalog.ts';
 import { requiredAs } from '../../../core/characters.ts';
 import { VerbatimInteger } from '../../../core/verbatim-integers.ts';
 import { modelIdField } from '../model-resolution.ts';
@@ -88,11 +88,23 @@ export const chatCompletionBody = z.looseObject({
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionBody>;
 
+/** Each chat model's output limit below the largest, for the document only (JSON Schema
+ * `if`/`then` on `model`): the route checks it when the model is resolved (chat-proxy.ts), and a
+ * body the document calls valid must be one the gateway accepts. */
+function outputLimitsPerModel(chatModels: ChatModel[], largest: number): object[] {
+  return chatModels
+    .filter((model) => model.max_output_tokens < largest)
+    .map((model) => ({
+      if: { properties: { model: { const: model.id } } },
+      then: { properties: { max_tokens: { maximum: model.max_output_tokens }, max_completion_tokens: { maximum: model.max_output_tokens } } },
+    }));
+}
+
 /** The body as the route checks and documents it: `model` lists the catalog's chat models, and
  * the output limits go no higher than the largest model's (each model's own is checked when it
- * is resolved, chat-proxy.ts). */
+ * is resolved, chat-proxy.ts, and documented per model). */
 export function chatCompletionBodyFor(catalog: Catalog) {
-  const chatModels = catalog.all().filter((model) => model.kind === 'chat');
+  const chatModels = catalog.all().filter((model): model is ChatModel => model.kind === 'chat');
   const examples = chatModels[0] ? [{ model: chatModels[0].id, messages: [{ role: 'user', content: 'Write a haiku about rivers.' }], max_tokens: 64 }] : [];
   const largest = Math.max(1, ...chatModels.map((model) => model.max_output_tokens));
   const tooMany = `must be at most ${largest}, the most output tokens a model here makes`;
@@ -104,7 +116,10 @@ export function chatCompletionBodyFor(catalog: Catalog) {
     .positive('must be a positive integer')
     .max(largest, tooMany)
     .nullish();
-  return chatCompletionBody.extend({ model: modelIdField(catalog, 'chat'), max_tokens: outputLimit, max_completion_tokens: outputLimit }).meta({ examples });
+  const perModel = outputLimitsPerModel(chatModels, largest);
+  return chatCompletionBody
+    .extend({ model: modelIdField(catalog, 'chat'), max_tokens: outputLimit, max_completion_tokens: outputLimit })
+    .meta({ examples, ...(perModel.length > 0 ? { allOf: perModel } : {}) });
 }
 
 // Documents the answer; the route sends the upstream's JSON text, which skips serialization.

@@ -27,15 +27,45 @@ function listedByAll(models: ImageModel[], field: 'sizes' | 'qualities'): [strin
   return values.length > 0 ? (values as [string, ...string[]]) : null;
 }
 
+/** A priced pair's quality: the model's default also stands for a quality left out, null, or
+ * not a string (image-proxy.ts reads only a string). */
+function qualityIs(quality: string, fallback: string): object {
+  return quality === fallback ? { properties: { quality: { anyOf: [{ const: quality }, { not: { type: 'string' } }] } } } : { required: ['quality'], properties: { quality: { const: quality } } };
+}
+
+/** A priced pair's size: the model's default also stands for a size left out or null. */
+function sizeIs(size: string, fallback: string): object {
+  return size === fallback ? { properties: { size: { enum: [size, null] } } } : { required: ['size'], properties: { size: { const: size } } };
+}
+
+/** One image model's own rules, for the document only (JSON Schema `if`/`then` on `model`): the
+ * sizes and qualities it makes, and for a model priced by quality and size the pairs it has a
+ * price for. The route checks them when the model is resolved (image-proxy.ts); a body the
+ * document calls valid must be one the gateway accepts. */
+function imageModelRules(model: ImageModel): object | undefined {
+  const rules: object[] = [];
+  const made: Record<string, object> = {};
+  if (model.sizes) made.size = { enum: [...model.sizes, null] };
+  if (model.qualities) made.quality = { enum: [...model.qualities, null] };
+  if (Object.keys(made).length > 0) rules.push({ properties: made });
+  if (model.prices_per_image_micros) {
+    const pairs = Object.keys(model.prices_per_image_micros).map((key) => key.split(' ') as [string, string]);
+    rules.push({ anyOf: pairs.map(([quality, size]) => ({ allOf: [qualityIs(quality, model.default_quality), sizeIs(size, model.default_size)] })) });
+  }
+  if (rules.length === 0) return undefined;
+  return { if: { properties: { model: { const: model.id } } }, then: rules.length === 1 ? rules[0] : { allOf: rules } };
+}
+
 /** The body as the route checks and documents it: `model` lists the catalog's image models, and
  * `size` and `quality` the values they make, where they list them (each model's own are checked
- * again when it is resolved, image-proxy.ts). */
+ * again when it is resolved, image-proxy.ts, and documented per model). */
 export function imageGenerationBodyFor(catalog: Catalog) {
   const imageModels = catalog.all().filter((model): model is ImageModel => model.kind === 'image');
   const examples = imageModels[0] ? [{ model: imageModels[0].id, prompt: 'A lighthouse in watercolour, morning light', size: '1024x1024' }] : [];
   const sizes = listedByAll(imageModels, 'sizes');
   const qualities = listedByAll(imageModels, 'qualities');
   const quoted = (values: string[]) => values.map((value) => `'${value}'`).join(', ');
+  const perModel = imageModels.map(imageModelRules).filter((rules) => rules !== undefined);
   return imageGenerationBody
     .extend({
       model: modelIdField(catalog, 'image'),
@@ -43,7 +73,7 @@ export function imageGenerationBodyFor(catalog: Catalog) {
       // Not named by the base body (any value passes to the upstream) unless listed.
       quality: qualities ? z.enum(qualities, { error: `must be one of ${quoted(qualities)}` }).nullish() : z.unknown().optional(),
     })
-    .meta({ examples });
+    .meta({ examples, ...(perModel.length > 0 ? { allOf: perModel } : {}) });
 }
 
 // Documents the answer; the route sends the upstream's JSON text, which skips serialization.
