@@ -25,7 +25,9 @@ const OWN_SETTLEMENTS_WAIT_MS = 250;
 
 /** Not opened: for want of balance, or (`raced`) every hold lost to other openings that took
  * part of the balance between its read and the hold. */
-export type Opening = { opened: true } | { opened: false; availableMicros: number; heldMicros: number; unanswered: UnansweredLeases | null; raced: boolean };
+/** Not opened: what the balance was, and why. `beyondAll`: the call costs more than all the
+ * account's money, free and held, so nothing given back could have covered it. */
+export type Opening = { opened: true } | { opened: false; availableMicros: number; heldMicros: number; unanswered: UnansweredLeases | null; raced: boolean; beyondAll: boolean };
 
 /** What an opening works with: the budgets' stores and leases. */
 export interface OpeningHost {
@@ -84,7 +86,7 @@ export class LeaseOpenings {
       // lease, which other callers are using, stays.
       const totals = await ledger.totals(accountId);
       if (totals.balance_micros + totals.held_micros < neededMicros) {
-        return { opened: false, availableMicros: totals.balance_micros, heldMicros: totals.held_micros, unanswered: null, raced: false };
+        return { opened: false, availableMicros: totals.balance_micros, heldMicros: totals.held_micros, unanswered: null, raced: false, beyondAll: true };
       }
     }
     if (current && mode === 'replace') {
@@ -171,7 +173,7 @@ export class LeaseOpenings {
       this.host.install(new SpendLease(reference, accountId, amountMicros, now, expiresAt, idleMs));
       return { opened: true };
     }
-    return { opened: false, availableMicros, heldMicros, unanswered, raced: attempt === HOLD_ATTEMPTS };
+    return { opened: false, availableMicros, heldMicros, unanswered, raced: attempt === HOLD_ATTEMPTS, beyondAll: false };
   }
 
   /** Trims this process's retired leases of `accountId` that calls still run on, and settles

@@ -67,12 +67,19 @@ describe('spend leases (account budgets)', () => {
     await assert.rejects(async () => budget.reserve(account._id, 9_800, chatCall, 'or lower max_tokens'), (error: unknown) => {
       assert.ok(error instanceof GatewayError);
       assert.equal(error.code, 'insufficient_balance');
-      assert.match(error.message, /up to \$0\.009800 .* \$0\.005000 available\. Add credits, or lower max_tokens, and retry\./);
+      assert.match(error.message, /up to \$0\.009800 and the account has \$0\.005000 in all, .*\. Add credits, or lower max_tokens, and retry\./);
       return true;
     });
     assert.equal((await accounts.find(account._id))!.held_micros, 0);
     const reservation = await budget.reserve(account._id, 4_000, chatCall, 'hint');
     assert.equal((await accounts.find(account._id))!.held_micros, 5_000, 'a small balance is leased whole');
+    // The lease holds the whole balance now: the refusal still counts it, as the admin API's
+    // available_usd does, rather than reading "$0.000000 available".
+    await assert.rejects(async () => budget.reserve(account._id, 9_800, chatCall, 'or lower max_tokens'), (error: unknown) => {
+      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      assert.match(error.message, /the account has \$0\.005000 in all, counting what is held/);
+      return true;
+    });
     reservation.charge(1_234, { outputTokens: 5 }, { allowOverage: false });
     const after = await settled(account._id);
     assert.equal(after.balance_micros, 5_000 - 1_234);
