@@ -17,7 +17,8 @@ import { restartRefusal, type CallsInFlight } from '../services/openai-proxy/cal
 //   connections still open are closed whatever they are doing.
 // - an image call whose caller left runs on (carried-call.ts) with no connection for the close
 //   to wait on: the onClose hook waits for it, so that images back within the grace are charged
-//   before the leases settle (this hook runs before app.ts's, which were added earlier).
+//   before the leases settle (this hook runs before app.ts's, which were added earlier), and
+//   for its answer's Idempotency-Key record, before the store closes.
 // A request that arrives during the close, on a connection that was already open, is refused
 // here with the spec's error body, Retry-After and `connection: close`, so the client's next
 // attempt opens a connection (to another process, behind a load balancer). Fastify's own
@@ -64,6 +65,10 @@ async function gracefulClosePlugin(app: FastifyInstance, options: GracefulCloseO
     // The grace's end interrupts abandoned calls; the force deadline bounds the wait even if
     // one never let go.
     await Promise.race([options.calls.abandonedEnded(), forced]);
+    // A call that ended so answers in the turns that follow, and its reply's onSend writes the
+    // answer to its Idempotency-Key record: the store closes once this close is done.
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.race([options.calls.answerWritesDone(), forced]);
     clearTimeout(force);
     options.calls.stop();
   });

@@ -5,6 +5,7 @@ import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { VerbatimInteger } from '../../core/verbatim-integers.ts';
 import { lastSignOfLife, type IdempotencyRecord, type IdempotencyStore } from '../../store/idempotency.ts';
+import type { CallsInFlight } from '../services/openai-proxy/calls-in-flight.ts';
 import { principalOf } from './api-key-auth.ts';
 
 // `Idempotency-Key` on the POST routes that create something billable. Scoped per API key and
@@ -104,8 +105,14 @@ function replay(reply: FastifyReply, answer: { statusCode: number; contentType?:
     .send(answer.body);
 }
 
-async function idempotencyPlugin(app: FastifyInstance, options: { store: IdempotencyStore; routes: Record<string, IdempotentRoute> }): Promise<void> {
-  const { store, routes } = options;
+async function idempotencyPlugin(app: FastifyInstance, options: { store: IdempotencyStore; routes: Record<string, IdempotentRoute>; calls?: CallsInFlight }): Promise<void> {
+  const { store, routes, calls } = options;
+  /** The record writes a close waits for (graceful-close.ts): an answer whose caller left has no
+   * connection to keep the close waiting while it is written. */
+  const kept = <Written extends Promise<unknown>>(write: Written): Written => {
+    calls?.keepAnswerWrite(write);
+    return write;
+  };
   app.decorateRequest('idempotency', null);
 
   /** The request now holds the record: refresh it until the request is finished. */
@@ -230,8 +237,8 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   // of meeting a 409 until the record goes stale.
   const releaseIfGivenUp = (request: FastifyRequest, reply: FastifyReply) => {
     if (!reply.sent || reply.raw.writableEnded) return;
-    if (reply.raw.destroyed) void releaseUnanswered(request);
-    else reply.raw.once('close', () => void releaseUnanswered(request));
+    if (reply.raw.destroyed) void kept(releaseUnanswered(request));
+    else reply.raw.once('close', () => void kept(releaseUnanswered(request)));
   };
 
   // The hooks go on the idempotent routes only: every other route (chat above all) would pay
@@ -240,8 +247,8 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     const route = routes[options.url ?? options.path];
     if (!route || options.method !== 'POST') return;
     options.preHandler = [...asList(options.preHandler), (request, reply) => claimKey(route, request, reply)];
-    options.onSend = [...asList(options.onSend), keepAnswer];
-    options.onResponse = [...asList(options.onResponse), releaseUnanswered];
+    options.onSend = [...asList(options.onSend), (request: FastifyRequest, reply: FastifyReply, payload: unknown) => kept(keepAnswer(request, reply, payload))];
+    options.onResponse = [...asList(options.onResponse), (request: FastifyRequest) => kept(releaseUnanswered(request))];
     // The idempotent routes' handlers are async: the wrapper changes nothing of how they answer.
     const handler = options.handler as (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
     options.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {

@@ -189,14 +189,16 @@ describe('closing the api while only an image its caller left runs', { timeout: 
   });
   after(() => stack.close());
 
-  it('waits for the image, though no connection is left, and charges it before the leases settle', async () => {
+  it('waits for the image, though no connection is left, charges it and keeps its answer for a retry before the store closes', async () => {
     const leaver = await stack.newCaller('image-left-alone');
     const statsBefore = await stack.simulatorStats();
     const left = new AbortController();
+    // Two large images: their answer goes to the Idempotency-Key record in pieces, which takes
+    // longer than the rest of the close.
     const call = request(`${stack.baseUrl}/v1/images/generations`, {
       method: 'POST',
-      headers: { ...bearer(leaver.key), 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-image-1', prompt: 'a sunrise nobody waits for [sim:delay_ms=700]' }),
+      headers: { ...bearer(leaver.key), 'content-type': 'application/json', 'idempotency-key': 'left-at-restart' },
+      body: JSON.stringify({ model: 'gpt-image-1', n: 2, prompt: 'a sunrise nobody waits for [sim:delay_ms=700 image_kib=6000]' }),
       signal: left.signal,
     }).catch(() => undefined);
     await waitUntil(async () => (await stack.simulatorStats()).image_requests === statsBefore.image_requests + 1, 5_000);
@@ -207,11 +209,15 @@ describe('closing the api while only an image its caller left runs', { timeout: 
     assert.ok(closing - sent < 600, 'the provider is still making the image when the close begins');
     await stack.app.close();
     const closeMs = Date.now() - closing;
-    // The close waited for the image, and no longer than it took.
+    // What the api process does next is close the store (api/server.ts): the record must be
+    // written by now, or a retry under the key would pay for the images again.
+    const record = await stack.database.db.collection('idempotency_keys').findOne({});
+    assert.equal(record?.state, 'completed', 'the answer is kept for a retry when the close ends');
+    // The close waited for the image and its record, and no longer than they took.
     assert.ok(closeMs < GRACE_MS + 1_000, `closed after ${closeMs} ms`);
     assert.equal((await stack.simulatorStats()).image_requests_left, statsBefore.image_requests_left);
     const account = await stack.account(leaver.accountId);
-    assert.equal(account.spent_micros, IMAGE_PRICE_MICROS);
+    assert.equal(account.spent_micros, 2 * IMAGE_PRICE_MICROS);
     assert.equal(account.held_micros, 0);
   });
 });

@@ -23,6 +23,8 @@ export class CallsInFlight {
   private readonly abandoned = new Set<ClientDisconnect>();
   /** Resolves the close's wait once the last abandoned call ended (`abandonedEnded`). */
   private lastAbandonedEnded: (() => void) | undefined;
+  /** Idempotency-Key record writes of answers under way (api/plugins/idempotency.ts). */
+  private readonly answerWrites = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
   /** Set once the grace is over: calls whose handler starts later (their body was slow to
    * arrive, say) are interrupted as they start. */
@@ -64,6 +66,22 @@ export class CallsInFlight {
         resolve();
       };
     });
+  }
+
+  /** An answer's Idempotency-Key record being written. The answer of a call its caller left
+   * has no connection for the server's close to wait on, and its record must land before the
+   * store closes: without it, a retry under the key would pay for the images again. */
+  keepAnswerWrite(write: Promise<unknown>): void {
+    this.answerWrites.add(write);
+    write.then(
+      () => this.answerWrites.delete(write),
+      () => this.answerWrites.delete(write),
+    );
+  }
+
+  /** Resolves once no answer's record is being written. */
+  async answerWritesDone(): Promise<void> {
+    while (this.answerWrites.size > 0) await Promise.allSettled([...this.answerWrites]);
   }
 
   get size(): number {
