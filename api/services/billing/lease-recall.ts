@@ -34,6 +34,10 @@ export interface RecallTiming {
 
 /** Between two looks at the balance while waiting for recalled leases. */
 const WAIT_STEP_MS = 50;
+/** How early a look for asks may come: the ticks that make them come from an interval timer,
+ * whose readings of the clock are often a millisecond short of the interval, and a look due
+ * every tick would then come every other tick. */
+const POLL_SLACK_MS = 10;
 
 /** Money that leases of processes which did not answer being asked still hold. */
 export interface UnansweredLeases {
@@ -180,7 +184,7 @@ export class LeaseRecall {
   async recalledAmong(references: string[], now: number, shared = false): Promise<RecallAsk[] | undefined> {
     if (this.polling || references.length === 0) return undefined;
     const pollMs = shared ? Math.min(this.timing.sharedRecallPollMs, this.timing.recallPollMs) : this.timing.recallPollMs;
-    if (now < this.lastPollAt + pollMs) return undefined;
+    if (now < this.lastPollAt + pollMs - POLL_SLACK_MS) return undefined;
     this.polling = true;
     this.lastPollAt = now;
     try {
