@@ -18,13 +18,14 @@ export function formatUsd(micros: number): string {
 }
 
 /** `cost` says what was asked ("this task costs $…"); `advice` what to do about it. A cost
- * beyond all the account's money (`beyondAll`) is told against that total: the free balance
- * alone read $0 beside an idle lease of the account's whole balance, which the console and the
- * admin API count as available. */
+ * beyond all the account's money (`beyondAll`) is told against that total, free and held, as an
+ * upper bound (calls may have spent part of what leases hold): the free balance alone read $0
+ * beside an idle lease of the account's whole balance, which the console and the admin API
+ * count as available. */
 export function insufficientBalance(cost: string, totals: { availableMicros: number; heldMicros: number; beyondAll?: boolean }, advice: string): GatewayError {
   if (totals.beyondAll) {
     const all = formatUsd(totals.availableMicros + totals.heldMicros);
-    return new GatewayError('insufficient_balance', `Insufficient balance: ${cost} and the account has ${all} in all, counting what is held for requests in progress or set aside for its next calls. ${advice}`);
+    return new GatewayError('insufficient_balance', `Insufficient balance: ${cost} and the account has at most ${all}, counting what is held for requests in progress or set aside for its next calls. ${advice}`);
   }
   const held = totals.heldMicros > 0 ? ` (${formatUsd(totals.heldMicros)} more is held for requests in progress, or set aside for the account's next calls by a gateway process; what is not spent comes back to the balance)` : '';
   return new GatewayError('insufficient_balance', `Insufficient balance: ${cost} and the account has ${formatUsd(totals.availableMicros)} available${held}. ${advice}`);

@@ -67,7 +67,7 @@ describe('spend leases (account budgets)', () => {
     await assert.rejects(async () => budget.reserve(account._id, 9_800, chatCall, 'or lower max_tokens'), (error: unknown) => {
       assert.ok(error instanceof GatewayError);
       assert.equal(error.code, 'insufficient_balance');
-      assert.match(error.message, /up to \$0\.009800 and the account has \$0\.005000 in all, .*\. Add credits, or lower max_tokens, and retry\./);
+      assert.match(error.message, /up to \$0\.009800 and the account has at most \$0\.005000, .*\. Add credits, or lower max_tokens, and retry\./);
       return true;
     });
     assert.equal((await accounts.find(account._id))!.held_micros, 0);
@@ -77,7 +77,7 @@ describe('spend leases (account budgets)', () => {
     // available_usd does, rather than reading "$0.000000 available".
     await assert.rejects(async () => budget.reserve(account._id, 9_800, chatCall, 'or lower max_tokens'), (error: unknown) => {
       assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
-      assert.match(error.message, /the account has \$0\.005000 in all, counting what is held/);
+      assert.match(error.message, /the account has at most \$0\.005000, counting what is held/);
       return true;
     });
     reservation.charge(1_234, { outputTokens: 5 }, { allowOverage: false });
