@@ -70,7 +70,10 @@ const imageModelSchema = z.object({
   /** Prices by quality and size, keyed `"<quality> <size>"` (`"high 1536x1024"`), for providers
    * that charge by both: a request whose quality and size (or the defaults below) have no price
    * here is refused. Without it every image costs price_per_image_micros. */
-  prices_per_image_micros: z.record(z.string().regex(/^\S+ \S+$/, 'keys are "<quality> <size>"'), z.number().int().min(0)).optional(),
+  prices_per_image_micros: z
+    .record(z.string().regex(/^\S+ \S+$/, 'keys are "<quality> <size>"'), z.number().int().min(0))
+    .refine((prices) => Object.keys(prices).length > 0, 'must price at least one "<quality> <size>" pair')
+    .optional(),
   /** What a request that names no quality or size gets (OpenAI's default is auto for both). */
   default_quality: z.string().default('auto'),
   default_size: z.string().default('auto'),

@@ -45,5 +45,6 @@ describe('model catalog', () => {
     assert.deepEqual(byTable?.kind === 'image' && byTable.prices_per_image_micros, { 'low 1024x1024': 11_000 });
     assert.equal(parseCatalog({ created: 1, upstreams, models: [{ ...image, price_per_image_micros: 40_000 }] }, {}).find('img')?.kind, 'image');
     assert.throws(() => parseCatalog({ created: 1, upstreams, models: [image] }, {}), /image model img has no price/);
+    assert.throws(() => parseCatalog({ created: 1, upstreams, models: [{ ...image, prices_per_image_micros: {} }] }, {}), /must price at least one/);
   });
 });
