@@ -249,6 +249,23 @@ describe('console usage and spend', () => {
     const unstarted = visibleText((await browser.get('/console/tasks/task_usage_unstarted')).body);
     assert.match(unstarted, /Not sent \(the submission failed inside the gateway before the task started, so no callback is made\) to https:\/\/hooks\.example\/video : unsent 0 attempts/);
     assert.doesNotMatch(unstarted, /tried again/);
+    // As the gateway closes such a task now: its webhook ended `stopped`, which is no operator's
+    // doing.
+    await new TaskStore(harness.database.db).insert(
+      taskDocument({
+        _id: 'task_usage_unstarted_stopped',
+        account_id: accountId,
+        key_id: production.id,
+        status: 'failed',
+        url: undefined,
+        error: { code: 'gateway_unavailable', message: 'The task could not be stored.' },
+        webhook: { url: 'https://hooks.example/video', state: 'stopped', attempts: [] },
+        created_at: new Date(Date.now() - 121 * 60_000),
+      }),
+    );
+    const closedByGateway = visibleText((await browser.get('/console/tasks/task_usage_unstarted_stopped')).body);
+    assert.match(closedByGateway, /Not sent \(the submission failed inside the gateway before the task started, so no callback is made\) to https:\/\/hooks\.example\/video : unsent 0 attempts/);
+    assert.doesNotMatch(closedByGateway, /an operator/);
     const foreign = await browser.get(`/console/tasks/${foreignTaskId}`);
     assert.equal(foreign.statusCode, 404);
     assert.match(foreign.headers['content-type'] as string, /^text\/html/);

@@ -45,10 +45,13 @@ const WEBHOOK_STATES: Record<ShownWebhookState, string> = {
 };
 
 /** A task closed before it started (gateway_unavailable) never sends its webhook (README,
- * Errors), yet its stored state stays `pending`, which would promise an attempt to come. */
+ * Errors). Its stored state is `stopped` (store/abandoned-tasks.ts, activities/billing.ts), which
+ * reads as an operator's doing, or `pending` from before those set it, which would promise an
+ * attempt to come. */
 function shownWebhookState(task: TaskDocument & { webhook: NonNullable<TaskDocument['webhook']> }): ShownWebhookState {
   const closedUnstarted = task.status === 'failed' && task.error?.code === ABANDONED_TASK_ERROR;
-  return task.webhook.state === 'pending' && task.webhook.attempts.length === 0 && closedUnstarted ? 'unsent' : task.webhook.state;
+  const neverSent = (task.webhook.state === 'pending' || task.webhook.state === 'stopped') && task.webhook.attempts.length === 0;
+  return neverSent && closedUnstarted ? 'unsent' : task.webhook.state;
 }
 
 function webhookSummary(task: TaskDocument): Html {
