@@ -26,13 +26,17 @@ function typedValues(body: unknown): FormValues {
   return values;
 }
 
+/** The fields the pages send hidden (a form's one-time reference): their errors are the form's. */
+const HIDDEN_FIELDS = new Set(['reference']);
+
 export function parseForm<Schema extends z.ZodType>(schema: Schema, body: unknown): FormResult<z.output<Schema>> {
   const parsed = schema.safeParse(body ?? {});
   if (parsed.success) return { ok: true, data: parsed.data };
   const errors: FormErrors = {};
   for (const issue of parsed.error.issues) {
     const field = String(issue.path[0] ?? 'form');
-    errors[field] ??= issue.message;
+    // A hidden field has nowhere to show its error: the form does.
+    errors[HIDDEN_FIELDS.has(field) ? 'form' : field] ??= issue.message;
   }
   return { ok: false, errors, values: typedValues(body) };
 }
@@ -112,7 +116,7 @@ export const createAccountForm = z
   });
 
 /** A form's one-time id, rendered into it (formReference()): the same form sent twice acts once. */
-const reference = z.string().regex(/^[A-Za-z0-9_-]{16,64}$/, 'Reload the page and try again.');
+const reference = z.string({ error: 'Reload the page and try again.' }).regex(/^[A-Za-z0-9_-]{16,64}$/, 'Reload the page and try again.');
 
 /** A fresh one-time id for a form. */
 export function formReference(): string {

@@ -114,6 +114,16 @@ describe('console keys', () => {
       assert.equal(refused.statusCode, 400, JSON.stringify(name));
       assert.match(visibleText(refused.body), /without control characters or direction overrides/);
     }
+    // A form whose hidden reference went missing (a page saved without it, a hand-made post)
+    // says what to do, rather than a 400 page with no error on it.
+    const emptied = await browser.post('/console/keys', { name: 'no reference', reference: '' });
+    assert.equal(emptied.statusCode, 400);
+    assert.match(visibleText(emptied.body), /Reload the page and try again\./);
+    // From a page without the form, the helper has no reference to send: the field is absent.
+    assert.doesNotMatch((await browser.get('/console/usage')).body, /name="reference"/);
+    const unreferenced = await browser.post('/console/keys', { name: 'no reference' });
+    assert.equal(unreferenced.statusCode, 400);
+    assert.match(visibleText(unreferenced.body), /Reload the page and try again\./);
     assert.equal(await harness.database.db.collection('api_keys').countDocuments({ account_id: accountId }), before);
   });
 
