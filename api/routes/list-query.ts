@@ -26,7 +26,9 @@ export function listLimit(what: string, byDefault: number, options: { emptyIsLef
 
 /** Empty (`?after=`) means the first page, as a client building the URL from a missing last_id sends it. */
 export function listAfter(description: string) {
-  return z.preprocess((value) => (value === '' ? undefined : value), z.string().optional()).describe(description);
+  return z
+    .preprocess((value) => (value === '' ? undefined : value), z.string({ error: (issue) => (Array.isArray(issue.input) ? 'must be given once' : 'must be the last id of the page before') }).optional())
+    .describe(description);
 }
 
 /** The answer: `{object: "list", data, first_id, last_id, has_more}`. */

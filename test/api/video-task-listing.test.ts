@@ -125,12 +125,15 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
     assert.deepEqual(seen, [...ids].sort().reverse());
   });
 
-  it('reads an empty cursor as none, and an empty limit as the default', async () => {
+  it('reads an empty cursor as none, an empty limit as the default, and an empty state as every state', async () => {
     const first = (await list(firstKey, '?limit=2&after=')).json();
     assert.deepEqual(first.data.map((task: { task_id: string }) => task.task_id), [...submitted].reverse().slice(0, 2));
     const defaulted = await list(firstKey, '?limit=');
     assert.equal(defaulted.statusCode, 200, defaulted.body);
     assert.equal(defaulted.json().data.length, Math.min(20, submitted.length));
+    const everyState = await list(firstKey, '?limit=2&status=');
+    assert.equal(everyState.statusCode, 200, everyState.body);
+    assert.deepEqual(everyState.json().data, first.data);
   });
 
   it('refuses a bad limit or state, or an unknown parameter, with a 400 naming it, and a cursor from another account with a 404', async () => {
@@ -144,6 +147,12 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
       const refused = await list(firstKey, query);
       assert.equal(refused.statusCode, 400, `${query}: ${refused.body}`);
       assert.equal(refused.json().error.param, param, query);
+    }
+    // A parameter given twice is named in words, not in the validation library's.
+    for (const [query, param] of [['?after=task_a&after=task_b', 'after'], ['?status=failed&status=running', 'status']]) {
+      const twice = await list(firstKey, query);
+      assert.equal(twice.statusCode, 400, query);
+      assert.deepEqual([twice.json().error.param, twice.json().error.message], [param, `Invalid query parameter '${param}': must be given once`], query);
     }
     const foreign = await list(firstKey, `?after=${foreignTaskId}`);
     assert.equal(foreign.statusCode, 404);

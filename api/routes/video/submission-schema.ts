@@ -84,7 +84,7 @@ function contentField(model: VideoModel) {
   const roles = contentRolesFor(model);
   const types = allowedEntryTypes(roles);
   if (types.length === 0) {
-    return z.array(z.unknown()).max(0, `The model '${model.id}' accepts no reference media (no reference images, videos or audio, no first/last-frame images); omit metadata.content.`);
+    return z.array(z.unknown(), { error: `must be an array; the model '${model.id}' accepts no reference media, so omit metadata.content` }).max(0, `The model '${model.id}' accepts no reference media (no reference images, videos or audio, no first/last-frame images); omit metadata.content.`);
   }
   const entries = types.map((type) => entrySchema(model, type, roles));
   const entry =
@@ -94,7 +94,7 @@ function contentField(model: VideoModel) {
           error: `must be ${either(types)} for '${model.id}'`,
         });
   return z
-    .array(entry)
+    .array(entry, { error: `must be an array of reference media entries (${either(types)}) for '${model.id}'` })
     .max(model.reference.total, `allows at most ${model.reference.total} reference entries in total for '${model.id}'`)
     .meta(contentArrayRules(model))
     .describe('Reference media, in order: reference images (role reference_image) are cited in the prompt as @image1…@imageN, in any case; first/last-frame images are not cited. The vendor fetches each URL: one on a literal internal address (loopback, private, link-local and the like, or a localhost name, unless the operator allows it) is a 400.');
