@@ -9,7 +9,7 @@ import { formatUsd } from './billing/insufficient-balance.ts';
 export class CreditDeductions {
   constructor(
     private readonly accounts: AccountStore,
-    private readonly budgets: Pick<AccountBudgets, 'returnUnused'>,
+    private readonly budgets: Pick<AccountBudgets, 'takeWithLeasesBack'>,
   ) {}
 
   /** The account after the deduction (null when there is no such account); a 409 when its free
@@ -20,8 +20,7 @@ export class CreditDeductions {
       // Money leased to api processes for calls to come, but reserved by none, is free money
       // parked: asked back as a call short of balance asks for it. Without this, one call's idle
       // lease held $1 of a $20 account and refused a $19.50 deduction for five minutes.
-      await this.budgets.returnUnused(accountId, amountMicros);
-      outcome = await this.accounts.deduct(accountId, amountMicros, reference);
+      ({ result: outcome } = await this.budgets.takeWithLeasesBack(accountId, amountMicros, () => this.accounts.deduct(accountId, amountMicros, reference)));
     }
     if (outcome !== 'insufficient_balance') return outcome;
     const account = await this.accounts.find(accountId);

@@ -19,6 +19,7 @@ import type { Principal } from '../plugins/api-key-auth.ts';
 import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
 import { HoldAdmission } from './hold-admission.ts';
 import { internalAddressIn } from './submission-addresses.ts';
+import type { AccountBudgets } from './billing/account-budgets.ts';
 import type { UnansweredLeases } from './billing/lease-recall.ts';
 
 export interface VideoTaskServiceOptions {
@@ -34,7 +35,7 @@ export interface VideoTaskServiceOptions {
    * on such an address. */
   outboundAllowlist: Allowlist;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
-  budgets?: { returnUnused(accountId: string, neededMicros: number): Promise<UnansweredLeases | null> };
+  budgets?: Pick<AccountBudgets, 'takeWithLeasesBack'>;
   log?: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
   /** Tests shorten HOLD_DEADLINE_MS and STALLED_AFTER_MS. */
   holdDeadlineMs?: number;
@@ -232,8 +233,7 @@ export class VideoTaskService {
     if (held === 'insufficient_balance' && this.options.budgets) {
       // Part of the balance may be leased to chat calls (here or in another process) without
       // being spent.
-      unanswered = await this.options.budgets.returnUnused(principal.accountId, priceMicros);
-      held = await hold();
+      ({ result: held, unanswered } = await this.options.budgets.takeWithLeasesBack(principal.accountId, priceMicros, hold));
     }
     if (held !== 'applied') {
       await tasks.remove(taskId);

@@ -4,12 +4,14 @@ import { GatewayError } from '../../../core/errors.ts';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger } from '../../../store/ledger.ts';
 import type { UsageStore } from '../../../store/usage.ts';
+import { DirectTakes } from './direct-takes.ts';
 import { balanceRefusal, formatUsd } from './insufficient-balance.ts';
 import { JournalWriter } from './journal-writer.ts';
 import { LeaseCarriers } from './lease-carriers.ts';
 import { extendExpiringLeases, type LeaseExpiryOptions } from './lease-expiry.ts';
 import { HOLD_ATTEMPTS, LeaseOpenings } from './lease-openings.ts';
-import { LeaseRecall, type RecallAsk, type UnansweredLeases } from './lease-recall.ts';
+import { LeaseRecall, type UnansweredLeases } from './lease-recall.ts';
+import { answerRecalls, type RecallAnswerHost } from './recall-answers.ts';
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from './lease-timing.ts';
 import { RetiredLeases } from './retired-leases.ts';
 import { SharedAccounts } from './shared-accounts.ts';
@@ -74,10 +76,12 @@ export class AccountBudgets {
   private readonly openings: LeaseOpenings;
   private readonly shared = new SharedAccounts();
   private readonly waiting = new WaitingCallers();
+  private readonly takes = new DirectTakes();
   private timer: NodeJS.Timeout | undefined;
   private readonly journals: JournalWriter;
   private readonly carriers: LeaseCarriers;
   private readonly expiry: LeaseExpiryOptions;
+  private readonly recallAnswers: RecallAnswerHost;
 
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
@@ -101,7 +105,9 @@ export class AccountBudgets {
       },
       retire: (lease) => this.retire(lease),
       referencesOf: (accountId) => this.referencesOf(accountId),
+      takeUnderWay: (accountId) => this.takes.of(accountId),
     });
+    this.recallAnswers = { recall: this.recall, retired: this.retired, shared: this.shared, log: options.log, active: this.active, retire: (lease) => this.retire(lease) };
     this.expiry = {
       leases: options.leases,
       expiryMs: this.timing.expiryMs,
@@ -192,6 +198,18 @@ export class AccountBudgets {
     return (await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros)).unanswered;
   }
 
+  /** Takes money from the account directly (`take`: a video task's hold, a deduction) once its
+   * unreserved leased money is back, with no lease of this process opened in between
+   * (direct-takes.ts). With what other processes' leases that did not answer still hold. */
+  async takeWithLeasesBack<Result>(accountId: string, neededMicros: number, take: () => Promise<Result>): Promise<{ result: Result; unanswered: UnansweredLeases | null }> {
+    return this.takes.run(accountId, async () => {
+      // An opening already under way would lease what comes back: it goes first.
+      await untilDeadline(Promise.allSettled(this.openings.of(accountId)), Date.now() + this.timing.recallWaitMs);
+      const unanswered = await this.returnUnused(accountId, neededMicros);
+      return { result: await take(), unanswered };
+    });
+  }
+
   /** Before `settling` is debited beyond its hold: gives back what this process holds of the
    * account elsewhere. The open lease is retired (settled at once when idle, else its
    * unreserved rest trimmed), as are the rests of retired leases calls still run on. Waits a
@@ -231,13 +249,6 @@ export class AccountBudgets {
     return [...this.active.values(), ...this.retired.all(), ...this.carriers.underWay()].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
   }
 
-  private async trimAsked(lease: SpendLease, ask: RecallAsk): Promise<void> {
-    const trimmed = await this.retired.trimRest(lease);
-    // A trim that failed is applied again by the settlement: the asker waits for it meanwhile.
-    if (ask.answered || (!trimmed && lease.trimmedMicros > 0)) return;
-    await this.recall.answered(lease.reference, ask.recalledAt).catch((error: unknown) => this.options.log.warn({ ...failureFields(error), lease: lease.reference }, 'answering a recall failed; the asker waits for the trim or its own deadline'));
-  }
-
   private renewInBackground(lease: SpendLease): void {
     if (this.openings.has(lease.accountId)) return;
     this.openings.open(lease.accountId, lease.largestReservationMicros, 'renew').catch((error: unknown) => {
@@ -267,31 +278,8 @@ export class AccountBudgets {
     const leases = [...this.active.values(), ...this.retired.all()];
     for (const lease of leases) if (lease.isDrained) this.retired.settle(lease);
     extendExpiringLeases(leases, this.options.leases.clock.now(), this.expiry);
-    this.answerRecalls(now);
+    answerRecalls(this.recallAnswers, now);
     this.journals.tick(now, leases);
     this.shared.prune(now);
-  }
-
-  /** Retires the open leases another process asked back (lease-recall.ts), and trims those
-   * that calls still run on, retired before or just now. */
-  private answerRecalls(now: number): void {
-    const untrimmed = this.retired.all().filter((lease) => !lease.isDrained && lease.trimmedMicros === 0);
-    const candidates = [...this.active.values(), ...untrimmed];
-    const shared = candidates.some((lease) => this.shared.has(lease.accountId, now));
-    this.recall.recalledAmong(candidates.map((lease) => lease.reference), now, shared).then(
-      (recalled) => {
-        for (const lease of candidates) {
-          const ask = recalled?.find((ask) => ask.reference === lease.reference);
-          if (!ask) continue;
-          this.shared.mark(lease.accountId);
-          if (this.active.get(lease.accountId) === lease) this.retire(lease);
-          // A drained lease answers by settling (its document goes); one that calls still run
-          // on trims its rest, on every look while it has none (a call ending frees some), and
-          // says it answered once the trim landed or there was nothing to trim.
-          if (!lease.isDrained) void this.trimAsked(lease, ask);
-        }
-      },
-      (error: unknown) => this.options.log.warn(failureFields(error), 'looking for recalled spend leases failed; will look again'),
-    );
   }
 }

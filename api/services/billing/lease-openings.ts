@@ -45,6 +45,8 @@ export interface OpeningHost {
   retire(lease: SpendLease): void;
   /** This process's leases of the account, open or settling. */
   referencesOf(accountId: string): string[];
+  /** A direct take of the account's money under way (direct-takes.ts): openings wait for it. */
+  takeUnderWay(accountId: string): Promise<unknown> | undefined;
 }
 
 export class LeaseOpenings {
@@ -54,6 +56,12 @@ export class LeaseOpenings {
 
   has(accountId: string): boolean {
     return this.underWay.has(accountId);
+  }
+
+  /** The account's opening under way, if any. */
+  of(accountId: string): Promise<Opening>[] {
+    const underWay = this.underWay.get(accountId);
+    return underWay ? [underWay.opening] : [];
   }
 
   /** Every opening under way, to wait for at a close. */
@@ -78,6 +86,10 @@ export class LeaseOpenings {
 
   private async openNow(accountId: string, neededMicros: number, mode: 'replace' | 'renew'): Promise<Opening> {
     const { ledger, leases, timing } = this.host;
+    // A video hold or a deduction giving leases back takes what they return before a new lease
+    // does (a dozen store round trips; bounded, as a store in trouble could hold it up).
+    const take = this.host.takeUnderWay(accountId);
+    if (take) await untilDeadline(take.catch(() => undefined), Date.now() + 2 * timing.recallWaitMs);
     const deadline = Date.now() + 2 * timing.recallWaitMs;
     const current = this.host.current(accountId);
     if (mode === 'replace') {

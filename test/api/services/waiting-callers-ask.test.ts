@@ -65,6 +65,7 @@ describe('an opening asks the other process back for the callers waiting with it
       install: (lease) => installed.push(lease),
       retire: () => {},
       referencesOf: () => installed.map((lease) => lease.reference),
+      takeUnderWay: () => undefined,
     });
     return { openings, installed };
   }
