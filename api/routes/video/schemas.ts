@@ -48,10 +48,12 @@ export const submissionResponse = z.object({ task_id: z.string(), status: z.lite
 export const taskListQuery = z.strictObject({
   limit: listLimit('tasks', 20, { emptyIsLeftOut: true }),
   after: listAfter('The last task_id of the page before: the page of older tasks that follows it.'),
-  // Empty (`?status=`) means every state, as `limit` and `after` read empty values.
+  // Empty (`?status=`) means every state, as `limit` and `after` read empty values; the
+  // document lists '' too, so that what it calls valid is what the route accepts.
   status: z
     .preprocess((value) => (value === '' ? undefined : value), z.enum(['submitted', 'running', 'succeeded', 'failed'], { error: (issue) => (Array.isArray(issue.input) ? 'must be given once' : 'must be submitted, running, succeeded or failed') }).optional())
-    .describe('Only tasks in this state.'),
+    .meta({ enum: ['', 'submitted', 'running', 'succeeded', 'failed'] })
+    .describe('Only tasks in this state (empty: every state).'),
 });
 
 export const taskList = listAnswer(videoTaskView);
