@@ -233,38 +233,30 @@ describe('console usage and spend', () => {
     assert.ok(detail.body.includes('could not &lt;render&gt; this'));
     assert.match(text, /Not delivered yet \(it is tried again on a schedule\) to https:\/\/hooks\.example\/video : pending 1 attempt/);
     assert.match(visibleText(section(detail.body, 'webhook-attempts')), /1 \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC retry 503 42 ms HTTP 503/);
-    // A task closed before it started sends no webhook: its pending state promises nothing.
-    await new TaskStore(harness.database.db).insert(
-      taskDocument({
-        _id: 'task_usage_unstarted',
-        account_id: accountId,
-        key_id: production.id,
-        status: 'failed',
-        url: undefined,
-        error: { code: 'gateway_unavailable', message: 'The task could not be stored.' },
-        webhook: { url: 'https://hooks.example/video', state: 'pending', attempts: [] },
-        created_at: new Date(Date.now() - 120 * 60_000),
-      }),
-    );
-    const unstarted = visibleText((await browser.get('/console/tasks/task_usage_unstarted')).body);
-    assert.match(unstarted, /Not sent \(the submission failed inside the gateway before the task started, so no callback is made\) to https:\/\/hooks\.example\/video : unsent 0 attempts/);
+    // A task closed before it started sends no webhook: its page says so, whether its webhook
+    // was left `pending` (which would promise an attempt) or ended `stopped`, as the gateway
+    // closes such a task now (which would read as an operator's doing).
+    const NOT_SENT = /Not sent \(the submission failed inside the gateway before the task started, so no callback is made\) to https:\/\/hooks\.example\/video : unsent 0 attempts/;
+    const unstartedPage = async (id: string, state: 'pending' | 'stopped', minutesAgo: number) => {
+      await new TaskStore(harness.database.db).insert(
+        taskDocument({
+          _id: id,
+          account_id: accountId,
+          key_id: production.id,
+          status: 'failed',
+          url: undefined,
+          error: { code: 'gateway_unavailable', message: 'The task could not be stored.' },
+          webhook: { url: 'https://hooks.example/video', state, attempts: [] },
+          created_at: new Date(Date.now() - minutesAgo * 60_000),
+        }),
+      );
+      return visibleText((await browser.get(`/console/tasks/${id}`)).body);
+    };
+    const unstarted = await unstartedPage('task_usage_unstarted', 'pending', 120);
+    assert.match(unstarted, NOT_SENT);
     assert.doesNotMatch(unstarted, /tried again/);
-    // As the gateway closes such a task now: its webhook ended `stopped`, which is no operator's
-    // doing.
-    await new TaskStore(harness.database.db).insert(
-      taskDocument({
-        _id: 'task_usage_unstarted_stopped',
-        account_id: accountId,
-        key_id: production.id,
-        status: 'failed',
-        url: undefined,
-        error: { code: 'gateway_unavailable', message: 'The task could not be stored.' },
-        webhook: { url: 'https://hooks.example/video', state: 'stopped', attempts: [] },
-        created_at: new Date(Date.now() - 121 * 60_000),
-      }),
-    );
-    const closedByGateway = visibleText((await browser.get('/console/tasks/task_usage_unstarted_stopped')).body);
-    assert.match(closedByGateway, /Not sent \(the submission failed inside the gateway before the task started, so no callback is made\) to https:\/\/hooks\.example\/video : unsent 0 attempts/);
+    const closedByGateway = await unstartedPage('task_usage_unstarted_stopped', 'stopped', 121);
+    assert.match(closedByGateway, NOT_SENT);
     assert.doesNotMatch(closedByGateway, /an operator/);
     const foreign = await browser.get(`/console/tasks/${foreignTaskId}`);
     assert.equal(foreign.statusCode, 404);
