@@ -204,7 +204,8 @@ export class AccountBudgets {
   async takeWithLeasesBack<Result>(accountId: string, neededMicros: number, take: () => Promise<Result>): Promise<{ result: Result; unanswered: UnansweredLeases | null }> {
     return this.takes.run(accountId, async () => {
       // An opening already under way would lease what comes back: it goes first.
-      await untilDeadline(Promise.allSettled(this.openings.of(accountId)), Date.now() + this.timing.recallWaitMs);
+      const opening = this.openings.of(accountId);
+      if (opening) await untilDeadline(opening.catch(() => undefined), Date.now() + this.timing.recallWaitMs);
       const unanswered = await this.returnUnused(accountId, neededMicros);
       return { result: await take(), unanswered };
     });

@@ -59,9 +59,8 @@ export class LeaseOpenings {
   }
 
   /** The account's opening under way, if any. */
-  of(accountId: string): Promise<Opening>[] {
-    const underWay = this.underWay.get(accountId);
-    return underWay ? [underWay.opening] : [];
+  of(accountId: string): Promise<Opening> | undefined {
+    return this.underWay.get(accountId)?.opening;
   }
 
   /** Every opening under way, to wait for at a close. */

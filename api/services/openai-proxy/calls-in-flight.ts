@@ -21,8 +21,8 @@ export class CallsInFlight {
   private readonly calls = new Set<ClientDisconnect>();
   /** Calls their callers left that run on to their end (carried-call.ts). */
   private readonly abandoned = new Set<ClientDisconnect>();
-  /** Resolves the close's wait once the last abandoned call ended (`abandonedEnded`). */
-  private lastAbandonedEnded: (() => void) | undefined;
+  /** The waits of `abandonedEnded`, resolved when the last abandoned call ends. */
+  private readonly abandonedWaits: Array<() => void> = [];
   /** Idempotency-Key record writes of answers under way (api/plugins/idempotency.ts). */
   private readonly answerWrites = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
@@ -51,7 +51,7 @@ export class CallsInFlight {
 
   deleteAbandoned(call: ClientDisconnect): void {
     this.abandoned.delete(call);
-    if (this.abandoned.size === 0) this.lastAbandonedEnded?.();
+    if (this.abandoned.size === 0) for (const resolve of this.abandonedWaits.splice(0)) resolve();
   }
 
   /** Resolves once no abandoned call runs: at the latest when the grace ends and interrupts them,
@@ -59,13 +59,7 @@ export class CallsInFlight {
    * the same turn as it lets go of its call). */
   abandonedEnded(): Promise<void> {
     if (this.abandoned.size === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const before = this.lastAbandonedEnded;
-      this.lastAbandonedEnded = () => {
-        before?.();
-        resolve();
-      };
-    });
+    return new Promise((resolve) => this.abandonedWaits.push(resolve));
   }
 
   /** An answer's Idempotency-Key record being written. The answer of a call its caller left
