@@ -80,8 +80,8 @@ export class BudgetLeaseStore {
   }
 
   /** The open leases of `accountId` other than `own` (another process's, or a dead one's). */
-  othersOf(accountId: string, own: string[]): Promise<Pick<BudgetLeaseDocument, '_id' | 'account_id' | 'amount_micros' | 'expires_at' | 'carries_calls' | 'hold_awaited'>[]> {
-    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { _id: 1, account_id: 1, amount_micros: 1, expires_at: 1, carries_calls: 1, hold_awaited: 1 } }).toArray();
+  othersOf(accountId: string, own: string[]): Promise<Omit<BudgetLeaseDocument, 'opened_at'>[]> {
+    return this.collection.find({ account_id: accountId, _id: { $nin: own } }, { projection: { opened_at: 0 } }).toArray();
   }
 
   async recall(references: string[], at: Date): Promise<void> {

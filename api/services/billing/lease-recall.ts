@@ -112,7 +112,8 @@ export class LeaseRecall {
     }
     // A live carrier's hold is all reserved by calls that run on: nothing to ask back.
     for (const [reference, expiresAt] of this.silent) if (expiresAt <= now) this.silent.delete(reference);
-    const live = others.filter((lease) => lease.expires_at.getTime() > now && lease.carries_calls !== true && lease.hold_awaited !== true && !(wanted.skipSilent && this.silent.has(lease._id)));
+    const askable = (lease: (typeof others)[number], at: number) => lease.expires_at.getTime() > at && lease.carries_calls !== true && lease.hold_awaited !== true && !(wanted.skipSilent && this.silent.has(lease._id));
+    const live = others.filter((lease) => askable(lease, now));
     for (const lease of dead) await releaseExpiredLease({ ledger: this.ledger, leases: this.leases }, lease);
     if (dead.length > 0) freeMicros = (await this.ledger.totals(accountId)).balance_micros;
     const leasedMicros = live.reduce((sum, lease) => sum + lease.amount_micros, 0);
@@ -122,6 +123,7 @@ export class LeaseRecall {
     if (freeMicros >= (neededMicros > 0 ? neededMicros : targetMicros)) return { asked: true, answered: true, unanswered: null };
     if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return { asked: dead.length > 0, answered: false, unanswered: null };
     const references = live.map((lease) => lease._id);
+    const seen = new Set(others.map((lease) => lease._id));
     await this.leases.recall(references, new Date());
     // A process that died less than a lease expiry ago gives nothing back either: the wait is
     // bounded, and stops as soon as the money is there.
@@ -131,12 +133,24 @@ export class LeaseRecall {
       await sleep(WAIT_STEP_MS);
       const balanceMicros = (await this.ledger.totals(accountId)).balance_micros;
       if (balanceMicros >= targetMicros) return { asked: true, answered: true, unanswered: null };
+      const current = await this.leases.othersOf(accountId, own);
+      // A lease opened since the ask is asked too, while its owner has a look's time left to
+      // answer. The owner of a lease all reserved by a running call renews it in the background,
+      // from the free balance, and that renewal, begun before it saw the ask, lands during the
+      // wait: left unasked, its idle money sat there while the caller got 403 (CI saw it).
+      const newcomers = current.filter((lease) => !seen.has(lease._id) && askable(lease, this.leases.clock.now()));
+      for (const lease of current) seen.add(lease._id);
+      if (newcomers.length > 0 && deadline - Date.now() >= this.timing.recallPollMs) {
+        const ids = newcomers.map((lease) => lease._id);
+        await this.leases.recall(ids, new Date());
+        references.push(...ids);
+      }
       // Stopping at the first call's worth of balance left the asker's other waiting callers to
       // ask again, each time for one call's worth (and each ask spent one of their attempts).
       // An owner writes that it answered once it gave back what it could, which is nothing when
       // running calls reserve the lease whole (no trim then). Owners from before answer only
       // with the trim.
-      const open = await this.leases.openAmong(references);
+      const open = current.filter((lease) => references.includes(lease._id));
       const unanswered = open.filter((lease) => !answeredAsk(lease));
       if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, unanswered, trimmed)))) return { asked: true, answered: true, unanswered: null };
     }

@@ -5,18 +5,34 @@ import { LeaseRecall } from '../../../api/services/billing/lease-recall.ts';
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '../../../api/services/billing/lease-timing.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { AccountStore } from '../../../store/accounts.ts';
-import { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import { BudgetLeaseStore, type BudgetLeaseDocument } from '../../../store/budget-leases.ts';
 import { StoreClock } from '../../../store/store-clock.ts';
 import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore } from '../../../store/usage.ts';
 import { testDatabase } from '../../helpers/engines.ts';
 import { chatCall, silent } from '../../helpers/budget-stores.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
+import { waitUntil } from '../../helpers/wait-until.ts';
 
 // Two api processes (two AccountBudgets) on one real store: money one of them leased and is not
 // using goes to the other when the free balance alone cannot cover a call or a video hold, and
 // only then. Each account has $20, so the $1 lease of a cheap call is a small one, which its
 // process would otherwise keep for a minute here (5 minutes by default).
+
+/** A process's lease store whose second and later leases are written only once the test says
+ * so: a renewal that opens at a chosen moment. */
+class LeasesOpenedOnSignal extends BudgetLeaseStore {
+  private opened = 0;
+  letOpen!: () => void;
+  private readonly signal = new Promise<void>((resolve) => {
+    this.letOpen = resolve;
+  });
+
+  override async open(lease: BudgetLeaseDocument): Promise<void> {
+    if (this.opened++ > 0) await this.signal;
+    await super.open(lease);
+  }
+}
 
 const BALANCE = 20_000_000;
 const LEASE = 1_000_000;
@@ -301,6 +317,26 @@ describe('spend leases asked back by another process', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     first.charge(100_000, { outputTokens: 1 }, { allowOverage: false });
     // Answering the ask once with nothing had ended the holder's looks at it: the caller got 403.
+    const reservation = await asking;
+    reservation.release();
+    second.release();
+  });
+
+  it('asks a lease its owner opened during the wait, a renewal begun before it saw the ask', async () => {
+    const account = await accounts.create({ name: 'renewed-during-ask', balanceMicros: BALANCE });
+    // The holder's second lease (the renewal its two $1 calls start, reserving the first whole)
+    // waits to be written until the ask is on the first: it lands during the asker's wait.
+    const gated = new LeasesOpenedOnSignal(database.db);
+    const holder = apiProcess({ reservationsPerLease: 2 }, gated);
+    const first = await holder.reserve(account._id, 1_000_000, chatCall, 'hint');
+    const second = await holder.reserve(account._id, 1_000_000, chatCall, 'hint');
+    const [firstLease] = await leases.collection.find({ account_id: account._id }).toArray();
+    const asking = Promise.resolve(apiProcess({ recallWaitMs: 1_500 }).reserve(account._id, 18_500_000, chatCall, 'hint'));
+    await waitUntil(async () => (await leases.collection.findOne({ _id: firstLease!._id }))?.recalled_at !== undefined);
+    gated.letOpen();
+    await waitUntil(async () => (await leases.collection.countDocuments({ account_id: account._id })) === 2);
+    // $16 free, the renewal's $2 idle: $18.90 once the first call's rest ($0.90) is trimmed.
+    first.charge(100_000, { outputTokens: 1 }, { allowOverage: false });
     const reservation = await asking;
     reservation.release();
     second.release();
