@@ -95,6 +95,17 @@ describe('rate limits', () => {
     assert.equal(anonymous.statusCode, 401);
   });
 
+  it('refuses to set a revoked key\'s limits with 409, as it does its models', async () => {
+    const caller = await stack.newCaller('revoked-limits');
+    const keyId = (await stack.app.inject({ method: 'GET', url: `/admin/accounts/${caller.accountId}`, headers: adminHeaders })).json().keys[0].id as string;
+    assert.equal((await stack.app.inject({ method: 'DELETE', url: `/admin/keys/${keyId}`, headers: adminHeaders })).statusCode, 200);
+    const refused = await stack.app.inject({ method: 'PUT', url: `/admin/keys/${keyId}/rate-limits`, headers: adminHeaders, payload: { requests_per_minute: 3 } });
+    assert.equal(refused.statusCode, 409);
+    assert.equal(refused.json().error.code, 'conflict');
+    assert.match(refused.json().error.message, new RegExp(`The key '${keyId}' is revoked: it makes no calls, and its limits were not changed\\.`));
+    assert.equal((await stack.app.inject({ method: 'GET', url: `/admin/keys/${keyId}`, headers: adminHeaders })).json().rate_limits.requests_per_minute, null, 'nothing written');
+  });
+
   it('limits chat tokens per minute, with the token headers, as the openai client sees them', async () => {
     const caller = await stack.newCaller('tokens');
     await awayFromMinuteEdge();

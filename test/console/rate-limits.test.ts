@@ -112,6 +112,20 @@ describe('console rate limits', () => {
     assert.doesNotMatch(row, /Change/);
   });
 
+  it('saves nothing for a key revoked while its limits form was open, and says so', async () => {
+    const account = await createAccount(harness.app, { name: 'revoked meanwhile', balance_usd: 1 });
+    const key = await createKey(harness.app, account.id, { name: 'going' });
+    const page = `/console/operator/accounts/${account.id}`;
+    const keyPage = `${page}/keys/${key.id}/rate-limits`;
+    const token = await operator.csrfToken(keyPage);
+    assert.equal((await harness.app.inject({ method: 'DELETE', url: `/admin/keys/${key.id}`, headers: adminHeaders })).statusCode, 200);
+    const sent = await operator.post(keyPage, { requests_per_minute: '5', tokens_per_minute: '' }, { csrf: token });
+    assert.equal(sent.statusCode, 303);
+    assert.equal(sent.headers.location, `${page}?notice=key_gone_limits#keys`);
+    assert.match(visibleText((await operator.get(sent.headers.location as string)).body), /That key is deleted: it makes no calls, and its rate limits were not changed\./);
+    assert.equal(await harness.database.db.collection('api_key_rate_limits').findOne({ _id: key.id as never }), null, 'nothing was saved');
+  });
+
   it('shows the holder each key\'s limits read-only, and a key limit set here limits /v1', async () => {
     const email = `${uniqueName('limits')}@example.com`;
     const { id: accountId } = await createAccountWithSignIn(harness.app, { name: 'holder', balance_usd: 1, console_email: email, console_password: 'a long holder password' });

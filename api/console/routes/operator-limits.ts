@@ -68,7 +68,7 @@ export async function operatorLimitRoutes(app: FastifyInstance, { context, rende
     const found = await accountKey(request);
     const form = parseForm(rateLimitsForm, request.body);
     if (!form.ok) return renderKey(reply, found, { state: form }, 400);
-    await rateLimits.setForKey(found.key._id, form.data);
+    if ((await rateLimits.setForKey(found.key._id, form.data)) !== 'set') return reply.redirect(`/console/operator/accounts/${found.account._id}?notice=key_gone_limits#keys`, 303);
     request.log.info({ account_id: found.account._id, key_id: found.key._id, limits: form.data }, 'key rate limits set in the console');
     return reply.redirect(`/console/operator/accounts/${found.account._id}?notice=limits_saved#keys`, 303);
   });

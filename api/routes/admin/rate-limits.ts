@@ -48,9 +48,13 @@ export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> 
     return limits;
   });
 
-  app.put('/keys/:id/rate-limits', { schema: documented('setKeyRateLimits', 'Set a key’s per-minute limits') }, async (request) => {
+  const keySchema = documented('setKeyRateLimits', 'Set a key’s per-minute limits');
+  const keyRoute = { ...keySchema, description: `${keySchema.description} A revoked key is a 409.`, response: { ...keySchema.response, ...errorResponses(409) } };
+  app.put('/keys/:id/rate-limits', { schema: keyRoute }, async (request) => {
     const limits = normalizedLimits(request.body);
-    if (!(await settings.setForKey(request.params.id, limits))) throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
+    const outcome = await settings.setForKey(request.params.id, limits);
+    if (outcome === 'missing') throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
+    if (outcome === 'revoked') throw new GatewayError('conflict', `The key '${request.params.id}' is revoked: it makes no calls, and its limits were not changed.`);
     return limits;
   });
 };
