@@ -8,20 +8,22 @@ import { z } from 'zod';
 const decimalDigits = (value: unknown) => (typeof value === 'string' && !/^[0-9]+$/.test(value) ? Number.NaN : value);
 
 /** `emptyIsLeftOut`: `?limit=` means the default, as the task listing has always read it (a
- * client building the URL from a missing value); the document cannot say so of an integer, so
- * newer listings refuse it. */
+ * client building the URL from a missing value); newer listings refuse it. */
 export function listLimit(what: string, byDefault: number, options: { emptyIsLeftOut: boolean }) {
-  return z
-    .preprocess(
-      (value) => (options.emptyIsLeftOut && value === '' ? undefined : decimalDigits(value)),
-      z.coerce
-        .number({ error: 'must be an integer from 1 to 100' })
-        .int('must be an integer from 1 to 100')
-        .min(1, 'must be from 1 to 100')
-        .max(100, 'must be from 1 to 100')
-        .default(byDefault),
-    )
-    .describe(`How many ${what}, 1 to 100 (default ${byDefault}).`);
+  const limit = z.preprocess(
+    (value) => (options.emptyIsLeftOut && value === '' ? undefined : decimalDigits(value)),
+    z.coerce
+      .number({ error: 'must be an integer from 1 to 100' })
+      .int('must be an integer from 1 to 100')
+      .min(1, 'must be from 1 to 100')
+      .max(100, 'must be from 1 to 100')
+      .default(byDefault),
+  );
+  if (!options.emptyIsLeftOut) return limit.describe(`How many ${what}, 1 to 100 (default ${byDefault}).`);
+  // The document says so too: an integer from 1 to 100, or the empty string (a string's length
+  // bound leaves integers alone, and the number bounds leave strings alone). Else what it calls
+  // invalid, the route accepted.
+  return limit.meta({ type: ['integer', 'string'], maxLength: 0 }).describe(`How many ${what}, 1 to 100 (default ${byDefault}; empty: the default).`);
 }
 
 /** Empty (`?after=`) means the first page, as a client building the URL from a missing last_id sends it. */

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { projectRoot } from '../../scripts/lib/engines.ts';
 import { bearer } from '../helpers/app.ts';
+import { validByDocument } from '../helpers/json-schema-judge.ts';
 import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 
 // A chat or image body the OpenAPI document calls valid is one the gateway accepts, also when
@@ -53,17 +53,6 @@ const IMAGE_BODIES: Array<[Json, boolean]> = [
   [{ model: 'priced-image', prompt: 'a', quality: 5 }, false],
   [{ model: 'gpt-image-1', prompt: 'a', quality: 'medium', size: '1024x1536' }, true],
 ];
-
-/** Whether each body is valid by the JSON Schema `schema` (draft 2020-12). */
-function validByDocument(schema: Json, bodies: Json[]): boolean[] {
-  const check = spawnSync(
-    path.join(projectRoot, '.tools/venv/bin/python'),
-    ['-c', 'import json, sys\nfrom jsonschema_rs import Draft202012Validator\ngiven = json.load(sys.stdin)\nvalidator = Draft202012Validator(given["schema"])\nprint(json.dumps([validator.is_valid(body) for body in given["bodies"]]))'],
-    { input: JSON.stringify({ schema, bodies }), encoding: 'utf8' },
-  );
-  assert.equal(check.status, 0, check.stderr);
-  return JSON.parse(check.stdout) as boolean[];
-}
 
 describe('the OpenAPI document on chat and image bodies, model by model', () => {
   let stack: SimulatorStack;
