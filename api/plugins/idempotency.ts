@@ -203,7 +203,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       await write();
     } catch (error) {
       request.log.warn({ err: error }, 'could not write an Idempotency-Key record; the answer goes out and the record is written once the store is back');
-      void writeLater(write, request);
+      // Kept like the first write: a close (a restart) waits for it, bounded by its force
+      // deadline, before the store closes under it.
+      void kept(writeLater(write, request));
     }
     return payload;
   };

@@ -6,6 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { request } from 'undici';
 import { errorHandler } from '../../api/plugins/error-handler.ts';
+import { gracefulClose } from '../../api/plugins/graceful-close.ts';
+import { CallsInFlight } from '../../api/services/openai-proxy/calls-in-flight.ts';
 import { idempotency, retryAfterSeconds } from '../../api/plugins/idempotency.ts';
 import { IdempotencyStore } from '../../store/idempotency.ts';
 import { testDatabase } from '../helpers/engines.ts';
@@ -160,6 +162,29 @@ describe('Idempotency-Key records of requests still running', () => {
     assert.equal(replayed.headers['idempotent-replayed'], 'true');
     assert.deepEqual(await replayed.body.json(), { name: 'flaky', run: 1 });
     assert.equal(runs.get('flaky'), 1, 'the work ran once');
+  });
+
+  it('writes an answer the store refused before the close it met finishes', async () => {
+    // An api closing (a restart) right after a store blip: the record's write is retried in the
+    // background, and the store closes once the app has; unwaited, the record stayed in_flight,
+    // and a retry under the key would run (and pay) again once it went stale.
+    const calls = new CallsInFlight();
+    const closing = Fastify();
+    closing.decorateRequest('principal', null);
+    closing.addHook('onRequest', async (incoming) => {
+      incoming.principal = { accountId: 'acct_refresh', keyId: 'key_refresh', models: null };
+    });
+    await closing.register(gracefulClose, { calls, graceMs: 5_000 });
+    await closing.register(idempotency, { store, routes: { '/work': { staleAfterMs: STALE_MS } }, calls });
+    closing.post('/work', async () => ({ closing: true }));
+    await closing.listen({ host: '127.0.0.1', port: 0 });
+    store.failures = 1;
+    const answered = await request(`http://127.0.0.1:${(closing.server.address() as AddressInfo).port}/work`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'closing-key' }, body: '{}' });
+    assert.equal(answered.statusCode, 200);
+    const text = await answered.body.text();
+    await closing.close();
+    assert.equal(store.failures, 0, 'the first write failed');
+    assert.equal(await store.collection.countDocuments({ state: 'completed', body: text }), 1, 'the record was written before the close finished');
   });
 
   it('writes the answer after a refresh still on its way, not under it', async () => {
