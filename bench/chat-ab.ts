@@ -18,7 +18,7 @@ import { mergeLoads, type ChatTarget } from './lib/proxy-load.ts';
 // as two processes (the control, A and A'); each other build's turns are tested against the
 // control's (bench/lib/ab-compare.ts), and A' against A shows how often the test would call
 // identical code changed. Two identical builds read 0.8 ms apart in latency p99 over 12,000
-// calls, and 1.2 ms apart in time-to-first-token p99 over 360 streams (README, development):
+// calls, and 1.2 ms apart in time-to-first-token p99 over 360 streams (bench/NOTES.md):
 // a figure from one run of bench:chat cannot tell a change of that size from the machine.
 //
 // Every revision is built with this tree's node_modules: a revision with other dependencies

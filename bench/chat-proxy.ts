@@ -54,7 +54,7 @@ const CAPACITY_LEVELS = (process.env.BENCH_CAPACITY_LEVELS || '50,100,200,400,80
 // Node compiles a hot path to fast code only after thousands of calls: fresh, Framegate's
 // median call took 1.4 ms, and about 0.6 ms from 3,500 calls on; a one-chunk stream 1.45 ms,
 // and 0.63 to 0.89 ms after 3,000. With 250 warm-up calls and one warm-up stream, the figures described how
-// fast each proxy compiles, not how fast it proxies (README, development).
+// fast each proxy compiles, not how fast it proxies (bench/NOTES.md).
 const WARM_CALLS = Number(process.env.BENCH_WARM_CALLS || 6000);
 const WARM_STREAMS = Number(process.env.BENCH_WARM_STREAMS || 3000);
 const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS || 15);

@@ -20,7 +20,7 @@ export interface WarmUp {
 }
 
 /** What a gateway in service has long done before it is measured: Node compiles a hot path to
- * fast code only after thousands of calls (README, development). */
+ * fast code only after thousands of calls (bench/NOTES.md). */
 export async function warmUp(target: ChatTarget, sizes: WarmUp): Promise<{ calls: TimedLoad; streams: TimedLoad }> {
   const calls = await runTimedLoad(8, sizes.calls, sizes.seconds, () => complete(target, 'warm up'));
   const streams = await runTimedLoad(8, sizes.streams, sizes.seconds, async () => (await timeStream(target, 'warm up [up:chunks=1]')).contentChunks === 1);

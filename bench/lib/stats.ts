@@ -34,7 +34,7 @@ function resampledPercentile(samples: Float64Array, fraction: number, random: ()
 /** A 95 % bootstrap interval of an added percentile, percentile(target) − percentile(base):
  * how far the same machine could have moved the figure by chance. A p99 of 200 streams is the
  * third slowest, and a few streams that met a hiccup of the machine decide it: two runs of the
- * same code read it more than 1 ms apart (README, development). Seeded, so a run's intervals
+ * same code read it more than 1 ms apart (bench/NOTES.md). Seeded, so a run's intervals
  * can be computed again. */
 export function addedPercentileInterval(target: number[], base: number[], fraction: number, options: { resamples?: number; seed?: number } = {}): [number, number] {
   if (target.length === 0 || base.length === 0) return [Number.NaN, Number.NaN];
