@@ -195,7 +195,7 @@ export class AccountBudgets {
     await Promise.all(this.retired.settlementsUnderWay(accountId));
     const freeMicros = (await this.options.ledger.totals(accountId)).balance_micros;
     if (freeMicros >= neededMicros) return null;
-    return (await this.recall.askBack(accountId, this.referencesOf(accountId), freeMicros, neededMicros)).unanswered;
+    return (await this.recall.askBack(accountId, () => this.referencesOf(accountId), freeMicros, neededMicros)).unanswered;
   }
 
   /** Takes money from the account directly (`take`: a video task's hold, a deduction) once its

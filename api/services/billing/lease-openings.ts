@@ -143,7 +143,7 @@ export class LeaseOpenings {
       if (mode === 'replace' && !askedForWaiting && availableMicros >= neededMicros && availableMicros < waitingMicros && this.host.shared.has(accountId) && this.host.waiting.anyLostOpening(accountId) && deadline - Date.now() >= timing.recallPollMs) {
         askedForWaiting = true;
         const wanted = { micros: waitingMicros, waitMs: deadline - Date.now(), skipSilent: true };
-        if ((await this.host.recall.askBack(accountId, this.host.referencesOf(accountId), availableMicros, 0, wanted)).asked) continue;
+        if ((await this.host.recall.askBack(accountId, () => this.host.referencesOf(accountId), availableMicros, 0, wanted)).asked) continue;
       }
       if (availableMicros < neededMicros) {
         // A caller is waiting ('replace'): other processes' leases may make up the rest (this
@@ -155,7 +155,7 @@ export class LeaseOpenings {
         if (asks === HOLD_ATTEMPTS || (askedBack && !answered) || leftMs < timing.recallPollMs) break;
         asks++;
         const wanted = { micros: waitingMicros, waitMs: leftMs };
-        ({ asked: askedBack, answered, unanswered } = await this.host.recall.askBack(accountId, this.host.referencesOf(accountId), availableMicros, neededMicros, wanted));
+        ({ asked: askedBack, answered, unanswered } = await this.host.recall.askBack(accountId, () => this.host.referencesOf(accountId), availableMicros, neededMicros, wanted));
         if (!askedBack) break;
         this.host.shared.mark(accountId);
         continue;

@@ -96,9 +96,12 @@ export class LeaseRecall {
    * out the leases that let an earlier ask run out unanswered (a dead process's, until they
    * expire): such an ask would wait its whole time for them on every opening.
    */
-  async askBack(accountId: string, own: string[], freeMicros: number, neededMicros: number, wanted: { micros?: number; waitMs?: number; skipSilent?: boolean } = {}): Promise<AskedBack> {
+  async askBack(accountId: string, own: readonly string[] | (() => readonly string[]), freeMicros: number, neededMicros: number, wanted: { micros?: number; waitMs?: number; skipSilent?: boolean } = {}): Promise<AskedBack> {
     const wantedMicros = wanted.micros ?? neededMicros;
-    const others = await this.leases.othersOf(accountId, own);
+    // Read again on each look: this process may open a lease of the account meanwhile (an
+    // opening a video hold stopped waiting for), which is not another process's to ask.
+    const ownNow = typeof own === 'function' ? own : () => own;
+    const others = await this.leases.othersOf(accountId, [...ownNow()]);
     // The expired ones are a dead process's: nobody would give them back, so they are released
     // here and now rather than by the worker's sweeper up to half a minute later. Expiry is on
     // the store's clock, on which the holders wrote it.
@@ -124,6 +127,7 @@ export class LeaseRecall {
     if (live.length === 0 || freeMicros + leasedMicros < neededMicros) return { asked: dead.length > 0, answered: false, unanswered: null };
     const references = live.map((lease) => lease._id);
     const seen = new Set(others.map((lease) => lease._id));
+    const newcomers = new Set<string>();
     await this.leases.recall(references, new Date());
     // A process that died less than a lease expiry ago gives nothing back either: the wait is
     // bounded, and stops as soon as the money is there.
@@ -133,17 +137,20 @@ export class LeaseRecall {
       await sleep(WAIT_STEP_MS);
       const balanceMicros = (await this.ledger.totals(accountId)).balance_micros;
       if (balanceMicros >= targetMicros) return { asked: true, answered: true, unanswered: null };
-      const current = await this.leases.othersOf(accountId, own);
-      // A lease opened since the ask is asked too, while its owner has a look's time left to
-      // answer. The owner of a lease all reserved by a running call renews it in the background,
-      // from the free balance, and that renewal, begun before it saw the ask, lands during the
-      // wait: left unasked, its idle money sat there while the caller got 403 (CI saw it).
-      const newcomers = current.filter((lease) => !seen.has(lease._id) && askable(lease, this.leases.clock.now()));
+      const current = await this.leases.othersOf(accountId, [...ownNow()]);
+      // The leases opened since the ask are asked too, once, while their owners have a look's
+      // time left to answer. The owner of a lease all reserved by a running call renews it in
+      // the background, from the free balance, and that renewal, begun before it saw the ask,
+      // lands during the wait: left unasked, its idle money sat there while the caller got 403
+      // (CI saw it). Once only: the other process's waiting callers open lease after lease, and
+      // asking each would take every one away from them in turn.
+      const opened = current.filter((lease) => !seen.has(lease._id) && askable(lease, this.leases.clock.now()));
       for (const lease of current) seen.add(lease._id);
-      if (newcomers.length > 0 && deadline - Date.now() >= this.timing.recallPollMs) {
-        const ids = newcomers.map((lease) => lease._id);
+      if (newcomers.size === 0 && opened.length > 0 && deadline - Date.now() >= this.timing.recallPollMs) {
+        const ids = opened.map((lease) => lease._id);
         await this.leases.recall(ids, new Date());
         references.push(...ids);
+        for (const id of ids) newcomers.add(id);
       }
       // Stopping at the first call's worth of balance left the asker's other waiting callers to
       // ask again, each time for one call's worth (and each ask spent one of their attempts).
@@ -154,7 +161,9 @@ export class LeaseRecall {
       const unanswered = open.filter((lease) => !answeredAsk(lease));
       if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, unanswered, trimmed)))) return { asked: true, answered: true, unanswered: null };
     }
-    return { asked: true, answered: false, unanswered: await this.unansweredAmong(accountId, references) };
+    // A lease that opened during the wait has a live owner, which may simply not have looked
+    // yet: it is never reported as a process that stopped responding.
+    return { asked: true, answered: false, unanswered: await this.unansweredAmong(accountId, references.filter((id) => !newcomers.has(id))) };
   }
 
   /** Whether each of these open leases has given its unreserved rest back (a `trim`). `seen`

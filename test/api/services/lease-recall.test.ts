@@ -342,6 +342,57 @@ describe('spend leases asked back by another process', () => {
     second.release();
   });
 
+  it("asks the leases opened during its wait once, and never its own process's", async () => {
+    const account = await accounts.create({ name: 'newcomers', balanceMicros: BALANCE });
+    const recall = new LeaseRecall(leases, ledger, { recallPollMs: 50, sharedRecallPollMs: 50, recallWaitMs: 800 });
+    const expiresAt = new Date((await leases.clock.current()) + 60_000);
+    const openLease = (reference: string) => leases.open({ _id: reference, account_id: account._id, amount_micros: LEASE, opened_at: new Date(), expires_at: expiresAt });
+    const recalled = (reference: string) => async () => (await leases.collection.findOne({ _id: reference }))?.recalled_at !== undefined;
+    const [asked, mine, first, second] = ['asked', 'mine', 'first', 'second'].map((name) => `lease_newcomers_${name}_${Date.now()}`);
+    // Another process's lease with its hold: $19 free, and the caller needs all $20.
+    await openLease(asked!);
+    assert.equal(await ledger.apply({ accountId: account._id, keyId: null, reference: asked!, operation: 'hold', amountMicros: LEASE }), 'applied');
+    // This process's leases, read afresh on each look (as referencesOf() makes them).
+    const own: string[] = [];
+    const asking = recall.askBack(account._id, () => [...own], BALANCE - LEASE, BALANCE);
+    await waitUntil(recalled(asked!));
+    own.push(mine!);
+    await openLease(mine!);
+    await openLease(first!);
+    await waitUntil(recalled(first!));
+    await openLease(second!);
+    await asking;
+    assert.equal(await recalled(mine!)(), false, "this process's own lease was not asked");
+    assert.equal(await recalled(second!)(), false, 'the leases opened after the first round of newcomers were not asked');
+    await leases.collection.deleteMany({ _id: { $in: [mine!, first!, second!] } });
+  });
+
+  it('never calls the owner of a lease opened during the wait one that stopped responding', async () => {
+    const account = await accounts.create({ name: 'late-newcomer', balanceMicros: BALANCE });
+    // Half of the first holder's $2 lease is reserved by a running call: asked, it trims $1.
+    const running = await apiProcess({ reservationsPerLease: 2 }).reserve(account._id, 1_000_000, chatCall, 'hint');
+    // A second process that looks for asks once a minute, and has just looked (for a lease of
+    // another account): it opens a $1 lease during the asker's wait and does not answer in it.
+    const slow = apiProcess({ recallPollMs: 60_000, sharedRecallPollMs: 60_000 });
+    const elsewhere = await accounts.create({ name: 'late-newcomer-other', balanceMicros: BALANCE });
+    (await slow.reserve(elsewhere._id, 10_000, chatCall, 'hint')).release();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const [firstLease] = await leases.collection.find({ account_id: account._id }).toArray();
+    const asking = Promise.resolve(apiProcess({ recallWaitMs: 1_000 }).reserve(account._id, 18_500_000, chatCall, 'hint'));
+    await waitUntil(async () => (await leases.collection.findOne({ _id: firstLease!._id }))?.recalled_at !== undefined);
+    (await slow.reserve(account._id, 10_000, chatCall, 'hint')).release();
+    // $18 free once the first lease's rest is back, and the newcomer's $1 idle: $18.50 is not
+    // there in time. Its owner is alive (it just opened a lease), so the refusal is the 403 of
+    // a shortage with the money held, not a 503 about a process that stopped responding, and
+    // the lease is not skipped as silent by later asks.
+    await assert.rejects(asking, (error: unknown) => {
+      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      assert.match(error.message, /\$18\.000000 available \(\$2\.000000 more is held/);
+      return true;
+    });
+    running.release();
+  });
+
   it('hands the leased money to a direct hold (a video submission) of another process', async () => {
     const { account } = await idleLeaseElsewhere('video-elsewhere');
     const hold = () => ledger.apply({ accountId: account._id, keyId: null, reference: 'task_recall', operation: 'hold', amountMicros: 19_500_000 });
