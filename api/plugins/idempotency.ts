@@ -73,6 +73,9 @@ export function retryAfterSeconds(staleAfterMs: number, silentMs: number): numbe
 /** Pauses before writing a record again that the store refused as its request ended: about
  * a minute in all, past the stale window of every route. */
 const LATER_WRITE_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
+/** The pause between those tries once the app is closing: the close waits for them, bounded by
+ * its force deadline (graceful-close.ts), and the store is likely back by then. */
+const CLOSING_RETRY_MS = 250;
 /** What an Idempotency-Key may be; the OpenAPI document shows the same pattern. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -210,9 +213,30 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     return payload;
   };
 
+  // A write paused for 16 s when the close began held an idle process's close until its force
+  // deadline though the store was back: the close wakes the paused writes, and later pauses
+  // are short.
+  const pausedWrites = new Set<() => void>();
+  let closing = false;
+  app.addHook('onClose', async () => {
+    closing = true;
+    for (const wake of [...pausedWrites]) wake();
+  });
+  const pauseBeforeRetry = (delayMs: number) =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        pausedWrites.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, closing ? CLOSING_RETRY_MS : delayMs);
+      timer.unref();
+      pausedWrites.add(wake);
+    });
+
   const writeLater = async (write: () => Promise<unknown>, request: FastifyRequest) => {
     for (const delayMs of LATER_WRITE_DELAYS_MS) {
-      await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+      await pauseBeforeRetry(delayMs);
       try {
         await write();
         return;
