@@ -122,7 +122,7 @@ describe('console rate limits', () => {
     const sent = await operator.post(keyPage, { requests_per_minute: '5', tokens_per_minute: '' }, { csrf: token });
     assert.equal(sent.statusCode, 303);
     assert.equal(sent.headers.location, `${page}?notice=key_gone_limits#keys`);
-    assert.match(visibleText((await operator.get(sent.headers.location as string)).body), /That key is deleted: it makes no calls, and its rate limits were not changed\./);
+    assert.match(visibleText((await operator.get(sent.headers.location as string)).body), /That key is deleted: it makes no calls, so rate limits do not apply to it\./);
     assert.equal(await harness.database.db.collection('api_key_rate_limits').findOne({ _id: key.id as never }), null, 'nothing was saved');
   });
 

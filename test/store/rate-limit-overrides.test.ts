@@ -3,6 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { AccountStore } from '../../store/accounts.ts';
 import { ApiKeyStore } from '../../store/api-keys.ts';
 import { moveLegacyOverrides } from '../../store/rate-limit-overrides.ts';
+import { RateLimitSettings } from '../../api/services/rate-limits/limit-settings.ts';
+import type { RateLimiter } from '../../api/services/rate-limits/rate-limiter.ts';
 import { testDatabase } from '../helpers/engines.ts';
 
 // FerretDB applies an update as a read-modify-write of the whole document without isolation:
@@ -35,6 +37,24 @@ describe('rate-limit overrides in their own documents', () => {
     }
     admin.stopWatching();
     operator.stopWatching();
+  });
+
+  it("tells the operator a key revoked while its limits were set apart from one revoked before", async () => {
+    // The revocation lands between the settings' look at the key and their write.
+    class RevokedDuringTheWrite extends ApiKeyStore {
+      override async setRateLimits(...args: Parameters<ApiKeyStore['setRateLimits']>) {
+        await this.revoke(args[0]);
+        return super.setRateLimits(...args);
+      }
+    }
+    const keys = new RevokedDuringTheWrite(database.db);
+    const settings = new RateLimitSettings({ accounts: new AccountStore(database.db), apiKeys: keys, limiter: {} as RateLimiter });
+    const { key } = await keys.create({ accountId: 'acct_meanwhile', name: 'going', models: null });
+    const limits = { requests_per_minute: 7, tokens_per_minute: null };
+    assert.equal(await settings.setForKey(key._id, limits), 'revoked-meanwhile');
+    assert.equal(await settings.setForKey(key._id, limits), 'revoked');
+    assert.equal(await settings.setForKey('key_missing', limits), 'missing');
+    keys.stopWatching();
   });
 
   it('keeps both a webhook secret rotation and limits set on the account at the same moment', async () => {

@@ -34,7 +34,7 @@ const NOTICES: Record<string, Notice> = {
   key_revoked: { kind: 'success', text: 'Key deleted. Every call made with it now answers 401.' },
   key_models_saved: { kind: 'success', text: 'Models saved. The key’s next call may use those models and no others (403 for the rest).' },
   key_gone: { kind: 'warning', text: 'That key is deleted: it uses no model, and its models were not changed.' },
-  key_gone_limits: { kind: 'warning', text: 'That key is deleted: it makes no calls, and its rate limits were not changed.' },
+  key_gone_limits: { kind: 'warning', text: 'That key is deleted: it makes no calls, so rate limits do not apply to it.' },
   key_every_model: { kind: 'success', text: 'Models saved: none ticked, so the key may use every model from its next call.' },
 };
 

@@ -55,6 +55,7 @@ export const adminRateLimitRoutes: FastifyPluginAsyncZod<RateLimitRouteOptions> 
     const outcome = await settings.setForKey(request.params.id, limits);
     if (outcome === 'missing') throw new GatewayError('resource_not_found', `No key with id '${request.params.id}'.`);
     if (outcome === 'revoked') throw new GatewayError('conflict', `The key '${request.params.id}' is revoked: it makes no calls, and its limits were not changed.`);
+    if (outcome === 'revoked-meanwhile') throw new GatewayError('conflict', `The key '${request.params.id}' was revoked while its limits changed: it makes no calls, whatever its limits say.`);
     return limits;
   });
 };

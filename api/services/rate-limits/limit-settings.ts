@@ -48,13 +48,14 @@ export class RateLimitSettings {
   }
 
   /** Sets a live key's limits. A revoked key's are left alone: it makes no calls, and a 200
-   * would tell the operator the limits apply (its models answer the same, api/routes/admin/keys.ts). */
-  async setForKey(keyId: string, limits: Limits): Promise<'set' | 'missing' | 'revoked'> {
+   * would tell the operator the limits apply (its models answer the same, api/routes/admin/keys.ts).
+   * 'revoked-meanwhile': revoked while the limits were written, which they were. */
+  async setForKey(keyId: string, limits: Limits): Promise<'set' | 'missing' | 'revoked' | 'revoked-meanwhile'> {
     const existing = await this.options.apiKeys.find(keyId);
     if (!existing) return 'missing';
     if (existing.revoked_at) return 'revoked';
     const key = await this.options.apiKeys.setRateLimits(keyId, limits);
     if (!key) return 'missing';
-    return key.revoked_at ? 'revoked' : 'set';
+    return key.revoked_at ? 'revoked-meanwhile' : 'set';
   }
 }
