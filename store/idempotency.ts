@@ -130,6 +130,12 @@ export class IdempotencyStore {
     await this.collection.deleteOne({ _id: id, state: 'in_flight', created_at: claimedAt });
   }
 
+  /** Whether a record still names `taskId`: a retry under its key would reach that task. A
+   * refused attempt's record is released, and a retry that went on under a new id names that. */
+  async leadsTo(taskId: string): Promise<boolean> {
+    return (await this.collection.countDocuments({ task_id: taskId }, { limit: 1 })) > 0;
+  }
+
   async deleteExpired(now: Date): Promise<number> {
     const records = (await this.collection.deleteMany({ expires_at: { $lt: now } })).deletedCount;
     return records + (await this.pieces.deleteExpired(now));

@@ -18,9 +18,10 @@ import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 // grace period. The api answers a submission only after its workflow started, so the caller of
 // such a task got no answer, only a dropped connection: a task whose submission carried an
 // Idempotency-Key has its workflow started (idempotently: the workflow id is the task id), and
-// the caller's retry under that key gets it; any other is closed unbilled
-// (store/abandoned-tasks.ts), since its caller will never know its id and may well have
-// submitted again. An api that was only stalled past the grace finds its task closed when it
+// the caller's retry under that key gets it, as long as the key's record still names the task;
+// any other is closed unbilled (store/abandoned-tasks.ts), since its caller will never know its
+// id and may well have submitted again. So is a task whose close was cut short (closed
+// `failed`, its hold still on the ledger): the close is finished. An api that was only stalled past the grace finds its task closed when it
 // claims it for its caller, and answers 503 instead of handing out a failed task
 // (api/services/video-tasks.ts). A workflow that did start (the api died before recording it)
 // is recorded; it runs only once the api claimed its task for the caller, and closes the task
@@ -36,6 +37,8 @@ import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 export interface SweeperOptions {
   tasks: TaskStore;
   ledger: Ledger;
+  /** Whether an Idempotency-Key record still leads a retry to a task. */
+  idempotency: Pick<IdempotencyStore, 'leadsTo'>;
   client: Client;
   taskQueue: string;
   graceMs?: number;
@@ -60,8 +63,25 @@ export async function sweepUnstartedTasks(options: SweeperOptions): Promise<numb
 }
 
 async function sweepUnstartedTask(options: SweeperOptions, task: TaskDocument): Promise<void> {
-  if (task.recoverable === false && !(await workflowExists(options.client, task._id))) {
-    const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped or stalled before it answered this submission, so the task id never reached its caller; nothing was charged.');
+  if (task.status === 'failed') {
+    // Closed unstarted by a process that stopped before the close's last steps (a kill, or its
+    // store closing under it at a shutdown): the hold went back nowhere. Each step is safe to
+    // repeat.
+    await closeAbandonedTask(options, task.workflow_input, task.error?.message ?? 'The submission failed before the task started; nothing was charged.');
+    // Also should its workflow have claimed it after all: it is that workflow's then, and the
+    // sweeper must not find it on every round.
+    await options.tasks.markWorkflowStarted(task._id);
+    options.log?.(`sweeper finished closing task ${task._id}, closed unstarted, and released its hold`);
+    return;
+  }
+  // Under an Idempotency-Key the caller's retry reaches the task through the key's record, as
+  // long as the record names it. An attempt answered with an error released its record (the
+  // api closes its task in the background, which a kill can cut short), and a retry then went
+  // on under a new task id: started here, the first task ran and was billed beside the second
+  // (a chaos review: 16 keys billed twice after kill -9s of the api).
+  const reachable = task.recoverable !== false && (await options.idempotency.leadsTo(task._id));
+  if (!reachable && !(await workflowExists(options.client, task._id))) {
+    const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped, stalled or answered an error before this submission\'s task id reached its caller; nothing was charged.');
     options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose submission was never answered` : `sweeper found task ${task._id} claimed by its workflow`);
     return;
   }

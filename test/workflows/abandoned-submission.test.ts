@@ -10,6 +10,7 @@ import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { AccountStore } from '../../store/accounts.ts';
 import { Ledger } from '../../store/ledger.ts';
+import { IdempotencyStore } from '../../store/idempotency.ts';
 import { TaskStore } from '../../store/tasks.ts';
 import { sweepUnstartedTasks } from '../../worker/sweeper.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
@@ -150,7 +151,7 @@ describe('video submissions that fail halfway', () => {
       return task?.status === 'failed' && (await tasks.workflowStarted(taskId));
     }, 'the stored task is closed');
     assert.equal((await tasks.find(taskId))?.error?.code, 'gateway_unavailable');
-    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0, 'nothing for the sweeper');
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0, 'nothing for the sweeper');
     const totals = await ledger.totals(principal.accountId);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
@@ -185,7 +186,7 @@ describe('video submissions that fail halfway', () => {
       return stored.length === 4 && stored.every((task, index) => task.status === 'failed' && started[index]);
     }, 'the four stored tasks are closed');
     await eventually(async () => (await ledger.totals(principal.accountId)).held_micros === 0, 'nothing stays held');
-    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0);
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0);
 
     // And submissions are accepted again.
     const accepted = await submissions.submit(principal, body, 'req_after_stuck');
@@ -229,7 +230,7 @@ describe('video submissions that fail halfway', () => {
     const answer = await service({ tasks: new TasksLosingTheStoreOnFlag(stack.database.db) }).submit(principal, body, 'req_flag_lost');
     assert.equal(answer.status, 'submitted');
     // The sweeper sees a task whose start was never confirmed and starts it again: no twin.
-    await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 });
+    await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 });
     const result = await stack.temporal.client.workflow.getHandle(answer.task_id).result();
     assert.equal(result.status, 'succeeded');
     const charges = await ledger.entries.find({ reference: answer.task_id, operation: 'capture' }).toArray();
@@ -294,7 +295,7 @@ describe('video submissions that fail halfway', () => {
       workflow: {
         start: async (...args: Parameters<typeof stack.temporal.client.workflow.start>) => {
           taskId = args[1].workflowId;
-          assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 1);
+          assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 1);
           return stack.temporal.client.workflow.start(...args);
         },
       },

@@ -30,8 +30,10 @@ describe('sweeper for tasks an api crash left unstarted', () => {
   const tasks = () => new TaskStore(stack.database.db);
   const ledger = () => new Ledger(stack.database.db);
 
-  /** A task an api stored 5 minutes ago and never started, for an account with $1. */
-  async function strandedTask(name: string, recoverable: boolean, deadlineSeconds = 600, callbackUrl?: string) {
+  /** A task an api stored 5 minutes ago and never started, for an account with $1. One that is
+   * `recoverable` (submitted under an Idempotency-Key) has that key's record naming it, unless
+   * `keyRecord` is false (the attempt was refused, which released it). */
+  async function strandedTask(name: string, recoverable: boolean, deadlineSeconds = 600, callbackUrl?: string, keyRecord = recoverable) {
     const account = await new AccountStore(stack.database.db).create({ name, balanceMicros: 1_000_000 });
     const taskId = newId('task');
     const input: VideoTaskWorkflowInput = {
@@ -45,18 +47,51 @@ describe('sweeper for tasks an api crash left unstarted', () => {
       metadata: {}, price_micros: 160_000, progress: 0, request_id: 'req_stranded', workflow_started: false, workflow_input: input, recoverable,
       created_at: createdLongAgo, updated_at: createdLongAgo, ...(callbackUrl ? { webhook: { url: callbackUrl, state: 'pending' as const, attempts: [] } } : {}),
     });
+    if (keyRecord) {
+      const expiresAt = new Date(createdLongAgo.getTime() + 24 * 3_600_000);
+      await new IdempotencyStore(stack.database.db).collection.insertOne({ _id: `key_stranded:${taskId}`, fingerprint: 'stranded', state: 'in_flight', task_id: taskId, created_at: createdLongAgo, refreshed_at: createdLongAgo, expires_at: expiresAt });
+    }
     return { account, taskId, input };
   }
+
+  const sweep = () => sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
+
+  it('closes unbilled a keyed task its key no longer leads to: the attempt was answered an error, and a retry went on under another id', async () => {
+    const { account, taskId, input } = await strandedTask('refused-keyed', true, 600, 'https://hooks.example/framegate', false);
+    // The refused attempt's hold landed; its api was killed before the close in the background.
+    assert.equal(await ledger().apply({ accountId: account._id, keyId: 'key_stranded', reference: taskId, operation: 'hold', amountMicros: input.holdMicros }), 'applied');
+    assert.equal(await sweep(), 1);
+    const task = await tasks().find(taskId);
+    assert.deepEqual([task?.status, task?.error?.code, task?.webhook?.state], ['failed', 'gateway_unavailable', 'stopped']);
+    await assert.rejects(stack.temporal.client.workflow.getHandle(taskId).describe(), /not found/i);
+    const totals = await ledger().totals(account._id);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  });
+
+  it('finishes a close unstarted cut short: the task read failed, its hold stayed on the ledger', async () => {
+    const { account, taskId, input } = await strandedTask('cut-short', false);
+    assert.equal(await ledger().apply({ accountId: account._id, keyId: 'key_stranded', reference: taskId, operation: 'hold', amountMicros: input.holdMicros }), 'applied');
+    // The api's close wrote the task failed, then its store closed under it (a shutdown) or it
+    // was killed: the release and the start mark never came.
+    await tasks().decide(taskId, 'abandon');
+    await tasks().finish(taskId, { status: 'failed', error: { code: 'gateway_unavailable', message: 'The task could not be stored.' } });
+    assert.equal(await sweep(), 1);
+    const totals = await ledger().totals(account._id);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+    assert.equal(await tasks().workflowStarted(taskId), true, 'the sweeper leaves it alone from now on');
+    assert.equal((await tasks().find(taskId))?.error?.message, 'The task could not be stored.');
+    assert.equal(await sweep(), 0);
+  });
 
   it('starts a stranded task its caller can recover (an Idempotency-Key), which then succeeds and is charged once', async () => {
     const { account, taskId } = await strandedTask('stranded', true);
     const tasks = new TaskStore(stack.database.db);
     const ledger = new Ledger(stack.database.db);
 
-    const started = await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
+    const started = await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
     assert.equal(started, 1);
     assert.equal(await tasks.workflowStarted(taskId), true);
-    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue }), 0, 'a second sweep finds nothing');
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue }), 0, 'a second sweep finds nothing');
 
     const result = await stack.temporal.client.workflow.getHandle(taskId).result();
     assert.equal(result.status, 'succeeded');
@@ -69,7 +104,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     // Submitted 5 minutes ago with a 2-minute deadline: the caller was promised an answer by
     // then, so the task fails unbilled instead of running a vendor job the caller gave up on.
     const { account, taskId } = await strandedTask('stranded past its deadline', true, 120);
-    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
+    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
 
     const result = await stack.temporal.client.workflow.getHandle(taskId).result();
     assert.equal(result.status, 'failed');
@@ -84,7 +119,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     const { account, taskId, input } = await strandedTask('unanswered', false, 600, 'https://hooks.example/framegate');
     // The api placed the hold, then died before starting the workflow and answering.
     assert.equal(await ledger().apply({ accountId: account._id, keyId: 'key_stranded', reference: taskId, operation: 'hold', amountMicros: input.holdMicros }), 'applied');
-    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
+    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
     const task = await tasks().find(taskId);
     assert.deepEqual([task?.status, task?.error?.code], ['failed', 'gateway_unavailable']);
     // Its webhook is never sent (nobody knows the task): it no longer reads as pending.
@@ -105,7 +140,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
       metadata: {}, price_micros: 1, progress: 0, request_id: 'req_fresh', workflow_started: false, workflow_input: {} as VideoTaskWorkflowInput,
       created_at: now, updated_at: now,
     });
-    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
     assert.equal(await tasks.workflowStarted(taskId), false);
   });
   // These two leave a task the sweeper cannot start behind them: they come last.
@@ -115,7 +150,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     await tasks().collection.updateOne({ _id: broken.taskId }, { $set: { 'workflow_input.taskId': '' } });
     const good = await strandedTask('good', true);
     const lines: string[] = [];
-    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000, log: (line) => lines.push(line) }), 2);
+    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000, log: (line) => lines.push(line) }), 2);
     assert.equal(await tasks().workflowStarted(good.taskId), true, 'the good task started whatever the order');
     assert.equal(await tasks().workflowStarted(broken.taskId), false, 'the broken one waits for the next sweep');
     assert.ok(lines.some((line) => line.includes(broken.taskId) && line.includes('next sweep')), lines.join('\n'));
