@@ -86,8 +86,8 @@ export class AccountBudgets {
   constructor(private readonly options: AccountBudgetsOptions) {
     this.timing = { ...DEFAULT_LEASE_TIMING, ...options.timing };
     this.recall = new LeaseRecall(options.leases, options.ledger, this.timing);
-    this.retired = new RetiredLeases(options, this.timing.settleRetryMaxMs, (accountId, settling) => this.makeRoom(accountId, settling));
     this.journals = new JournalWriter(options.leases.journal, this.timing.journalMs, options.log);
+    this.retired = new RetiredLeases({ ...options, journals: this.journals }, this.timing.settleRetryMaxMs, (accountId, settling) => this.makeRoom(accountId, settling));
     this.carriers = new LeaseCarriers(options, this.retired, { afterMs: this.timing.maxAgeMs, expiryMs: this.timing.expiryMs });
     this.openings = new LeaseOpenings({
       ledger: options.ledger,

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
 import type { Ledger, LedgerOutcome } from '../../../store/ledger.ts';
 import { withShortfall, type UsageStore } from '../../../store/usage.ts';
+import type { JournalWriter } from './journal-writer.ts';
 import type { SpendLease } from './spend-lease.ts';
 
 // How a spend lease goes back to the ledger once it takes no more calls (account-budgets.ts
@@ -24,6 +25,8 @@ export interface RetiredLeaseStores {
   leases: BudgetLeaseStore;
   usage: UsageStore;
   log: Pick<FastifyBaseLogger, 'warn' | 'error'>;
+  /** Writes a lease's whole statement to its journal (journal-writer.ts). */
+  journals?: Pick<JournalWriter, 'writeNow'>;
 }
 
 /** Frees the account's money this process holds in other leases, before a lease's calls are
@@ -135,6 +138,9 @@ export class RetiredLeases {
   private async settleOnce(lease: SpendLease): Promise<void> {
     const { ledger, leases, usage, log } = this.stores;
     const statement = lease.statement(new Date());
+    // The journal first: a kill between the usage records and the capture otherwise left records
+    // of every call beside a capture of what an older journal said.
+    await this.stores.journals?.writeNow(lease);
     // Written over whatever is there: whoever released the lease as expired may have written the
     // journal's records first (store/expired-leases.ts, insert-only), which can predate the last
     // calls; this statement is the whole of them.

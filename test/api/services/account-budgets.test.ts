@@ -12,6 +12,7 @@ import { UsageStore, type UsageRecord } from '../../../store/usage.ts';
 import { sweepExpiredLeases } from '../../../worker/lease-sweeper.ts';
 import { connectDatabase } from '../../../store/database.ts';
 import { budgetStores, chatCall, silent, type BudgetStores } from '../../helpers/budget-stores.ts';
+import { waitUntil } from '../../helpers/wait-until.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
 
 // Spend leases against the real store: many calls, one hold; exact money whatever the
@@ -358,6 +359,38 @@ describe('spend leases (account budgets)', () => {
     const records = await usageOf(account._id);
     assert.deepEqual(records.map((record) => [record.requests, record.input_tokens, record.output_tokens, record.spend_micros]), [[2, 14, 6, 6_500]]);
     assert.equal(await leases.journal.collection.countDocuments({ account_id: account._id }), 0, 'the journal goes with its lease');
+  });
+
+  it('charges what its usage records say when its process dies between writing them and its capture', async () => {
+    const account = await accounts.create({ name: 'killed-mid-settlement', balanceMicros: 1_000_000 });
+    // The process's capture never comes (it was killed right after the usage records) until the
+    // test lets it, once the lease was released as expired.
+    let letCapture!: () => void;
+    const captureGate = new Promise<void>((resolve) => (letCapture = resolve));
+    class LedgerKilledBeforeCapture extends Ledger {
+      override async apply(input: Parameters<Ledger['apply']>[0]) {
+        if (input.operation === 'capture') await captureGate;
+        return super.apply(input);
+      }
+    }
+    // The journal is written at the first tick after the first charge, then not for a minute.
+    const dying = new AccountBudgets({ ledger: new LedgerKilledBeforeCapture(database.db), leases, usage, log: silent, timing: { idleMs: 300, smallLeaseIdleMs: 300, tickMs: 20, journalMs: 60_000, expiryMs: 60_000 } });
+    (await dying.reserve(account._id, 10_000, chatCall, 'hint')).charge(4_000, { inputTokens: 7, outputTokens: 3 }, { allowOverage: false });
+    await waitUntil(async () => (await leases.journal.collection.findOne({ account_id: account._id }))?.spent_micros === 4_000);
+    (await dying.reserve(account._id, 10_000, chatCall, 'hint')).charge(2_500, { inputTokens: 7, outputTokens: 3 }, { allowOverage: false });
+    // Idle, the lease settles: its usage records are written, then the capture never comes.
+    await waitUntil(async () => (await usageOf(account._id)).reduce((sum, record) => sum + record.spend_micros, 0) === 6_500);
+
+    const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
+    assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
+    const after = (await accounts.find(account._id))!;
+    // The journal had the whole statement before the records: 4,000 from a journal a tick old
+    // was captured beside records of 6,500 before.
+    assert.deepEqual([after.held_micros, after.spent_micros, after.balance_micros], [0, 6_500, 993_500]);
+    assert.deepEqual((await usageOf(account._id)).map((record) => [record.requests, record.spend_micros]), [[2, 6_500]]);
+    letCapture();
+    await dying.close();
+    assert.equal((await accounts.find(account._id))!.spent_micros, 6_500, 'charged once when its settlement went on after all');
   });
 
   it('charges a lease once when its process settles it after it was settled from its journal as expired', async () => {
