@@ -14,6 +14,10 @@ import { GatewayError } from '../../core/errors.ts';
 // with no pace of its own yet (a burst from an account that was idle) is judged by the pace of
 // this process's holds for every account: the store's, mostly.
 
+/** When a refused submission may come back (a spec 503 carries Retry-After, which OpenAI-style
+ * clients honour). Also video-tasks.ts's refusal at the hold deadline. */
+export const RETRY_AFTER_SECONDS = '2';
+
 interface AccountQueue {
   /** Submissions of this process waiting for their hold. */
   waiting: number;
@@ -85,7 +89,8 @@ export class HoldAdmission {
 
   private refuseIfHopeless(queue: AccountQueue, now: number): void {
     if (now - queue.movedAt > this.limits.stalledAfterMs) {
-      throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.');
+      // The stall limit is 2 s: a retry that soon finds the queue moving, or refused as fast.
+      throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.', undefined, { 'retry-after': RETRY_AFTER_SECONDS });
     }
     const every = queue.holdEveryMs ?? recent(this.process.holdEveryMs, this.process.at, now);
     if (every !== undefined && (queue.waiting + 1) * every > this.limits.deadlineMs) {
@@ -94,7 +99,7 @@ export class HoldAdmission {
       const seconds = Math.max(1, Math.ceil(((queue.waiting - fit) * every) / 1000));
       throw new GatewayError(
         'service_unavailable',
-        `This account has ${queue.waiting} video submissions waiting for their hold on its balance here, too many for another to get one in time; nothing was charged. Retry in about ${seconds} s.`,
+        `This account has ${queue.waiting} video ${queue.waiting === 1 ? 'submission' : 'submissions'} waiting for their hold on its balance here, too many for another to get one in time; nothing was charged. Retry in about ${seconds} s.`,
         undefined,
         { 'retry-after': String(seconds) },
       );

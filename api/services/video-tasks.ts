@@ -17,7 +17,7 @@ import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
 import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
 import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
-import { HoldAdmission } from './hold-admission.ts';
+import { HoldAdmission, RETRY_AFTER_SECONDS } from './hold-admission.ts';
 import { internalAddressIn } from './submission-addresses.ts';
 import type { AccountBudgets } from './billing/account-budgets.ts';
 import type { UnansweredLeases } from './billing/lease-recall.ts';
@@ -149,7 +149,7 @@ export class VideoTaskService {
     const leave = () => leaveQueue();
     storing.then(leave, leave);
     try {
-      await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.'));
+      await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.', undefined, { 'retry-after': RETRY_AFTER_SECONDS }));
     } catch (error) {
       // The caller gets an error (a 503 when the store went away or is too slow), yet the task
       // may be stored, even held, or about to be: left as it is, the sweeper would start it and

@@ -171,6 +171,7 @@ describe('video submissions that fail halfway', () => {
     );
     for (const { error, ms } of refusals) {
       assert.ok(error instanceof GatewayError && error.code === 'service_unavailable', String(error));
+      assert.equal(error.headers['retry-after'], '2', 'a 503 says when to come back');
       assert.ok(ms > 1_900 && ms < 4_000, `refused after ${ms.toFixed(0)} ms`);
     }
     // Those holds are still queued (the oldest for over a second): the next one does not join.

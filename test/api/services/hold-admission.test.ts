@@ -35,6 +35,7 @@ describe('hold admission', () => {
     const refused = refusal(() => admission.join('acct', 2_100));
     assert.equal(refused?.code, 'service_unavailable');
     assert.match(refused!.message, /cannot be reserved quickly right now/);
+    assert.equal(refused!.headers['retry-after'], '2', 'a 503 says when to come back');
     // Another account's queue is its own.
     assert.equal(refusal(() => admission.join('other', 2_100)), undefined);
   });
