@@ -55,9 +55,9 @@ describe('spend leases asked back by another process', () => {
     await database.drop();
   });
 
-  function apiProcess(timing: Partial<LeaseTiming> = {}, leaseStore = leases): AccountBudgets {
+  function apiProcess(timing: Partial<LeaseTiming> = {}, leaseStore = leases, processLedger = ledger): AccountBudgets {
     const budget = new AccountBudgets({
-      ledger,
+      ledger: processLedger,
       leases: leaseStore,
       usage: new UsageStore(database.db),
       log: silent,
@@ -369,8 +369,18 @@ describe('spend leases asked back by another process', () => {
 
   it('never calls the owner of a lease opened during the wait one that stopped responding', async () => {
     const account = await accounts.create({ name: 'late-newcomer', balanceMicros: BALANCE });
-    // Half of the first holder's $2 lease is reserved by a running call: asked, it trims $1.
-    const running = await apiProcess({ reservationsPerLease: 2 }).reserve(account._id, 1_000_000, chatCall, 'hint');
+    // Half of the first holder's $2 lease is reserved by a running call: asked, it trims $1, but
+    // only once the newcomer holds its money (else the trim alone could cover the caller first,
+    // whose next ask would then find the newcomer already there).
+    let letTrim!: () => void;
+    const trimGate = new Promise<void>((resolve) => (letTrim = resolve));
+    class LedgerTrimmingLate extends Ledger {
+      override async apply(input: Parameters<Ledger['apply']>[0]) {
+        if (input.operation === 'trim') await trimGate;
+        return super.apply(input);
+      }
+    }
+    const running = await apiProcess({ reservationsPerLease: 2 }, leases, new LedgerTrimmingLate(database.db)).reserve(account._id, 1_000_000, chatCall, 'hint');
     // A second process that looks for asks once a minute, and has just looked (for a lease of
     // another account): it opens a $1 lease during the asker's wait and does not answer in it.
     const slow = apiProcess({ recallPollMs: 60_000, sharedRecallPollMs: 60_000 });
@@ -381,6 +391,7 @@ describe('spend leases asked back by another process', () => {
     const asking = Promise.resolve(apiProcess({ recallWaitMs: 1_000 }).reserve(account._id, 18_500_000, chatCall, 'hint'));
     await waitUntil(async () => (await leases.collection.findOne({ _id: firstLease!._id }))?.recalled_at !== undefined);
     (await slow.reserve(account._id, 10_000, chatCall, 'hint')).release();
+    letTrim();
     // $18 free once the first lease's rest is back, and the newcomer's $1 idle: $18.50 is not
     // there in time. Its owner is alive (it just opened a lease), so the refusal is the 403 of
     // a shortage with the money held, not a 503 about a process that stopped responding, and
