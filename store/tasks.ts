@@ -1,5 +1,4 @@
 import type { Collection, Db, Filter } from 'mongodb';
-import { ABANDONED_TASK_ERROR } from './abandoned-tasks.ts';
 import { isDuplicateKey } from './duplicate-keys.ts';
 import type { TaskError, TaskStatus, VideoTaskMetadata, VideoTaskWorkflowInput, WebhookAttempt } from '../core/video-task.ts';
 
@@ -219,14 +218,12 @@ export class TaskStore {
     return { tasks: found.slice(0, filter.limit), hasMore: found.length > filter.limit };
   }
 
-  /** Tasks whose workflow start was never confirmed (the api died between insert and start),
-   * and tasks whose close unstarted was cut short (store/abandoned-tasks.ts records the start
-   * last: closed `failed`, its hold may still be on the ledger). Every old task still
-   * `submitted` or closed so is a candidate (ids only: during a vendor outage there may be
-   * thousands), then those with a recorded start are left out. */
+  /** Tasks whose workflow start was never confirmed (the api died between insert and start,
+   * or during a close unstarted: store/abandoned-tasks.ts). Every old task still `submitted` is
+   * a candidate (ids only: during a vendor outage there may be thousands), then those with a
+   * recorded start are left out. */
   async findUnstarted(olderThan: Date, limit: number): Promise<TaskDocument[]> {
-    const query: Filter<TaskDocument> = { workflow_started: false, created_at: { $lt: olderThan }, $or: [{ status: 'submitted' }, { status: 'failed', 'error.code': ABANDONED_TASK_ERROR }] };
-    const candidates = await this.collection.find(query, { projection: { _id: 1 } }).toArray();
+    const candidates = await this.collection.find({ workflow_started: false, status: 'submitted', created_at: { $lt: olderThan } }, { projection: { _id: 1 } }).toArray();
     if (candidates.length === 0) return [];
     const ids = candidates.map((task) => task._id);
     const started = new Set((await this.starts.find({ _id: { $in: ids } }, { projection: { _id: 1 } }).toArray()).map((start) => start._id));

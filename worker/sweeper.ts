@@ -20,8 +20,8 @@ import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 // Idempotency-Key has its workflow started (idempotently: the workflow id is the task id), and
 // the caller's retry under that key gets it, as long as the key's record still names the task;
 // any other is closed unbilled (store/abandoned-tasks.ts), since its caller will never know its
-// id and may well have submitted again. So is a task whose close was cut short (closed
-// `failed`, its hold still on the ledger): the close is finished. An api that was only stalled past the grace finds its task closed when it
+// id and may well have submitted again. So is a task whose close unstarted was cut short (it
+// still reads `submitted`): the close is finished. An api that was only stalled past the grace finds its task closed when it
 // claims it for its caller, and answers 503 instead of handing out a failed task
 // (api/services/video-tasks.ts). A workflow that did start (the api died before recording it)
 // is recorded; it runs only once the api claimed its task for the caller, and closes the task
@@ -63,17 +63,6 @@ export async function sweepUnstartedTasks(options: SweeperOptions): Promise<numb
 }
 
 async function sweepUnstartedTask(options: SweeperOptions, task: TaskDocument): Promise<void> {
-  if (task.status === 'failed') {
-    // Closed unstarted by a process that stopped before the close's last steps (a kill, or its
-    // store closing under it at a shutdown): the hold went back nowhere. Each step is safe to
-    // repeat.
-    await closeAbandonedTask(options, task.workflow_input, task.error?.message ?? 'The submission failed before the task started; nothing was charged.');
-    // Also should its workflow have claimed it after all: it is that workflow's then, and the
-    // sweeper must not find it on every round.
-    await options.tasks.markWorkflowStarted(task._id);
-    options.log?.(`sweeper finished closing task ${task._id}, closed unstarted, and released its hold`);
-    return;
-  }
   // Under an Idempotency-Key the caller's retry reaches the task through the key's record, as
   // long as the record names it. An attempt answered with an error released its record (the
   // api closes its task in the background, which a kill can cut short), and a retry then went

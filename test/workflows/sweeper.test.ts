@@ -12,6 +12,7 @@ import { KeyCreationStore } from '../../store/key-creations.ts';
 import { RateLimitBlockStore } from '../../store/rate-limit-blocks.ts';
 import { SweeperCursorStore } from '../../store/sweeper-cursors.ts';
 import { sweepOnce, sweepUnstartedTasks } from '../../worker/sweeper.ts';
+import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
 import { recordHistoryIfAsked } from '../helpers/histories.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
@@ -68,20 +69,35 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
 
-  it('finishes a close unstarted cut short: the task read failed, its hold stayed on the ledger', async () => {
-    const { account, taskId, input } = await strandedTask('cut-short', false);
-    assert.equal(await ledger().apply({ accountId: account._id, keyId: 'key_stranded', reference: taskId, operation: 'hold', amountMicros: input.holdMicros }), 'applied');
-    // The api's close wrote the task failed, then its store closed under it (a shutdown) or it
-    // was killed: the release and the start mark never came.
-    await tasks().decide(taskId, 'abandon');
-    await tasks().finish(taskId, { status: 'failed', error: { code: 'gateway_unavailable', message: 'The task could not be stored.' } });
-    assert.equal(await sweep(), 1);
-    const totals = await ledger().totals(account._id);
-    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
-    assert.equal(await tasks().workflowStarted(taskId), true, 'the sweeper leaves it alone from now on');
-    assert.equal((await tasks().find(taskId))?.error?.message, 'The task could not be stored.');
-    assert.equal(await sweep(), 0);
-  });
+  for (const cut of ['release', 'finish'] as const) {
+    it(`finishes a close unstarted cut short at its ${cut}: the task still reads submitted, and the next sweep closes it with its money back`, async () => {
+      const { account, taskId, input } = await strandedTask(`cut-at-${cut}`, false);
+      assert.equal(await ledger().apply({ accountId: account._id, keyId: 'key_stranded', reference: taskId, operation: 'hold', amountMicros: input.holdMicros }), 'applied');
+      // The first close loses the store at that step (a kill, or the store closing under an api
+      // at a shutdown).
+      class LedgerLostAtTheRelease extends Ledger {
+        override async apply(...args: Parameters<Ledger['apply']>) {
+          if (args[0].operation === 'release') throw new Error('store closed before the release');
+          return super.apply(...args);
+        }
+      }
+      class TasksLostAtTheFinish extends TaskStore {
+        override async finish(): ReturnType<TaskStore['finish']> {
+          throw new Error('store closed before the task was written failed');
+        }
+      }
+      const stores = cut === 'release' ? { tasks: tasks(), ledger: new LedgerLostAtTheRelease(stack.database.db) } : { tasks: new TasksLostAtTheFinish(stack.database.db), ledger: ledger() };
+      await assert.rejects(closeAbandonedTask(stores, input, 'The task could not be stored.'), /store closed/);
+      // Written failed only after the money went back: a task failed with its hold still held
+      // was never looked at again (the sweeper reads submitted tasks).
+      assert.equal((await tasks().find(taskId))?.status, 'submitted');
+      assert.equal(await sweep(), 1);
+      assert.deepEqual([(await tasks().find(taskId))?.status, await tasks().workflowStarted(taskId)], ['failed', true]);
+      const totals = await ledger().totals(account._id);
+      assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+      assert.equal(await sweep(), 0);
+    });
+  }
 
   it('starts a stranded task its caller can recover (an Idempotency-Key), which then succeeds and is charged once', async () => {
     const { account, taskId } = await strandedTask('stranded', true);
