@@ -247,7 +247,9 @@ export class AccountBudgets {
 
   /** This process's leases of `accountId`, open or settling (carriers being opened too). */
   private referencesOf(accountId: string): string[] {
-    return [...this.active.values(), ...this.retired.all(), ...this.carriers.underWay()].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
+    const references = [...this.active.values(), ...this.retired.all(), ...this.carriers.underWay()].filter((lease) => lease.accountId === accountId).map((lease) => lease.reference);
+    const writing = this.openings.writing(accountId);
+    return writing === undefined ? references : [...references, writing];
   }
 
   private renewInBackground(lease: SpendLease): void {

@@ -51,6 +51,10 @@ export interface OpeningHost {
 
 export class LeaseOpenings {
   private readonly underWay = new Map<string, { mode: 'replace' | 'renew'; opening: Promise<Opening> }>();
+  /** The lease each opening is writing (its document, then its hold), before it is installed:
+   * already in the store, it is this process's, which an ask of the same account (a video hold
+   * giving leases back) must not take for another process's. */
+  private readonly beingWritten = new Map<string, string>();
 
   constructor(private readonly host: OpeningHost) {}
 
@@ -61,6 +65,11 @@ export class LeaseOpenings {
   /** The account's opening under way, if any. */
   of(accountId: string): Promise<Opening> | undefined {
     return this.underWay.get(accountId)?.opening;
+  }
+
+  /** The lease an opening of the account is writing, if any. */
+  writing(accountId: string): string | undefined {
+    return this.beingWritten.get(accountId);
   }
 
   /** Every opening under way, to wait for at a close. */
@@ -171,18 +180,23 @@ export class LeaseOpenings {
       const reference = newId('lease');
       const now = Date.now();
       const expiresAt = (await leases.clock.current()) + timing.expiryMs;
-      // The document first: a hold never exists without the record the sweeper looks for.
-      await leases.open({ _id: reference, account_id: accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(expiresAt) });
-      const outcome = await ledger.apply({ accountId, keyId: null, reference, operation: 'hold', amountMicros });
-      if (outcome !== 'applied') {
-        // Another process took part of the balance between the read and the hold.
-        await leases.remove(reference);
-        attempt++;
-        continue;
+      this.beingWritten.set(accountId, reference);
+      try {
+        // The document first: a hold never exists without the record the sweeper looks for.
+        await leases.open({ _id: reference, account_id: accountId, amount_micros: amountMicros, opened_at: new Date(now), expires_at: new Date(expiresAt) });
+        const outcome = await ledger.apply({ accountId, keyId: null, reference, operation: 'hold', amountMicros });
+        if (outcome !== 'applied') {
+          // Another process took part of the balance between the read and the hold.
+          await leases.remove(reference);
+          attempt++;
+          continue;
+        }
+        const idleMs = amountMicros <= availableMicros * SMALL_LEASE_SHARE ? timing.smallLeaseIdleMs : timing.idleMs;
+        this.host.install(new SpendLease(reference, accountId, amountMicros, now, expiresAt, idleMs));
+        return { opened: true };
+      } finally {
+        this.beingWritten.delete(accountId);
       }
-      const idleMs = amountMicros <= availableMicros * SMALL_LEASE_SHARE ? timing.smallLeaseIdleMs : timing.idleMs;
-      this.host.install(new SpendLease(reference, accountId, amountMicros, now, expiresAt, idleMs));
-      return { opened: true };
     }
     return { opened: false, availableMicros, heldMicros, unanswered, raced: attempt === HOLD_ATTEMPTS, beyondAll: false };
   }

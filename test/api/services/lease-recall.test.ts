@@ -367,6 +367,30 @@ describe('spend leases asked back by another process', () => {
     await leases.collection.deleteMany({ _id: { $in: [mine!, first!, second!] } });
   });
 
+  it('does not ask back a lease its own process is still opening when that process gives leases back', async () => {
+    const { account, lease: theirs } = await idleLeaseElsewhere('own-opening');
+    // This process's opening has written its lease's document; its hold is still on its way.
+    let letHold!: () => void;
+    const holdGate = new Promise<void>((resolve) => (letHold = resolve));
+    class LedgerHoldingLate extends Ledger {
+      override async apply(input: Parameters<Ledger['apply']>[0]) {
+        if (input.operation === 'hold') await holdGate;
+        return super.apply(input);
+      }
+    }
+    const own = apiProcess({}, leases, new LedgerHoldingLate(database.db));
+    const reserving = Promise.resolve(own.reserve(account._id, 10_000, chatCall, 'hint'));
+    await waitUntil(async () => (await leases.collection.countDocuments({ account_id: account._id })) === 2);
+    const mine = (await leases.collection.findOne({ account_id: account._id, _id: { $ne: theirs._id } }))!;
+    // A video hold of the same process gives the account's leases back: the other process's
+    // lease is asked (and settles), this process's own opening is not.
+    await own.returnUnused(account._id, 19_500_000);
+    assert.equal(await leases.collection.countDocuments({ _id: theirs._id }), 0, "the other process's lease came back");
+    assert.equal((await leases.collection.findOne({ _id: mine._id }))?.recalled_at, undefined, 'the lease being opened was not asked back');
+    letHold();
+    (await reserving).release();
+  });
+
   it('never calls the owner of a lease opened during the wait one that stopped responding', async () => {
     const account = await accounts.create({ name: 'late-newcomer', balanceMicros: BALANCE });
     // Half of the first holder's $2 lease is reserved by a running call: asked, it trims $1, but
