@@ -73,6 +73,8 @@ export function retryAfterSeconds(staleAfterMs: number, silentMs: number): numbe
 /** Pauses before writing a record again that the store refused as its request ended: about
  * a minute in all, past the stale window of every route. */
 const LATER_WRITE_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
+/** How long those tries go on, whatever their pauses: a close shortens the pauses, not this. */
+const LATER_WRITES_FOR_MS = LATER_WRITE_DELAYS_MS.reduce((sum, delayMs) => sum + delayMs, 0);
 /** The pause between those tries once the app is closing: the close waits for them, bounded by
  * its force deadline (graceful-close.ts), and the store is likely back by then. */
 const CLOSING_RETRY_MS = 250;
@@ -235,8 +237,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     });
 
   const writeLater = async (write: () => Promise<unknown>, request: FastifyRequest) => {
-    for (const delayMs of LATER_WRITE_DELAYS_MS) {
-      await pauseBeforeRetry(delayMs);
+    const giveUpAt = Date.now() + LATER_WRITES_FOR_MS;
+    for (let attempt = 0; Date.now() < giveUpAt; attempt++) {
+      await pauseBeforeRetry(LATER_WRITE_DELAYS_MS[Math.min(attempt, LATER_WRITE_DELAYS_MS.length - 1)]!);
       try {
         await write();
         return;
