@@ -89,7 +89,8 @@ export class HoldAdmission {
 
   private refuseIfHopeless(queue: AccountQueue, now: number): void {
     if (now - queue.movedAt > this.limits.stalledAfterMs) {
-      // The stall limit is 2 s: a retry that soon finds the queue moving, or refused as fast.
+      // The stall limit (2 s by default): a retry that soon finds the queue moving, or is
+      // refused as fast.
       throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.', undefined, { 'retry-after': RETRY_AFTER_SECONDS });
     }
     const every = queue.holdEveryMs ?? recent(this.process.holdEveryMs, this.process.at, now);
