@@ -42,11 +42,20 @@ function droppedStoreConnection(error: Error): boolean {
   return typeof code === 'string' && DROPPED_CONNECTION_CODES.has(code) && /[\\/]mongodb[\\/](?:src|lib)[\\/]cmap[\\/]/.test(error.stack ?? '');
 }
 
+// FerretDB's SQLite backend answers a write it could not lock in time (busy_timeout, under a
+// burst of concurrent writers) with InternalError, code 1, "database is locked (5)
+// (SQLITE_BUSY)": the store is overloaded, not the request wrong. A chaos review saw three 500s
+// so, on Idempotency-Key claims and releases.
+function storeBusy(error: Error): boolean {
+  return error instanceof MongoServerError && error.code === 1 && error.message.includes('SQLITE_BUSY');
+}
+
 // A client this process closed itself (MongoTopologyClosedError, MongoNotConnectedError) is not
 // an outage of the store but a bug or a shutdown: it stays a 500.
 function storeUnavailable(error: Error): boolean {
   return (
     droppedStoreConnection(error) ||
+    storeBusy(error) ||
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     error instanceof MongoOperationTimeoutError ||

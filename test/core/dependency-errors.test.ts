@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MongoBulkWriteError, MongoNetworkError } from 'mongodb';
+import { MongoBulkWriteError, MongoNetworkError, MongoServerError } from 'mongodb';
 import { failureFields, unavailableDependency } from '../../core/dependency-errors.ts';
 
 // Which failures are a dependency's outage (503) rather than a bug (500). The unwrapped socket
@@ -51,4 +51,17 @@ test("a bulk write that failed on the store's connection is the store's outage",
   assert.equal(bulk.cause, undefined);
   assert.equal(unavailableDependency(bulk), 'store');
   assert.equal(unavailableDependency(new MongoBulkWriteError({ message: 'E11000 duplicate key', code: 11000 }, {} as never)), null, 'a write error is no outage');
+});
+
+test("FerretDB's SQLITE_BUSY is the store's outage (a 503 with Retry-After), its other internal errors are not", () => {
+  // As FerretDB 1.24 answered an Idempotency-Key claim under a burst of writers (a chaos review).
+  const busy = new MongoServerError({
+    ok: 0,
+    errmsg: '[msg_insert.go:168 handler.(*Handler).MsgInsert] [db.go:134 fsql.(*DB).InTransaction] database is locked (5) (SQLITE_BUSY)',
+    code: 1,
+    codeName: 'InternalError',
+  });
+  assert.equal(unavailableDependency(busy), 'store');
+  assert.equal(unavailableDependency(new MongoBulkWriteError(busy, {} as never)), 'store', 'also inside a bulk write');
+  assert.equal(unavailableDependency(new MongoServerError({ ok: 0, errmsg: 'some other internal error', code: 1, codeName: 'InternalError' })), null);
 });
