@@ -177,7 +177,8 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     }
     const taskId = recovery.rerun === 'new-task' ? newId('task') : record.task_id;
     if (!(await store.takeOver(id, record.created_at, now, taskId))) {
-      throw new GatewayError('conflict', 'A retry with this Idempotency-Key is already in progress.', 'Idempotency-Key');
+      // Another retry took the record over a moment ago: it runs now, and answers soon.
+      throw new GatewayError('conflict', 'A retry with this Idempotency-Key is already in progress. Retry after it finishes to get its answer.', 'Idempotency-Key', { 'retry-after': '1' });
     }
     request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId });
   };

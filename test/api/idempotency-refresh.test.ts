@@ -30,6 +30,16 @@ class StoreRefusingCompletions extends IdempotencyStore {
    * of their process): their records go stale. */
   refuseRefreshesClaimedBefore = new Date(0);
   readonly writes: string[] = [];
+  /** The next take-over loses to another retry's. */
+  loseTakeOver = false;
+  override async takeOver(...args: Parameters<IdempotencyStore['takeOver']>): ReturnType<IdempotencyStore['takeOver']> {
+    if (this.loseTakeOver) {
+      this.loseTakeOver = false;
+      return false;
+    }
+    return super.takeOver(...args);
+  }
+
   override async complete(...args: Parameters<IdempotencyStore['complete']>): ReturnType<IdempotencyStore['complete']> {
     if (this.failures > 0) {
       this.failures--;
@@ -142,6 +152,12 @@ describe('Idempotency-Key records of requests still running', () => {
     assert.deepEqual([retryAfterSeconds(30_000, 5_000), retryAfterSeconds(30_000, 24_200), retryAfterSeconds(30_000, 29_900)], [1, 6, 1]);
     // Its process died: no refresh for longer than the window.
     await store.collection.updateOne({ _id: recordId }, { $set: { refreshed_at: new Date(now - 2 * STALE_MS) } });
+    // Two retries race to take it over: the one that loses is told to come back in a second.
+    store.loseTakeOver = true;
+    const lost = await call('/work', 'orphan-key', 'orphan');
+    assert.equal(lost.statusCode, 409);
+    assert.equal(lost.headers['retry-after'], '1');
+    assert.match(((await lost.body.json()) as { error: { message: string } }).error.message, /already in progress/);
     const retried = await call('/work', 'orphan-key', 'orphan');
     const text = await retried.body.text();
     assert.equal(retried.statusCode, 200, text);
