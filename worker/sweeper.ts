@@ -21,9 +21,9 @@ import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 // the caller's retry under that key gets it, as long as the key's record still names the task;
 // any other is closed unbilled (store/abandoned-tasks.ts), since its caller will never know its
 // id and may well have submitted again. So is a task whose close unstarted was cut short (it
-// still reads `submitted`): the close is finished. An api that was only stalled past the grace finds its task closed when it
-// claims it for its caller, and answers 503 instead of handing out a failed task
-// (api/services/video-tasks.ts). A workflow that did start (the api died before recording it)
+// still reads `submitted`): the close is finished. An api that was only stalled past the grace
+// finds its task closed when it claims it for its caller, and answers 503 instead of handing
+// out a failed task (api/services/video-tasks.ts). A workflow that did start (the api died before recording it)
 // is recorded; it runs only once the api claimed its task for the caller, and closes the task
 // itself when no claim comes within the same grace (activities/billing.ts holdFunds).
 // A task whose workflow an operator terminated (Terminate in the Web UI: no workflow code runs,
@@ -71,7 +71,7 @@ async function sweepUnstartedTask(options: SweeperOptions, task: TaskDocument): 
   const reachable = task.recoverable !== false && (await options.idempotency.leadsTo(task._id));
   if (!reachable && !(await workflowExists(options.client, task._id))) {
     const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped, stalled or answered an error before this submission\'s task id reached its caller; nothing was charged.');
-    options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose submission was never answered` : `sweeper found task ${task._id} claimed by its workflow`);
+    options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose id never reached its caller` : `sweeper found task ${task._id} claimed by its workflow`);
     return;
   }
   // Its deadline counts from the submission, a minute or more ago by now.
