@@ -1,6 +1,7 @@
 import { AccountStore } from '../../store/accounts.ts';
 import { BudgetLeaseStore } from '../../store/budget-leases.ts';
-import { Ledger } from '../../store/ledger.ts';
+import type { Db } from 'mongodb';
+import { Ledger, type LedgerOperation } from '../../store/ledger.ts';
 import { UsageStore } from '../../store/usage.ts';
 import { testDatabase } from './engines.ts';
 
@@ -28,4 +29,28 @@ export async function budgetStores(label: string): Promise<BudgetStores> {
     leases: new BudgetLeaseStore(database.db),
     usage: new UsageStore(database.db),
   };
+}
+
+/** A ledger whose movements of one kind (`operation`) wait until the test opens the gate: a
+ * store too slow to keep up, or one step of a race between processes made to come last. (Once
+ * open, every such movement goes straight through.) */
+export class LedgerHeldBack extends Ledger {
+  private open!: () => void;
+  private readonly gate = new Promise<void>((resolve) => (this.open = resolve));
+
+  constructor(
+    db: Db,
+    private readonly heldOperation: LedgerOperation,
+  ) {
+    super(db);
+  }
+
+  openGate(): void {
+    this.open();
+  }
+
+  override async apply(input: Parameters<Ledger['apply']>[0]) {
+    if (input.operation === this.heldOperation) await this.gate;
+    return super.apply(input);
+  }
 }

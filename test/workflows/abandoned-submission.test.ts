@@ -14,6 +14,7 @@ import { IdempotencyStore } from '../../store/idempotency.ts';
 import { TaskStore } from '../../store/tasks.ts';
 import { sweepUnstartedTasks } from '../../worker/sweeper.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
+import { LedgerHeldBack } from '../helpers/budget-stores.ts';
 import { parseOutboundAllowlist } from '../../core/outbound-guard.ts';
 
 // The tests' callbacks are on this machine (and never called), as `npm start` allows.
@@ -45,20 +46,6 @@ class LedgerLosingTheStoreOnHold extends Ledger {
       this.failNextHold = false;
       throw new MongoNetworkError('connection reset by peer (simulated)');
     }
-    return super.apply(input);
-  }
-}
-
-/** A ledger whose holds wait until the test opens the gate: a store too slow to keep up.
- * (Once open, every hold goes straight through.) */
-class LedgerStuckOnHolds extends Ledger {
-  private open!: () => void;
-  private readonly gate = new Promise<void>((resolve) => (this.open = resolve));
-  openGate(): void {
-    this.open();
-  }
-  override async apply(input: Parameters<Ledger['apply']>[0]) {
-    if (input.operation === 'hold') await this.gate;
     return super.apply(input);
   }
 }
@@ -158,7 +145,7 @@ describe('video submissions that fail halfway', () => {
 
   it('holds that do not come: 503 after the hold deadline, later submissions refused at once while the queue is stalled; nothing stays held', async () => {
     const principal = await fundedPrincipal('stuck-holds', 10_000_000);
-    const stuck = new LedgerStuckOnHolds(stack.database.db);
+    const stuck = new LedgerHeldBack(stack.database.db, 'hold');
     const submissions = service({ ledger: stuck });
     const started = performance.now();
     const refusals = await Promise.all(

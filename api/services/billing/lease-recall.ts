@@ -83,8 +83,8 @@ export class LeaseRecall {
   ) {}
 
   /**
-   * Asks the other processes' open leases of `accountId` (all but `own`) back when, with them,
-   * the free balance would cover `neededMicros`; resolves once the balance covers it, the leases
+   * Asks the other processes' open leases of `accountId` (all but those `own()` names, this
+   * process's) back when, with them, the free balance would cover `neededMicros`; resolves once the balance covers it, the leases
    * have all settled, or the wait is over. A dead process's leases (expired) are released at once.
    * Not `asked` when there was nothing worth asking for and nothing was released.
    * `wanted.micros` (at least `neededMicros`) is what the asker's waiting callers need together:
@@ -96,12 +96,11 @@ export class LeaseRecall {
    * out the leases that let an earlier ask run out unanswered (a dead process's, until they
    * expire): such an ask would wait its whole time for them on every opening.
    */
-  async askBack(accountId: string, own: readonly string[] | (() => readonly string[]), freeMicros: number, neededMicros: number, wanted: { micros?: number; waitMs?: number; skipSilent?: boolean } = {}): Promise<AskedBack> {
+  async askBack(accountId: string, own: () => string[], freeMicros: number, neededMicros: number, wanted: { micros?: number; waitMs?: number; skipSilent?: boolean } = {}): Promise<AskedBack> {
     const wantedMicros = wanted.micros ?? neededMicros;
-    // Read again on each look: this process may open a lease of the account meanwhile (an
-    // opening a video hold stopped waiting for), which is not another process's to ask.
-    const ownNow = typeof own === 'function' ? own : () => own;
-    const others = await this.leases.othersOf(accountId, [...ownNow()]);
+    // `own` is read again on each look: this process may open a lease of the account meanwhile
+    // (an opening a video hold stopped waiting for), which is not another process's to ask.
+    const others = await this.leases.othersOf(accountId, own());
     // The expired ones are a dead process's: nobody would give them back, so they are released
     // here and now rather than by the worker's sweeper up to half a minute later. Expiry is on
     // the store's clock, on which the holders wrote it.
@@ -137,7 +136,7 @@ export class LeaseRecall {
       await sleep(WAIT_STEP_MS);
       const balanceMicros = (await this.ledger.totals(accountId)).balance_micros;
       if (balanceMicros >= targetMicros) return { asked: true, answered: true, unanswered: null };
-      const current = await this.leases.othersOf(accountId, [...ownNow()]);
+      const current = await this.leases.othersOf(accountId, own());
       // The leases opened since the ask are asked too, once, while their owners have a look's
       // time left to answer. The owner of a lease all reserved by a running call renews it in
       // the background, from the free balance, and that renewal, begun before it saw the ask,

@@ -11,7 +11,7 @@ import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore, type UsageRecord } from '../../../store/usage.ts';
 import { sweepExpiredLeases } from '../../../worker/lease-sweeper.ts';
 import { connectDatabase } from '../../../store/database.ts';
-import { budgetStores, chatCall, silent, type BudgetStores } from '../../helpers/budget-stores.ts';
+import { budgetStores, chatCall, LedgerHeldBack, silent, type BudgetStores } from '../../helpers/budget-stores.ts';
 import { waitUntil } from '../../helpers/wait-until.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
 
@@ -365,16 +365,9 @@ describe('spend leases (account budgets)', () => {
     const account = await accounts.create({ name: 'killed-mid-settlement', balanceMicros: 1_000_000 });
     // The process's capture never comes (it was killed right after the usage records) until the
     // test lets it, once the lease was released as expired.
-    let letCapture!: () => void;
-    const captureGate = new Promise<void>((resolve) => (letCapture = resolve));
-    class LedgerKilledBeforeCapture extends Ledger {
-      override async apply(input: Parameters<Ledger['apply']>[0]) {
-        if (input.operation === 'capture') await captureGate;
-        return super.apply(input);
-      }
-    }
+    const killedBeforeCapture = new LedgerHeldBack(database.db, 'capture');
     // The journal is written at the first tick after the first charge, then not for a minute.
-    const dying = new AccountBudgets({ ledger: new LedgerKilledBeforeCapture(database.db), leases, usage, log: silent, timing: { idleMs: 300, smallLeaseIdleMs: 300, tickMs: 20, journalMs: 60_000, expiryMs: 60_000 } });
+    const dying = new AccountBudgets({ ledger: killedBeforeCapture, leases, usage, log: silent, timing: { idleMs: 300, smallLeaseIdleMs: 300, tickMs: 20, journalMs: 60_000, expiryMs: 60_000 } });
     (await dying.reserve(account._id, 10_000, chatCall, 'hint')).charge(4_000, { inputTokens: 7, outputTokens: 3 }, { allowOverage: false });
     await waitUntil(async () => (await leases.journal.collection.findOne({ account_id: account._id }))?.spent_micros === 4_000);
     (await dying.reserve(account._id, 10_000, chatCall, 'hint')).charge(2_500, { inputTokens: 7, outputTokens: 3 }, { allowOverage: false });
@@ -388,7 +381,7 @@ describe('spend leases (account budgets)', () => {
     // was captured beside records of 6,500 before.
     assert.deepEqual([after.held_micros, after.spent_micros, after.balance_micros], [0, 6_500, 993_500]);
     assert.deepEqual((await usageOf(account._id)).map((record) => [record.requests, record.spend_micros]), [[2, 6_500]]);
-    letCapture();
+    killedBeforeCapture.openGate();
     await dying.close();
     assert.equal((await accounts.find(account._id))!.spent_micros, 6_500, 'charged once when its settlement went on after all');
   });

@@ -10,7 +10,7 @@ import { StoreClock } from '../../../store/store-clock.ts';
 import { Ledger } from '../../../store/ledger.ts';
 import { UsageStore } from '../../../store/usage.ts';
 import { testDatabase } from '../../helpers/engines.ts';
-import { chatCall, silent } from '../../helpers/budget-stores.ts';
+import { chatCall, LedgerHeldBack, silent } from '../../helpers/budget-stores.ts';
 import { settledAccount } from '../../helpers/settled-account.ts';
 import { waitUntil } from '../../helpers/wait-until.ts';
 
@@ -264,17 +264,17 @@ describe('spend leases asked back by another process', () => {
     // out, and says so.
     const forWaiting = { micros: free + 500_000, skipSilent: true };
     let started = Date.now();
-    const first = await recall.askBack(account._id, [], free, 0, forWaiting);
+    const first = await recall.askBack(account._id, () => [], free, 0, forWaiting);
     assert.ok(Date.now() - started >= 300, 'the first ask waited for an answer');
     assert.equal(first.unanswered?.micros, LEASE);
     // Every opening asked it again and waited 1.5 s, until it expired: callers of the surviving
     // process got 503 (a hands-on review: 17 of 200 concurrent calls on a $0.07 account).
     started = Date.now();
-    const again = await recall.askBack(account._id, [], free, 0, forWaiting);
+    const again = await recall.askBack(account._id, () => [], free, 0, forWaiting);
     assert.ok(Date.now() - started < 200, `asked again for ${Date.now() - started} ms`);
     assert.equal(again.unanswered, null);
     // A caller short of money still asks it, and learns when it comes back.
-    const short = await recall.askBack(account._id, [], free, free + 500_000);
+    const short = await recall.askBack(account._id, () => [], free, free + 500_000);
     assert.equal(short.unanswered?.micros, LEASE);
   });
 
@@ -370,15 +370,8 @@ describe('spend leases asked back by another process', () => {
   it('does not ask back a lease its own process is still opening when that process gives leases back', async () => {
     const { account, lease: theirs } = await idleLeaseElsewhere('own-opening');
     // This process's opening has written its lease's document; its hold is still on its way.
-    let letHold!: () => void;
-    const holdGate = new Promise<void>((resolve) => (letHold = resolve));
-    class LedgerHoldingLate extends Ledger {
-      override async apply(input: Parameters<Ledger['apply']>[0]) {
-        if (input.operation === 'hold') await holdGate;
-        return super.apply(input);
-      }
-    }
-    const own = apiProcess({}, leases, new LedgerHoldingLate(database.db));
+    const holdingLate = new LedgerHeldBack(database.db, 'hold');
+    const own = apiProcess({}, leases, holdingLate);
     const reserving = Promise.resolve(own.reserve(account._id, 10_000, chatCall, 'hint'));
     await waitUntil(async () => (await leases.collection.countDocuments({ account_id: account._id })) === 2);
     const mine = (await leases.collection.findOne({ account_id: account._id, _id: { $ne: theirs._id } }))!;
@@ -387,7 +380,7 @@ describe('spend leases asked back by another process', () => {
     await own.returnUnused(account._id, 19_500_000);
     assert.equal(await leases.collection.countDocuments({ _id: theirs._id }), 0, "the other process's lease came back");
     assert.equal((await leases.collection.findOne({ _id: mine._id }))?.recalled_at, undefined, 'the lease being opened was not asked back');
-    letHold();
+    holdingLate.openGate();
     (await reserving).release();
   });
 
@@ -396,15 +389,8 @@ describe('spend leases asked back by another process', () => {
     // Half of the first holder's $2 lease is reserved by a running call: asked, it trims $1, but
     // only once the newcomer holds its money (else the trim alone could cover the caller first,
     // whose next ask would then find the newcomer already there).
-    let letTrim!: () => void;
-    const trimGate = new Promise<void>((resolve) => (letTrim = resolve));
-    class LedgerTrimmingLate extends Ledger {
-      override async apply(input: Parameters<Ledger['apply']>[0]) {
-        if (input.operation === 'trim') await trimGate;
-        return super.apply(input);
-      }
-    }
-    const running = await apiProcess({ reservationsPerLease: 2 }, leases, new LedgerTrimmingLate(database.db)).reserve(account._id, 1_000_000, chatCall, 'hint');
+    const trimmingLate = new LedgerHeldBack(database.db, 'trim');
+    const running = await apiProcess({ reservationsPerLease: 2 }, leases, trimmingLate).reserve(account._id, 1_000_000, chatCall, 'hint');
     // A second process that looks for asks once a minute, and has just looked (for a lease of
     // another account): it opens a $1 lease during the asker's wait and does not answer in it.
     const slow = apiProcess({ recallPollMs: 60_000, sharedRecallPollMs: 60_000 });
@@ -415,7 +401,7 @@ describe('spend leases asked back by another process', () => {
     const asking = Promise.resolve(apiProcess({ recallWaitMs: 1_000 }).reserve(account._id, 18_500_000, chatCall, 'hint'));
     await waitUntil(async () => (await leases.collection.findOne({ _id: firstLease!._id }))?.recalled_at !== undefined);
     (await slow.reserve(account._id, 10_000, chatCall, 'hint')).release();
-    letTrim();
+    trimmingLate.openGate();
     // $18 free once the first lease's rest is back, and the newcomer's $1 idle: $18.50 is not
     // there in time. Its owner is alive (it just opened a lease), so the refusal is the 403 of
     // a shortage with the money held, not a 503 about a process that stopped responding, and
