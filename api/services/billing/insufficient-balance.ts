@@ -10,7 +10,9 @@ import type { UnansweredLeases } from './lease-recall.ts';
 // One case is not a shortage at all: the money is in leases of an api process that died (or lost
 // the store) and did not answer being asked for them. They come back when they expire, within
 // half a minute, so that refusal is a 503 with Retry-After, which OpenAI clients retry by
-// themselves, rather than a 403 that tells the caller to add credits.
+// themselves, rather than a 403 that tells the caller to add credits. Likewise, with a second's
+// Retry-After, when the money is in a lease another process opened while the caller waited,
+// which its owner had not yet had a look's time to give back.
 
 /** An amount as the error messages write it: dollars with all six decimals. */
 export function formatUsd(micros: number): string {
@@ -42,9 +44,14 @@ export function balanceRefusal(
   const { unanswered } = totals;
   if (!unanswered || totals.availableMicros + unanswered.micros < neededMicros) return insufficientBalance(cost, totals, advice);
   const wait = unanswered.retryAfterSeconds;
+  const silentMicros = unanswered.micros - unanswered.pendingMicros;
+  const where = [
+    silentMicros > 0 ? `${formatUsd(silentMicros)} more is held by a gateway process that stopped responding` : '',
+    unanswered.pendingMicros > 0 ? `${formatUsd(unanswered.pendingMicros)} ${silentMicros > 0 ? '' : 'more '}is in a lease another gateway process has just opened and is being asked to give back` : '',
+  ].filter(Boolean);
   return new GatewayError(
     'service_unavailable',
-    `Not enough free balance right now: ${cost} and the account has ${formatUsd(totals.availableMicros)} available, but ${formatUsd(unanswered.micros)} more is held by a gateway process that stopped responding. It returns to the balance within ${wait} s; nothing was charged. Retry after ${wait} s.`,
+    `Not enough free balance right now: ${cost} and the account has ${formatUsd(totals.availableMicros)} available, but ${where.join(', and ')}. It returns to the balance within ${wait} s; nothing was charged. Retry after ${wait} s.`,
     undefined,
     { 'retry-after': String(wait) },
   );

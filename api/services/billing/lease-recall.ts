@@ -39,12 +39,20 @@ const WAIT_STEP_MS = 50;
  * every tick would then come every other tick. */
 const POLL_SLACK_MS = 10;
 
-/** Money that leases of processes which did not answer being asked still hold. */
+/** Money that leases which did not answer being asked still hold. */
 export interface UnansweredLeases {
   micros: number;
-  /** Until the last of them expires (then a caller may release them): whole seconds from now. */
+  /** Of `micros`, what leases opened during the wait hold: their owners are alive (they just
+   * opened them) and had not looked for the ask yet, so that money comes back within a look. */
+  pendingMicros: number;
+  /** Until the last of the others expires (then a caller may release them), or a look's time
+   * when all are pending: whole seconds from now. */
   retryAfterSeconds: number;
 }
+
+/** When a caller refused for pending leases alone may come back: their owners look for asks
+ * every recallPollMs (0.5 s by default). */
+const PENDING_RETRY_SECONDS = 1;
 
 /** An ask another process made of one of this process's leases. */
 export interface RecallAsk {
@@ -161,8 +169,8 @@ export class LeaseRecall {
       if (open.length === 0 || (balanceMicros >= neededMicros && (await this.allTrimmed(accountId, unanswered, trimmed)))) return { asked: true, answered: true, unanswered: null };
     }
     // A lease that opened during the wait has a live owner, which may simply not have looked
-    // yet: it is never reported as a process that stopped responding.
-    return { asked: true, answered: false, unanswered: await this.unansweredAmong(accountId, references.filter((id) => !newcomers.has(id))) };
+    // yet: it is never reported as a process that stopped responding, nor skipped as silent.
+    return { asked: true, answered: false, unanswered: await this.unansweredAmong(accountId, references, newcomers) };
   }
 
   /** Whether each of these open leases has given its unreserved rest back (a `trim`). `seen`
@@ -176,20 +184,28 @@ export class LeaseRecall {
     return true;
   }
 
-  /** Those of the asked `references` still open with their whole hold, unanswered: a live
+  /** Those of the asked `references` still open with their whole hold, unanswered. A live
    * process trims or settles an asked lease within a poll or two (or says it has nothing to
-   * give), so these belong to one that died or lost the store, and come back once they expire. */
-  private async unansweredAmong(accountId: string, references: string[]): Promise<UnansweredLeases | null> {
+   * give), so these belong to one that died or lost the store, and come back once they expire;
+   * except the `newcomers`, opened during the wait, whose owners are alive and answer at their
+   * next look. */
+  private async unansweredAmong(accountId: string, references: string[], newcomers: Set<string>): Promise<UnansweredLeases | null> {
     let micros = 0;
+    let pendingMicros = 0;
     let lastExpiry = 0;
     for (const lease of await this.leases.openAmong(references)) {
       if (answeredAsk(lease) || (await this.ledger.find(accountId, lease._id, 'trim'))) continue;
-      this.silent.set(lease._id, lease.expires_at.getTime());
       micros += lease.amount_micros;
+      if (newcomers.has(lease._id)) {
+        pendingMicros += lease.amount_micros;
+        continue;
+      }
+      this.silent.set(lease._id, lease.expires_at.getTime());
       lastExpiry = Math.max(lastExpiry, lease.expires_at.getTime());
     }
     if (micros === 0) return null;
-    return { micros, retryAfterSeconds: Math.max(1, Math.ceil((lastExpiry - this.leases.clock.now()) / 1000)) };
+    const retryAfterSeconds = micros === pendingMicros ? PENDING_RETRY_SECONDS : Math.max(1, Math.ceil((lastExpiry - this.leases.clock.now()) / 1000));
+    return { micros, pendingMicros, retryAfterSeconds };
   }
 
   /** Tells the asker this process has given back what it could of a lease asked for at

@@ -384,7 +384,7 @@ describe('spend leases asked back by another process', () => {
     (await reserving).release();
   });
 
-  it('never calls the owner of a lease opened during the wait one that stopped responding', async () => {
+  it('never calls the owner of a lease opened during the wait one that stopped responding: 503, retry after a second', async () => {
     const account = await accounts.create({ name: 'late-newcomer', balanceMicros: BALANCE });
     // Half of the first holder's $2 lease is reserved by a running call: asked, it trims $1, but
     // only once the newcomer holds its money (else the trim alone could cover the caller first,
@@ -403,12 +403,14 @@ describe('spend leases asked back by another process', () => {
     (await slow.reserve(account._id, 10_000, chatCall, 'hint')).release();
     trimmingLate.openGate();
     // $18 free once the first lease's rest is back, and the newcomer's $1 idle: $18.50 is not
-    // there in time. Its owner is alive (it just opened a lease), so the refusal is the 403 of
-    // a shortage with the money held, not a 503 about a process that stopped responding, and
-    // the lease is not skipped as silent by later asks.
+    // there in time. Its owner is alive (it just opened a lease) and answers at its next look,
+    // so the refusal is neither a 403 (add credits) nor a 503 about a process that stopped
+    // responding (retry in half a minute): a 503 to retry in a second.
     await assert.rejects(asking, (error: unknown) => {
-      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
-      assert.match(error.message, /\$18\.000000 available \(\$2\.000000 more is held/);
+      assert.ok(error instanceof GatewayError && error.code === 'service_unavailable', String(error));
+      assert.match(error.message, /\$18\.000000 available, but \$1\.000000 more is in a lease another gateway process has just opened/);
+      assert.doesNotMatch(error.message, /stopped responding/);
+      assert.equal(error.headers?.['retry-after'], '1');
       return true;
     });
     running.release();
