@@ -1,4 +1,5 @@
 import { MongoClient, type Db } from 'mongodb';
+import { releaseHoldsOfAbandonedTasks } from './abandoned-hold-migration.ts';
 import { KeyChangeFeed } from './api-key-changes.ts';
 import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
 import { KeyCreationStore } from './key-creations.ts';
@@ -42,6 +43,7 @@ export async function connectDatabase(uri: string, databaseName: string): Promis
     await ensureIndexes(db);
     await moveLegacyOverrides(db);
     await markEveryLedgerEntry(db);
+    await releaseHoldsOfAbandonedTasks(db);
     return { client, db, close: () => client.close() };
   } catch (error) {
     // A caller may try again (core/process-startup.ts): leave no client behind polling.
