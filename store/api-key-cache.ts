@@ -43,6 +43,8 @@ export interface SharedKeyState {
   feed: KeyChangeFeed;
   /** Stores that look keys up and have not stopped watching: the feed polls while there are any. */
   watchers: number;
+  /** Reads of one key each under way: a lookup of that key meanwhile joins the read. */
+  reading: Map<string, Promise<ApiKeyDocument | null>>;
 }
 const sharedStates = new WeakMap<Db, SharedKeyState>();
 const CHANGED_AT_KEEP_MS = 30_000;
@@ -52,15 +54,21 @@ export function sharedStateOf(db: Db): SharedKeyState {
   if (!shared) {
     const cache = new Map<string, CachedKey>();
     const changedAt = new Map<string, number>();
+    const reading = new Map<string, Promise<ApiKeyDocument | null>>();
     const feed = new KeyChangeFeed(db, {
       // Once per recorded change: the map holds the last half minute's changes, a handful.
+      // A read under way may be from before the change: later lookups start their own.
       changed(keyId) {
         const now = Date.now();
         for (const [id, at] of changedAt) if (now - at > CHANGED_AT_KEEP_MS) changedAt.delete(id);
         changedAt.set(keyId, now);
         cache.delete(keyId);
+        reading.delete(keyId);
       },
-      lost: () => cache.clear(),
+      lost: () => {
+        cache.clear();
+        reading.clear();
+      },
     });
     const collection = db.collection<ApiKeyDocument>('api_keys');
     const side = keySideDocuments(db);
@@ -71,6 +79,7 @@ export function sharedStateOf(db: Db): SharedKeyState {
       changedAt,
       feed,
       watchers: 0,
+      reading,
     };
     sharedStates.set(db, state);
     shared = state;

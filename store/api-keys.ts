@@ -119,7 +119,8 @@ export class ApiKeyStore {
   }
 
   /** The live (unrevoked) key with this plaintext, or null. With `mayRead` false, a key that
-   * would need a store read is not read: undefined then. */
+   * would need a store read of its own is not read: undefined then; one whose read is already
+   * under way joins it, which costs the store nothing. */
   findActiveByPlaintext(plaintext: string, now?: number): ApiKeyDocument | null | Promise<ApiKeyDocument | null>;
   findActiveByPlaintext(plaintext: string, now: number, mayRead: boolean): ApiKeyDocument | null | Promise<ApiKeyDocument | null> | undefined;
   findActiveByPlaintext(plaintext: string, now = Date.now(), mayRead = true): ApiKeyDocument | null | Promise<ApiKeyDocument | null> | undefined {
@@ -138,8 +139,23 @@ export class ApiKeyStore {
       if (age >= KEY_REFRESH_AFTER_MS) refresh.markDue(id);
       return liveKey(cached.key, hash);
     }
-    if (!mayRead) return undefined;
-    return this.read(id, now).then((key) => liveKey(key, hash));
+    // Lookups of one key at once share a read: the first requests after a restart, or for a
+    // new key, arrive together, and each had read the key (and counted, to the unknown-key
+    // throttle, as a read that may find nothing: a hands-on review saw 70 of 100 such calls
+    // answered 429).
+    let reading = this.shared.reading.get(id);
+    if (!reading) {
+      if (!mayRead) return undefined;
+      reading = this.read(id, now);
+      this.shared.reading.set(id, reading);
+      const read = reading;
+      // Unless the key changed meanwhile, and a later lookup started a read of its own.
+      const done = () => {
+        if (this.shared.reading.get(id) === read) this.shared.reading.delete(id);
+      };
+      read.then(done, done);
+    }
+    return reading.then((key) => liveKey(key, hash));
   }
 
   /** Reads a key and caches what came back as of `now`, the time the read was asked for. */

@@ -80,15 +80,16 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
     }
     if (throttled || found === undefined) return done(throttled);
     if (found instanceof Promise) {
+      // Not admitted: it joined a read of the same key under way, which counted once.
       found.then(
         (key) => {
-          if (key) unknownKeys.keyFound(request.ip);
+          if (key && admitted) unknownKeys.keyFound(request.ip);
           done(authenticate(request, key, options.apiKeys));
         },
         (error: Error) => {
           // A store outage says nothing of the key: counted, 30 failed reads turned the 503s of
           // valid keys into 429s "with unknown API keys" (an outage review).
-          unknownKeys.readFailed(request.ip, error);
+          if (admitted) unknownKeys.readFailed(request.ip, error);
           done(error);
         },
       );

@@ -71,6 +71,24 @@ describe('API key authentication on /v1', () => {
     assert.deepEqual(counted, [...Array(READS_PER_WINDOW).fill(401), ...Array(10).fill(429)]);
   });
 
+  it('reads a key that many requests bring at once only once: a burst with a new key (or after a restart) is not taken for guessing', async () => {
+    await clearOfWindowEdge(WINDOW_MS, 2_000);
+    const account = await createAccount(harness.app, { name: 'auth-burst', balance_usd: 1 });
+    const fresh = (await createKey(harness.app, account.id)).key;
+    const get = (key: string) => harness.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key), remoteAddress: '198.51.100.20' });
+    // A hands-on review: 120 at once with a key just created, 90 answered 429 "API keys this
+    // server has not seen lately": every one had read the key, and counted as a possible miss.
+    const burst = await Promise.all(Array.from({ length: READS_PER_WINDOW * 3 }, () => get(fresh)));
+    assert.deepEqual(burst.map((answer) => answer.statusCode), Array(READS_PER_WINDOW * 3).fill(200));
+    // An unknown key sent that many times at once is read once too, and counts once.
+    const guessed = generateApiKey().plaintext;
+    const unknown = await Promise.all(Array.from({ length: READS_PER_WINDOW * 2 }, () => get(guessed)));
+    assert.deepEqual(unknown.map((answer) => answer.statusCode), Array(READS_PER_WINDOW * 2).fill(401));
+    const afterwards: number[] = [];
+    for (let index = 0; index < READS_PER_WINDOW; index++) afterwards.push((await get(generateApiKey().plaintext)).statusCode);
+    assert.deepEqual(afterwards, [...Array(READS_PER_WINDOW - 1).fill(401), 429], 'the address had used one read of its window');
+  });
+
   it('refuses a request with two Authorization headers with 400, whichever comes first', async () => {
     // Node keeps the first and drops the rest; a proxy in front may read the last.
     await harness.app.listen({ host: '127.0.0.1', port: 0 });
