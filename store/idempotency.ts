@@ -1,5 +1,6 @@
 import type { Collection, Db } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
+import { GuardedWrites } from './guarded-writes.ts';
 import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
 import { StoreClock } from './store-clock.ts';
 
@@ -47,6 +48,8 @@ export type Claim = { kind: 'claimed'; record: IdempotencyRecord } | { kind: 'ex
 
 export class IdempotencyStore {
   readonly collection: Collection<IdempotencyRecord>;
+  /** Writes under a guard, addressed by _id alone on FerretDB, which scans for any other filter (guarded-writes.ts). */
+  private readonly guarded: GuardedWrites;
   readonly pieces: IdempotencyAnswerPieces;
 
   constructor(
@@ -54,6 +57,7 @@ export class IdempotencyStore {
     private readonly clock = new StoreClock(db),
   ) {
     this.collection = db.collection<IdempotencyRecord>('idempotency_keys');
+    this.guarded = new GuardedWrites(db);
     this.pieces = new IdempotencyAnswerPieces(db);
   }
 
@@ -83,21 +87,20 @@ export class IdempotencyStore {
       const existing = await this.collection.findOne({ _id: input.id });
       if (existing && existing.expires_at > input.now) return { kind: 'exists', record: existing };
       // Expired (or deleted meanwhile): remove exactly that one and claim afresh.
-      if (existing) await this.collection.deleteOne({ _id: input.id, created_at: existing.created_at });
+      if (existing) await this.guarded.deleteOne(this.collection, input.id, { created_at: existing.created_at });
     }
     throw new Error(`could not claim idempotency record ${input.id}`);
   }
 
   /** Marks an abandoned in-flight record as taken over by a retry, which uses `taskId`. */
   async takeOver(id: string, createdAt: Date, now: Date, taskId: string): Promise<boolean> {
-    const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
-    return result.modifiedCount === 1;
+    return this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
   }
 
   /** Notes that the attempt that claimed the record at `createdAt` is still running; nothing
    * when the record was answered, released or taken over meanwhile. */
   async refresh(id: string, createdAt: Date): Promise<void> {
-    await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
+    await this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
   }
 
   /** Keeps an answer too long for its record in pieces beside it (none for a shorter one:
@@ -116,7 +119,7 @@ export class IdempotencyStore {
     const completed = { state: 'completed' as const, status_code: answer.statusCode, content_type: answer.contentType };
     const pieces = answer.pieces ?? (await this.keepAnswerPieces(id, claimedAt, answer.body));
     const kept = pieces === undefined ? { body: answer.body } : { body_pieces: pieces };
-    await this.collection.updateOne({ _id: id, created_at: claimedAt }, { $set: { ...completed, ...kept } });
+    await this.guarded.updateOne(this.collection, id, { created_at: claimedAt }, { $set: { ...completed, ...kept } });
   }
 
   /** The answer a completed record keeps. */
@@ -127,7 +130,7 @@ export class IdempotencyStore {
   /** Forgets a request that did not succeed, so the caller can retry it under the same key;
    * nothing when a retry took the record over meanwhile (it is that retry's now). */
   async release(id: string, claimedAt: Date): Promise<void> {
-    await this.collection.deleteOne({ _id: id, state: 'in_flight', created_at: claimedAt });
+    await this.guarded.deleteOne(this.collection, id, { state: 'in_flight', created_at: claimedAt });
   }
 
   /** Whether a record still names `taskId`: a retry under its key would reach that task. A

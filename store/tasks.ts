@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
+import { GuardedWrites } from './guarded-writes.ts';
 import type { TaskError, TaskStatus, VideoTaskMetadata, VideoTaskWorkflowInput, WebhookAttempt } from '../core/video-task.ts';
 
 export interface TaskDocument {
@@ -58,11 +59,14 @@ export class TaskStore {
   readonly collection: Collection<TaskDocument>;
   private readonly starts: Collection<WorkflowStart>;
   private readonly decisions: Collection<TaskDecisionRecord>;
+  /** Writes of a task's state, addressed by _id alone on FerretDB, which scans for any other filter (guarded-writes.ts). */
+  private readonly guarded: GuardedWrites;
 
   constructor(db: Db) {
     this.collection = db.collection<TaskDocument>('tasks');
     this.starts = db.collection<WorkflowStart>('task_workflow_starts');
     this.decisions = db.collection<TaskDecisionRecord>('task_decisions');
+    this.guarded = new GuardedWrites(db);
   }
 
   /** Decides whether the task runs (its workflow's first step asks) or is abandoned (the api,
@@ -130,7 +134,7 @@ export class TaskStore {
   /** Notes the vendor's id for a task the vendor accepted but has not started (still
    * `submitted`: the spec's "accepted and queued"). */
   async recordVendorTask(taskId: string, vendorTaskId: string): Promise<void> {
-    await this.collection.updateOne({ _id: taskId, status: 'submitted' }, { $set: { vendor_task_id: vendorTaskId, updated_at: new Date() } });
+    await this.guarded.updateOne(this.collection, taskId, { status: 'submitted' }, { $set: { vendor_task_id: vendorTaskId, updated_at: new Date() } });
   }
 
   /** Moves an open task to `running` (idempotent). Final states are never touched.
@@ -138,15 +142,14 @@ export class TaskStore {
   async markRunning(taskId: string, update: { vendorTaskId: string; progress?: number }): Promise<boolean> {
     const set: Partial<TaskDocument> = { status: 'running', vendor_task_id: update.vendorTaskId, updated_at: new Date() };
     if (update.progress !== undefined) set.progress = update.progress;
-    const result = await this.collection.updateOne({ _id: taskId, status: 'submitted' }, { $set: set });
-    if (result.modifiedCount === 1) return true;
+    if (await this.guarded.updateOne(this.collection, taskId, { status: 'submitted' }, { $set: set })) return true;
     // Already running (a retried activity): the vendor id may still need writing.
-    await this.collection.updateOne({ _id: taskId, status: 'running' }, { $set: set });
+    await this.guarded.updateOne(this.collection, taskId, { status: 'running' }, { $set: set });
     return false;
   }
 
   async updateProgress(taskId: string, progress: number): Promise<void> {
-    await this.collection.updateOne({ _id: taskId, status: 'running', progress: { $lt: progress } }, { $set: { progress, updated_at: new Date() } });
+    await this.guarded.updateOne(this.collection, taskId, { status: 'running', progress: { $lt: progress } }, { $set: { progress, updated_at: new Date() } });
   }
 
   /** Writes the final state once; a second call (a retried activity) changes nothing.
@@ -163,15 +166,15 @@ export class TaskStore {
     } else {
       set.error = final.error;
     }
-    const result = await this.collection.updateOne({ _id: taskId, status: { $in: OPEN_STATUSES } }, { $set: set });
-    return { task: await this.find(taskId), changed: result.modifiedCount === 1 };
+    const changed = await this.guarded.updateOne(this.collection, taskId, { status: { $in: OPEN_STATUSES } }, { $set: set });
+    return { task: await this.find(taskId), changed };
   }
 
   /** Ends a webhook still pending, no attempt to come: `exhausted` when its last attempt was cut
    * off before it could record itself, `stopped` when its workflow was terminated or never ran
    * (a submission never answered). False when it was not pending. */
   async endPendingWebhook(taskId: string, state: 'exhausted' | 'stopped'): Promise<boolean> {
-    return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': state } })).modifiedCount === 1;
+    return this.guarded.updateOne(this.collection, taskId, { 'webhook.state': 'pending' }, { $set: { 'webhook.state': state } });
   }
 
   /** Adds the attempt and sets the webhook's state; the state it had before (undefined for a
