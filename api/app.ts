@@ -210,7 +210,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     async (v1) => {
       v1.addHook('onRequest', v1.requireApiKey);
       v1.addHook('onRequest', limitRequests(limiter));
-      await v1.register(idempotency, { store: new IdempotencyStore(database.db, storeClock), routes: idempotentRoutes(tasks), calls: openAi.calls });
+      await v1.register(idempotency, { store: new IdempotencyStore(database.db, storeClock), routes: idempotentRoutes(tasks, videoTasks), calls: openAi.calls });
       await v1.register(modelRoutes, { catalog });
       await v1.register(videoRoutes, {
         catalog,

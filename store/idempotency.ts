@@ -66,6 +66,11 @@ export class IdempotencyStore {
     return new Date(this.clock.now());
   }
 
+  /** The record, expired or not, if there is one. */
+  find(id: string): Promise<IdempotencyRecord | null> {
+    return this.collection.findOne({ _id: id });
+  }
+
   /** Claims the record, or returns the one already there (an expired one is replaced). */
   async claim(input: { id: string; fingerprint: string; taskId: string; now: Date }): Promise<Claim> {
     const record: IdempotencyRecord = {

@@ -1,14 +1,16 @@
 import type { IdempotentRoute } from '../plugins/idempotency.ts';
 import { principalOf } from '../plugins/api-key-auth.ts';
 import type { TaskStore } from '../../store/tasks.ts';
+import type { VideoTaskService } from '../services/video-tasks.ts';
 import { ABANDONED_TASK_ERROR } from '../../store/abandoned-tasks.ts';
 
 // The routes that honour Idempotency-Key (api/plugins/idempotency.ts), and how long after its
 // last refresh (every 10 s while it runs) a first attempt counts as abandoned: its process died.
-export function idempotentRoutes(tasks: TaskStore): Record<string, IdempotentRoute> {
+export function idempotentRoutes(tasks: TaskStore, videoTasks?: Pick<VideoTaskService, 'refuseIfQueueHopeless'>): Record<string, IdempotentRoute> {
   return {
     '/v1/video/generations': {
       staleAfterMs: 30_000,
+      ...(videoTasks ? { refuseBeforeClaim: (request) => videoTasks.refuseIfQueueHopeless(principalOf(request)) } : {}),
       // The record names the task id the first attempt used: if that task exists, the
       // submission went through and its answer is the same one every submission gets. Unless
       // it was closed unbilled (video-tasks.ts abandon(): the first attempt answered 503, and

@@ -51,6 +51,13 @@ export class HoldAdmission {
 
   constructor(private readonly limits: { stalledAfterMs: number; deadlineMs: number }) {}
 
+  /** Throws the 503 join() would throw now, without joining: for a caller that has work to do
+   * (an Idempotency-Key to claim, and release again on a refusal) before it joins. */
+  check(accountId: string, now = Date.now()): void {
+    const queue = this.queues.get(accountId);
+    if (queue !== undefined && queue.waiting > 0) this.refuseIfHopeless(queue, now);
+  }
+
   /** Joins the account's queue or throws the 503 that says why not; the function returned
    * leaves it, once the submission's hold was settled either way (`at` is for tests). */
   join(accountId: string, now = Date.now()): (at?: number) => void {

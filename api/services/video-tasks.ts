@@ -75,6 +75,13 @@ export class VideoTaskService {
     this.admission = new HoldAdmission({ stalledAfterMs: options.stalledAfterMs ?? STALLED_AFTER_MS, deadlineMs: options.holdDeadlineMs ?? HOLD_DEADLINE_MS });
   }
 
+  /** Throws the 503 a submission of the account would get at once from its hold queue now
+   * (hold-admission.ts), without joining it: for the Idempotency-Key claim, which is two store
+   * writes wasted on a refusal. */
+  refuseIfQueueHopeless(principal: Principal): void {
+    this.admission.check(principal.accountId);
+  }
+
   // Order matters for crash safety: the snapshot exists before money moves (so a hold is never
   // orphaned without a task the sweeper can find), and the workflow re-applies the hold
   // idempotently, so a task started by the sweeper is still paid for exactly once.

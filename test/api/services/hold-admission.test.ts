@@ -40,6 +40,17 @@ describe('hold admission', () => {
     assert.equal(refusal(() => admission.join('other', 2_100)), undefined);
   });
 
+  it('tells, without joining, whether a submission would be refused at once', () => {
+    const admission = new HoldAdmission(limits);
+    assert.equal(refusal(() => admission.check('acct', 0)), undefined, 'no queue yet');
+    const leave = admission.join('acct', 0);
+    assert.equal(refusal(() => admission.check('acct', 1_000)), undefined, 'not stalled yet');
+    assert.match(refusal(() => admission.check('acct', 2_100))!.message, /cannot be reserved quickly right now/);
+    leave(2_200);
+    // Had the checks joined, their submissions would still wait, and the queue be stalled now.
+    assert.equal(refusal(() => admission.check('acct', 5_000)), undefined, 'the checks joined nothing: the queue is empty');
+  });
+
   it('refuses a newcomer the queue cannot bring to a hold in time, saying when one would fit', () => {
     const admission = new HoldAdmission(limits);
     // Holds a second apart.
