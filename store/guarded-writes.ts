@@ -1,19 +1,20 @@
 import type { Collection, Db, Document, Filter, UpdateFilter } from 'mongodb';
 
-// A write to one document, by _id, that must happen only while the document still reads as
-// expected (a task still open, an Idempotency-Key record still claimed by this attempt).
+// A write to one document, by _id, that is wanted only while the document still reads as
+// expected (a task still running, its progress still lower).
 //
 // On MongoDB the guard goes into the write's filter: one atomic command, served by the _id
 // index. FerretDB 1.24 (SQLite) pushes a filter down only when it is `_id` alone; with a guard
 // beside it, it reads and decodes the collection in Go until it meets the document, and all of
 // it when the guard does not hold. Measured on 15,000 documents: 0.4 s a write for a recent
 // document or a guard that fails, against 0.04 to 0.08 s by _id alone, and 1.7 ms for a
-// findOne by _id. Tasks and Idempotency-Key records only grow, and under a burst of video
-// submissions those writes held FerretDB at 1.2 cores: holds waited for the store until their
-// queues were refused as stalled, for minutes (a chaos review: 45 of 120 keyed submissions
-// accepted in 90 s). There the document is read by _id, the guard checked here, and the write
-// made by _id alone. That is no weaker than FerretDB's own guarded write, which is a read and a
-// write without isolation either (README, Development).
+// findOne by _id. There the document is read by _id, the guard checked here, and the write
+// made by _id alone; a write whose guard fails costs a read only.
+//
+// That puts a round trip between the check and the write, where FerretDB judges a guard on the
+// document it writes: only for writes whose guard may go stale harmlessly. Not for a state that
+// another writer may be moving at the same moment (a task's status, an Idempotency-Key claim):
+// those keep their guard in the filter (store/tasks.ts, store/idempotency.ts).
 
 /** A guard: fields (dotted paths allowed) and the value each must equal, or `{$in: [...]}`,
  * or `{$lt: value}`. */

@@ -1,6 +1,5 @@
 import type { Collection, Db } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
-import { GuardedWrites } from './guarded-writes.ts';
 import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
 import { StoreClock } from './store-clock.ts';
 
@@ -48,8 +47,6 @@ export type Claim = { kind: 'claimed'; record: IdempotencyRecord } | { kind: 'ex
 
 export class IdempotencyStore {
   readonly collection: Collection<IdempotencyRecord>;
-  /** Writes under a guard, addressed by _id alone on FerretDB, which scans for any other filter (guarded-writes.ts). */
-  private readonly guarded: GuardedWrites;
   readonly pieces: IdempotencyAnswerPieces;
 
   constructor(
@@ -57,7 +54,6 @@ export class IdempotencyStore {
     private readonly clock = new StoreClock(db),
   ) {
     this.collection = db.collection<IdempotencyRecord>('idempotency_keys');
-    this.guarded = new GuardedWrites(db);
     this.pieces = new IdempotencyAnswerPieces(db);
   }
 
@@ -65,6 +61,14 @@ export class IdempotencyStore {
   now(): Date {
     return new Date(this.clock.now());
   }
+
+  // The guarded writes below keep their guard in the filter, though on FerretDB that reads the
+  // collection in Go (store/guarded-writes.ts): each races another attempt under the same key
+  // (two retries taking over, or replacing an expired record; a stalled attempt releasing or
+  // completing a record a retry took over), and FerretDB judges the guard on the document as
+  // it writes it. Checked on a read first and written by _id, two claims of one expired key
+  // both won (a review forced it). Refusals the hold queue makes at once claim nothing
+  // (api/plugins/idempotency.ts), which spares most of the deletes.
 
   /** The record, expired or not, if there is one. */
   find(id: string): Promise<IdempotencyRecord | null> {
@@ -92,20 +96,21 @@ export class IdempotencyStore {
       const existing = await this.collection.findOne({ _id: input.id });
       if (existing && existing.expires_at > input.now) return { kind: 'exists', record: existing };
       // Expired (or deleted meanwhile): remove exactly that one and claim afresh.
-      if (existing) await this.guarded.deleteOne(this.collection, input.id, { created_at: existing.created_at });
+      if (existing) await this.collection.deleteOne({ _id: input.id, created_at: existing.created_at });
     }
     throw new Error(`could not claim idempotency record ${input.id}`);
   }
 
   /** Marks an abandoned in-flight record as taken over by a retry, which uses `taskId`. */
   async takeOver(id: string, createdAt: Date, now: Date, taskId: string): Promise<boolean> {
-    return this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
+    const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
+    return result.modifiedCount === 1;
   }
 
   /** Notes that the attempt that claimed the record at `createdAt` is still running; nothing
    * when the record was answered, released or taken over meanwhile. */
   async refresh(id: string, createdAt: Date): Promise<void> {
-    await this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
+    await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
   }
 
   /** Keeps an answer too long for its record in pieces beside it (none for a shorter one:
@@ -124,7 +129,7 @@ export class IdempotencyStore {
     const completed = { state: 'completed' as const, status_code: answer.statusCode, content_type: answer.contentType };
     const pieces = answer.pieces ?? (await this.keepAnswerPieces(id, claimedAt, answer.body));
     const kept = pieces === undefined ? { body: answer.body } : { body_pieces: pieces };
-    await this.guarded.updateOne(this.collection, id, { created_at: claimedAt }, { $set: { ...completed, ...kept } });
+    await this.collection.updateOne({ _id: id, created_at: claimedAt }, { $set: { ...completed, ...kept } });
   }
 
   /** The answer a completed record keeps. */
@@ -135,7 +140,7 @@ export class IdempotencyStore {
   /** Forgets a request that did not succeed, so the caller can retry it under the same key;
    * nothing when a retry took the record over meanwhile (it is that retry's now). */
   async release(id: string, claimedAt: Date): Promise<void> {
-    await this.guarded.deleteOne(this.collection, id, { state: 'in_flight', created_at: claimedAt });
+    await this.collection.deleteOne({ _id: id, state: 'in_flight', created_at: claimedAt });
   }
 
   /** Whether a record still names `taskId`: a retry under its key would reach that task. A

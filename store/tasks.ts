@@ -59,7 +59,11 @@ export class TaskStore {
   readonly collection: Collection<TaskDocument>;
   private readonly starts: Collection<WorkflowStart>;
   private readonly decisions: Collection<TaskDecisionRecord>;
-  /** Writes of a task's state, addressed by _id alone on FerretDB, which scans for any other filter (guarded-writes.ts). */
+  /** The writes of a task's progress and vendor id: by _id alone on FerretDB, which scans for any
+   * other filter (guarded-writes.ts). Writes of its status keep their guard in the filter, judged
+   * as FerretDB writes: a late attempt of an activity that read `running` before the task's
+   * final state landed would write it back to `running` (a review). A late progress write can
+   * at worst leave a finished task an older progress figure. */
   private readonly guarded: GuardedWrites;
 
   constructor(db: Db) {
@@ -142,9 +146,10 @@ export class TaskStore {
   async markRunning(taskId: string, update: { vendorTaskId: string; progress?: number }): Promise<boolean> {
     const set: Partial<TaskDocument> = { status: 'running', vendor_task_id: update.vendorTaskId, updated_at: new Date() };
     if (update.progress !== undefined) set.progress = update.progress;
-    if (await this.guarded.updateOne(this.collection, taskId, { status: 'submitted' }, { $set: set })) return true;
+    const result = await this.collection.updateOne({ _id: taskId, status: 'submitted' }, { $set: set });
+    if (result.modifiedCount === 1) return true;
     // Already running (a retried activity): the vendor id may still need writing.
-    await this.guarded.updateOne(this.collection, taskId, { status: 'running' }, { $set: set });
+    await this.collection.updateOne({ _id: taskId, status: 'running' }, { $set: set });
     return false;
   }
 
@@ -166,15 +171,15 @@ export class TaskStore {
     } else {
       set.error = final.error;
     }
-    const changed = await this.guarded.updateOne(this.collection, taskId, { status: { $in: OPEN_STATUSES } }, { $set: set });
-    return { task: await this.find(taskId), changed };
+    const result = await this.collection.updateOne({ _id: taskId, status: { $in: OPEN_STATUSES } }, { $set: set });
+    return { task: await this.find(taskId), changed: result.modifiedCount === 1 };
   }
 
   /** Ends a webhook still pending, no attempt to come: `exhausted` when its last attempt was cut
    * off before it could record itself, `stopped` when its workflow was terminated or never ran
    * (a submission never answered). False when it was not pending. */
   async endPendingWebhook(taskId: string, state: 'exhausted' | 'stopped'): Promise<boolean> {
-    return this.guarded.updateOne(this.collection, taskId, { 'webhook.state': 'pending' }, { $set: { 'webhook.state': state } });
+    return (await this.collection.updateOne({ _id: taskId, 'webhook.state': 'pending' }, { $set: { 'webhook.state': state } })).modifiedCount === 1;
   }
 
   /** Adds the attempt and sets the webhook's state; the state it had before (undefined for a
