@@ -226,7 +226,8 @@ export class ApiKeyStore {
    * and answers the key as it now reads; null when there is no such key. Then the change is this
    * process's own: its cached read goes, and so does any read under way that started before now
    * (a background refresh that read the old models just before the write), which would
-   * otherwise land in the cache as fresh until this process's own feed reported the change. */
+   * otherwise land in the cache as fresh until this process's own feed reported the change,
+   * or be joined by the key's next lookups. */
   private async changeBeside(keyId: string, write: () => Promise<void>): Promise<ApiKeyDocument | null> {
     const updated = await this.shared.feed.recordAround(keyId, async () => {
       const key = await this.collection.findOne({ _id: keyId });
@@ -236,6 +237,8 @@ export class ApiKeyStore {
     });
     this.shared.changedAt.set(keyId, Date.now());
     this.shared.cache.delete(keyId);
+    // A lookup's read under way would be joined by the key's next lookups (findActiveByPlaintext).
+    this.shared.reading.delete(keyId);
     return updated;
   }
 

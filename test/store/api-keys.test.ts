@@ -126,6 +126,21 @@ describe('API key lookups', () => {
     other.stopWatching();
   });
 
+  it('does not let a lookup join a read of the key that was under way when this process changed it', async () => {
+    const admin = new ApiKeyStore(database.db);
+    const { key, plaintext } = await admin.create({ accountId: 'acct_joined', name: 'k', models: ['seedance-2.0'] });
+    const shared = sharedStateOf(database.db);
+    shared.cache.delete(key._id);
+    // A read of the key's old models still on its way back (a lookup's, which later lookups join).
+    const stale = await admin.collection.findOne({ _id: key._id });
+    let land!: () => void;
+    shared.reading.set(key._id, new Promise((resolve) => (land = () => resolve(stale))));
+    await admin.setModels(key._id, ['sora-2']);
+    const after = admin.findActiveByPlaintext(plaintext);
+    land();
+    assert.deepEqual((await after)?.models, ['sora-2'], "the key's next lookup read the change");
+  });
+
   it('answers an idle key from memory while the change feed is live, and reads it again when the feed is not', async () => {
     const live = otherInstance();
     const stalled = otherInstance();
