@@ -1,6 +1,6 @@
 import { GatewayError } from '../../../core/errors.ts';
 import { microsToUsd } from '../../../core/money.ts';
-import type { UnansweredLeases } from './lease-recall.ts';
+import { PENDING_RETRY_SECONDS, type UnansweredLeases } from './lease-recall.ts';
 
 // The 403 of a call or video task the balance cannot cover. Money held for requests still
 // running (a video task, another api process's spend lease with a stream open) is not
@@ -43,15 +43,18 @@ export function balanceRefusal(
 ): GatewayError {
   const { unanswered } = totals;
   if (!unanswered || totals.availableMicros + unanswered.micros < neededMicros) return insufficientBalance(cost, totals, advice);
-  const wait = unanswered.retryAfterSeconds;
   const silentMicros = unanswered.micros - unanswered.pendingMicros;
-  const where = [
-    silentMicros > 0 ? `${formatUsd(silentMicros)} more is held by a gateway process that stopped responding` : '',
-    unanswered.pendingMicros > 0 ? `${formatUsd(unanswered.pendingMicros)} ${silentMicros > 0 ? '' : 'more '}is in a lease another gateway process has just opened and is being asked to give back` : '',
-  ].filter(Boolean);
+  // The pending leases' owners are alive and answer at their next look: when that money would
+  // do, a second's wait, whatever the silent ones hold.
+  const soon = unanswered.pendingMicros > 0 && totals.availableMicros + unanswered.pendingMicros >= neededMicros;
+  const wait = soon ? PENDING_RETRY_SECONDS : unanswered.retryAfterSeconds;
+  const pending = unanswered.pendingMicros > 0 ? `${formatUsd(unanswered.pendingMicros)} is in a lease another gateway process has just opened and is being asked to give back` : '';
+  const silent = silentMicros > 0 ? `${formatUsd(silentMicros)} is held by a gateway process that stopped responding` : '';
+  const where = (soon ? [pending, silent] : [silent, pending]).filter(Boolean).join(', and ').replace(' is ', ' more is ');
+  const when = soon ? 'It should come back within a second' : `It returns to the balance within ${wait} s`;
   return new GatewayError(
     'service_unavailable',
-    `Not enough free balance right now: ${cost} and the account has ${formatUsd(totals.availableMicros)} available, but ${where.join(', and ')}. It returns to the balance within ${wait} s; nothing was charged. Retry after ${wait} s.`,
+    `Not enough free balance right now: ${cost} and the account has ${formatUsd(totals.availableMicros)} available, but ${where}. ${when}; nothing was charged. Retry after ${wait} s.`,
     undefined,
     { 'retry-after': String(wait) },
   );

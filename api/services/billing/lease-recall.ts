@@ -46,13 +46,14 @@ export interface UnansweredLeases {
    * opened them) and had not looked for the ask yet, so that money comes back within a look. */
   pendingMicros: number;
   /** Until the last of the others expires (then a caller may release them), or a look's time
-   * when all are pending: whole seconds from now. */
+   * when all are pending: whole seconds from now. (A caller whose need the free balance and the
+   * pending leases cover may come back after PENDING_RETRY_SECONDS: insufficient-balance.ts.) */
   retryAfterSeconds: number;
 }
 
-/** When a caller refused for pending leases alone may come back: their owners look for asks
+/** When a caller that pending leases would cover may come back: their owners look for asks
  * every recallPollMs (0.5 s by default). */
-const PENDING_RETRY_SECONDS = 1;
+export const PENDING_RETRY_SECONDS = 1;
 
 /** An ask another process made of one of this process's leases. */
 export interface RecallAsk {
