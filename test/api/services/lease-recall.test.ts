@@ -371,7 +371,9 @@ describe('spend leases asked back by another process', () => {
     const { account, lease: theirs } = await idleLeaseElsewhere('own-opening');
     // This process's opening has written its lease's document; its hold is still on its way.
     const holdingLate = new LedgerHeldBack(database.db, 'hold');
-    const own = apiProcess({}, leases, holdingLate);
+    // A long wait for the other process's answer: it looks for asks every 0.5 s, and under a
+    // loaded machine (the full suite) the default 1.5 s was once not enough.
+    const own = apiProcess({ recallWaitMs: 6_000 }, leases, holdingLate);
     const reserving = Promise.resolve(own.reserve(account._id, 10_000, chatCall, 'hint'));
     await waitUntil(async () => (await leases.collection.countDocuments({ account_id: account._id })) === 2);
     const mine = (await leases.collection.findOne({ account_id: account._id, _id: { $ne: theirs._id } }))!;
