@@ -20,6 +20,9 @@ export async function releaseHoldsOfAbandonedTasks(db: Db): Promise<void> {
     const tasks = db.collection<TaskDocument>('tasks');
     const closed = tasks.find({ status: 'failed', 'error.code': ABANDONED_TASK_ERROR }, { projection: { workflow_input: 1 } });
     for await (const { workflow_input: input } of closed) {
+      // A document without its input (written by hand, say) must not keep every process from
+      // starting: it has nothing this migration could release by.
+      if (!input?.accountId || !input.taskId || !(input.holdMicros > 0)) continue;
       if (!(await ledger.find(input.accountId, input.taskId, 'hold'))) continue;
       await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
     }

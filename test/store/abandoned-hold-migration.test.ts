@@ -56,6 +56,8 @@ describe('releasing the holds the old close order left on abandoned tasks', () =
     await storedTask(id, 'task_running', 'running', undefined, ledger, ['hold']);
     await storedTask(id, 'task_succeeded', 'succeeded', undefined, ledger, ['hold', 'capture']);
     assert.deepEqual(await ledger.totals(id).then(({ balance_micros, held_micros }) => ({ balance_micros, held_micros })), { balance_micros: 400_000, held_micros: 450_000 });
+    // One without its input (written by hand) is passed over, not a reason to fail the start.
+    await db.collection('tasks').insertOne({ _id: 'task_by_hand' as never, status: 'failed', error: { code: 'gateway_unavailable', message: 'm' } });
     await db.collection('migrations').deleteOne({ _id: 'abandoned-task-holds-released' as never });
 
     await releaseHoldsOfAbandonedTasks(db);
