@@ -2,6 +2,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { releaseHoldsOfAbandonedTasks } from './abandoned-hold-migration.ts';
 import { KeyChangeFeed } from './api-key-changes.ts';
 import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
+import { IdempotencyTurns } from './idempotency-turns.ts';
 import { KeyCreationStore } from './key-creations.ts';
 import { Ledger } from './ledger.ts';
 import { markEveryLedgerEntry } from './ledger-marker-migration.ts';
@@ -64,6 +65,7 @@ async function ensureIndexes(db: Db): Promise<void> {
   await SignInFailureStore.ensureIndexes(db);
   await KeyCreationStore.ensureIndexes(db);
   await IdempotencyAnswerPieces.ensureIndexes(db);
+  await IdempotencyTurns.ensureIndexes(db);
   // The sweeper asks, of a task a crash left unstarted, whether a key's record still names it.
   await db.collection('idempotency_keys').createIndex({ task_id: 1 }, { name: 'by_task' });
   await db.collection('usage').createIndex({ account_id: 1, day: 1 }, { name: 'by_account_day' });

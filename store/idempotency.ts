@@ -1,6 +1,7 @@
 import type { Collection, Db } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
 import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
+import { IdempotencyTurns } from './idempotency-turns.ts';
 import { StoreClock } from './store-clock.ts';
 
 // Idempotency-Key records: one per (API key, Idempotency-Key), kept 24 hours. The insert of
@@ -15,6 +16,11 @@ import { StoreClock } from './store-clock.ts';
 // one api process is judged by another, whose own clock may be off.
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1_000;
+/** Tries to claim: a duplicate, then the expired record replaced (by this claim or another's). */
+const CLAIM_ATTEMPTS = 6;
+/** A claim that another is replacing an expired record for looks again after this pause,
+ * doubled each time (1.55 s in all: the other's delete is a scan on a large FerretDB store). */
+const REPLACE_WAIT_MS = 50;
 
 export interface IdempotencyRecord {
   /** `${keyId}:${sha256(Idempotency-Key)}` */
@@ -43,11 +49,13 @@ export function lastSignOfLife(record: IdempotencyRecord): Date {
   return record.refreshed_at ?? record.created_at;
 }
 
-export type Claim = { kind: 'claimed'; record: IdempotencyRecord } | { kind: 'exists'; record: IdempotencyRecord };
+/** `contended`: other claims kept replacing an expired record meanwhile; one of them holds it now, or soon. */
+export type Claim = { kind: 'claimed'; record: IdempotencyRecord } | { kind: 'exists'; record: IdempotencyRecord } | { kind: 'contended' };
 
 export class IdempotencyStore {
   readonly collection: Collection<IdempotencyRecord>;
   readonly pieces: IdempotencyAnswerPieces;
+  readonly turns: IdempotencyTurns;
 
   constructor(
     db: Db,
@@ -55,6 +63,7 @@ export class IdempotencyStore {
   ) {
     this.collection = db.collection<IdempotencyRecord>('idempotency_keys');
     this.pieces = new IdempotencyAnswerPieces(db);
+    this.turns = new IdempotencyTurns(db, clock);
   }
 
   /** The store's time, which every process judges records by. */
@@ -63,12 +72,12 @@ export class IdempotencyStore {
   }
 
   // The guarded writes below keep their guard in the filter, though on FerretDB that reads the
-  // collection in Go (store/guarded-writes.ts): each races another attempt under the same key
-  // (two retries taking over, or replacing an expired record; a stalled attempt releasing or
-  // completing a record a retry took over), and FerretDB judges the guard on the document as
-  // it writes it. Checked on a read first and written by _id, two claims of one expired key
-  // both won (a review forced it). Refusals the hold queue makes at once claim nothing
-  // (api/plugins/idempotency.ts), which spares most of the deletes.
+  // collection in Go (store/guarded-writes.ts): FerretDB matches the guard on a read inside the
+  // command and writes by _id after it, a narrower window than a read of our own a round trip
+  // earlier (with which two claims of one expired key both won, in a review's forced
+  // interleaving). The steps concurrent retries race for (taking a record over, replacing an
+  // expired one) are decided by a unique insert first (idempotency-turns.ts). Refusals the hold
+  // queue makes at once claim nothing (api/plugins/idempotency.ts), which spares most deletes.
 
   /** The record, expired or not, if there is one. */
   find(id: string): Promise<IdempotencyRecord | null> {
@@ -86,7 +95,7 @@ export class IdempotencyStore {
       refreshed_at: input.now,
       expires_at: new Date(input.now.getTime() + IDEMPOTENCY_TTL_MS),
     };
-    for (let attempt = 0; attempt < 2; attempt++) {
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       try {
         await this.collection.insertOne(record);
         return { kind: 'claimed', record };
@@ -95,14 +104,18 @@ export class IdempotencyStore {
       }
       const existing = await this.collection.findOne({ _id: input.id });
       if (existing && existing.expires_at > input.now) return { kind: 'exists', record: existing };
-      // Expired (or deleted meanwhile): remove exactly that one and claim afresh.
-      if (existing) await this.collection.deleteOne({ _id: input.id, created_at: existing.created_at });
+      // Expired (or deleted meanwhile): remove exactly that one and claim afresh. One retry
+      // removes it; the others find the record that retry claims, or claim it themselves.
+      if (existing && (await this.turns.take('replace', input.id, existing.created_at))) await this.collection.deleteOne({ _id: input.id, created_at: existing.created_at });
+      else if (existing) await new Promise((resolve) => setTimeout(resolve, REPLACE_WAIT_MS * 2 ** attempt));
     }
-    throw new Error(`could not claim idempotency record ${input.id}`);
+    return { kind: 'contended' };
   }
 
-  /** Marks an abandoned in-flight record as taken over by a retry, which uses `taskId`. */
+  /** Marks an abandoned in-flight record as taken over by a retry, which uses `taskId`; false
+   * when another retry takes it over. */
   async takeOver(id: string, createdAt: Date, now: Date, taskId: string): Promise<boolean> {
+    if (!(await this.turns.take('take-over', id, createdAt))) return false;
     const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
     return result.modifiedCount === 1;
   }
@@ -152,6 +165,6 @@ export class IdempotencyStore {
 
   async deleteExpired(now: Date): Promise<number> {
     const records = (await this.collection.deleteMany({ expires_at: { $lt: now } })).deletedCount;
-    return records + (await this.pieces.deleteExpired(now));
+    return records + (await this.pieces.deleteExpired(now)) + (await this.turns.deleteExpired(now));
   }
 }

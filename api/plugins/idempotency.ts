@@ -168,6 +168,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     }
     const now = store.now();
     const claim = await store.claim({ id, fingerprint, taskId: newId('task'), now });
+    if (claim.kind === 'contended') {
+      throw new GatewayError('conflict', 'Another request with this Idempotency-Key is being started. Retry after it to get its answer.', 'Idempotency-Key', { 'retry-after': '1' });
+    }
     const { record } = claim;
     if (claim.kind === 'claimed') {
       request.idempotency = hold(route, request, { recordId: id, claimedAt: now, taskId: record.task_id });

@@ -20,7 +20,9 @@ describe('Idempotency-Key answers kept in pieces', () => {
     const body = `${'a'.repeat(PIECE_BYTES - 2)}😀${'é'.repeat(1_000)}`;
     assert.ok(body.length < PIECE_BYTES + 1_100 && Buffer.byteLength(body) > PIECE_BYTES);
     const claimedAt = new Date();
-    const { record } = await store.claim({ id: 'key_pieces:cut', fingerprint: 'f', taskId: 'task_x', now: claimedAt });
+    const claim = await store.claim({ id: 'key_pieces:cut', fingerprint: 'f', taskId: 'task_x', now: claimedAt });
+    assert.equal(claim.kind, 'claimed');
+    const { record } = claim as Extract<typeof claim, { kind: 'claimed' }>;
     await store.complete(record._id, claimedAt, { statusCode: 200, contentType: 'application/json', body });
     const completed = await store.collection.findOne({ _id: record._id });
     assert.deepEqual([completed?.body, completed?.body_pieces], [undefined, 2]);
@@ -28,7 +30,7 @@ describe('Idempotency-Key answers kept in pieces', () => {
 
     assert.equal(IdempotencyAnswerPieces.needed('é'.repeat(PIECE_BYTES / 2)), false, 'exactly the most bytes a record keeps');
     assert.equal(IdempotencyAnswerPieces.needed(`${'é'.repeat(PIECE_BYTES / 2)}a`), true);
-    const short = await store.claim({ id: 'key_pieces:short', fingerprint: 'f', taskId: 'task_y', now: claimedAt });
+    const short = (await store.claim({ id: 'key_pieces:short', fingerprint: 'f', taskId: 'task_y', now: claimedAt })) as Extract<Awaited<ReturnType<IdempotencyStore['claim']>>, { kind: 'claimed' }>;
     await store.complete(short.record._id, claimedAt, { statusCode: 200, contentType: 'application/json', body: '{"ok":true}' });
     const kept = await store.collection.findOne({ _id: short.record._id });
     assert.deepEqual([kept?.body, kept?.body_pieces], ['{"ok":true}', undefined]);

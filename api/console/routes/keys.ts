@@ -64,7 +64,7 @@ export async function keyRoutes(app: FastifyInstance, { context }: { context: Co
     // make a key whose secret nobody is shown.
     const claimId = `console-key-form:${accountIdOf(request)}:${form.data.reference}`;
     const claim = await formClaims.claim({ id: claimId, fingerprint: 'console key form', taskId: '', now: formClaims.now() });
-    if (claim.kind === 'exists') return reply.redirect('/console/keys?notice=already_created', 303);
+    if (claim.kind !== 'claimed') return reply.redirect('/console/keys?notice=already_created', 303);
     let created;
     try {
       created = await apiKeys.create({

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Filter, UpdateFilter } from 'mongodb';
+import { IdempotencyStore, type IdempotencyRecord } from '../../store/idempotency.ts';
+import { ABANDONED_TURN_MS } from '../../store/idempotency-turns.ts';
+import { testDatabase } from '../helpers/engines.ts';
+
+// The steps concurrent retries race for on an Idempotency-Key record: replacing an expired
+// record, taking over a silent attempt's claim. FerretDB 1.24 runs a guarded write as a read
+// and then a write by _id, with nothing between them isolated; these tests make that window
+// happen at will in one store (whichever engine runs the suite), with a write that reads,
+// waits for a gate, and writes by _id, as FerretDB does. Another retry then goes all the way
+// through in the window: exactly one of the two may win.
+
+/** A gate the emulated write stops at, once it has read its document. */
+function gate() {
+  let open!: () => void;
+  let reached!: () => void;
+  return {
+    opened: new Promise<void>((resolve) => (open = resolve)),
+    reached: new Promise<void>((resolve) => (reached = resolve)),
+    open: () => open(),
+    arrive: () => reached(),
+  };
+}
+
+/** The store of a retry whose guarded writes are FerretDB's: a read, the gate, a write by _id. */
+function unisolated(store: IdempotencyStore, at: ReturnType<typeof gate>): IdempotencyStore {
+  const { collection } = store;
+  const read = (filter: Filter<IdempotencyRecord>) => collection.findOne(filter);
+  const write = collection.updateOne.bind(collection);
+  const remove = collection.deleteOne.bind(collection);
+  Object.assign(collection, {
+    async updateOne(filter: Filter<IdempotencyRecord>, update: UpdateFilter<IdempotencyRecord>) {
+      const found = await read(filter);
+      at.arrive();
+      await at.opened;
+      return found ? write({ _id: found._id }, update) : { modifiedCount: 0 };
+    },
+    async deleteOne(filter: Filter<IdempotencyRecord>) {
+      const found = await read(filter);
+      at.arrive();
+      await at.opened;
+      return found ? remove({ _id: found._id }) : { deletedCount: 0 };
+    },
+  });
+  return store;
+}
+
+describe('Idempotency-Key steps that retries race for', () => {
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  before(async () => {
+    database = await testDatabase('idempotency_turns');
+  });
+  after(() => database.drop());
+
+  it('lets one of two claims replace an expired record: the other finds its record', async () => {
+    const id = 'key_turns:expired';
+    const first = new IdempotencyStore(database.db);
+    const old = new Date(Date.now() - 2 * 86_400_000);
+    await first.collection.insertOne({ _id: id, fingerprint: 'f', state: 'completed', task_id: 'task_old', created_at: old, refreshed_at: old, expires_at: new Date(old.getTime() + 1_000) });
+    const window = gate();
+    const slow = unisolated(new IdempotencyStore(database.db), window);
+    const now = new Date();
+    const slowClaim = slow.claim({ id, fingerprint: 'f', taskId: 'task_slow', now });
+    await window.reached;
+    // The other claim runs while the slow one's delete has read the expired record.
+    const fastClaim = first.claim({ id, fingerprint: 'f', taskId: 'task_fast', now });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    window.open();
+    const claims = await Promise.all([slowClaim, fastClaim]);
+    assert.deepEqual(claims.map((claim) => claim.kind).sort(), ['claimed', 'exists'], 'one claim, and one that found it');
+    const winner = claims.find((claim) => claim.kind === 'claimed') as Extract<(typeof claims)[number], { kind: 'claimed' }>;
+    assert.equal((await first.find(id))?.task_id, winner.record.task_id, "the winner's record is the one stored");
+  });
+
+  it('lets one of two retries take a silent attempt\'s claim over: the other is told one runs', async () => {
+    const id = 'key_turns:silent';
+    const first = new IdempotencyStore(database.db);
+    const claimedAt = new Date(Date.now() - 120_000);
+    await first.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_silent', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const window = gate();
+    const slow = unisolated(new IdempotencyStore(database.db), window);
+    const slowTake = slow.takeOver(id, claimedAt, new Date(), 'task_slow');
+    await window.reached;
+    const fastTake = await first.takeOver(id, claimedAt, new Date(Date.now() + 1), 'task_fast');
+    window.open();
+    const taken = [await slowTake, fastTake];
+    assert.deepEqual(taken.filter(Boolean).length, 1, `exactly one retry took it over (${taken.join(', ')})`);
+  });
+
+  it('gives the step to the next retry when the one that took its turn died before the write', async () => {
+    const id = 'key_turns:dead-taker';
+    const store = new IdempotencyStore(database.db);
+    const claimedAt = new Date(Date.now() - 120_000);
+    await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_silent', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const takenAt = new Date(Date.now() - ABANDONED_TURN_MS - 1_000);
+    await store.turns.collection.insertOne({ _id: `take-over:${id}@${claimedAt.getTime()}#0`, at: takenAt, expires_at: new Date(Date.now() + 3_600_000) });
+    assert.equal(await store.takeOver(id, claimedAt, new Date(), 'task_next'), true);
+    assert.equal((await store.find(id))?.task_id, 'task_next');
+    // A turn taken lately still stands.
+    const again = (await store.find(id))!.created_at;
+    await store.turns.collection.insertOne({ _id: `take-over:${id}@${again.getTime()}#0`, at: new Date(), expires_at: new Date(Date.now() + 3_600_000) });
+    assert.equal(await store.takeOver(id, again, new Date(), 'task_third'), false);
+  });
+});
