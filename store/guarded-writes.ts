@@ -11,10 +11,12 @@ import type { Collection, Db, Document, Filter, UpdateFilter } from 'mongodb';
 // findOne by _id. There the document is read by _id, the guard checked here, and the write
 // made by _id alone; a write whose guard fails costs a read only.
 //
-// That puts a round trip between the check and the write, where FerretDB judges a guard on the
-// document it writes: only for writes whose guard may go stale harmlessly. Not for a state that
-// another writer may be moving at the same moment (a task's status, an Idempotency-Key claim):
-// those keep their guard in the filter (store/tasks.ts, store/idempotency.ts).
+// That puts a round trip between the check and the write, where FerretDB's own guarded write
+// has only the time inside its command (it too matches on a read and writes by _id after it):
+// only for writes whose guard may go stale harmlessly. Not for a state that another writer may
+// be moving at the same moment (a task's status, an Idempotency-Key claim): those keep their
+// guard in the filter (store/tasks.ts), and what retries race for is decided by a unique insert
+// (store/idempotency-turns.ts).
 
 /** A guard: fields (dotted paths allowed) and the value each must equal, or `{$in: [...]}`,
  * or `{$lt: value}`. */

@@ -60,10 +60,11 @@ export class TaskStore {
   private readonly starts: Collection<WorkflowStart>;
   private readonly decisions: Collection<TaskDecisionRecord>;
   /** The writes of a task's progress and vendor id: by _id alone on FerretDB, which scans for any
-   * other filter (guarded-writes.ts). Writes of its status keep their guard in the filter, judged
-   * as FerretDB writes: a late attempt of an activity that read `running` before the task's
-   * final state landed would write it back to `running` (a review). A late progress write can
-   * at worst leave a finished task an older progress figure. */
+   * other filter (guarded-writes.ts). Writes of its status keep their guard in the filter, which
+   * FerretDB matches inside the command, a far narrower window than a read of our own a round
+   * trip earlier: a late attempt of an activity that read `running` before the task's final
+   * state landed would write it back to `running` (a review). A late progress write can at worst
+   * raise a finished task's progress figure and its updated_at. */
   private readonly guarded: GuardedWrites;
 
   constructor(db: Db) {
@@ -154,7 +155,8 @@ export class TaskStore {
   }
 
   async updateProgress(taskId: string, progress: number): Promise<void> {
-    await this.guarded.updateOne(this.collection, taskId, { status: 'running', progress: { $lt: progress } }, { $set: { progress, updated_at: new Date() } });
+    // $max, not $set: a write whose guard went stale meanwhile (FerretDB) never lowers it.
+    await this.guarded.updateOne(this.collection, taskId, { status: 'running', progress: { $lt: progress } }, { $max: { progress }, $set: { updated_at: new Date() } });
   }
 
   /** Writes the final state once; a second call (a retried activity) changes nothing.

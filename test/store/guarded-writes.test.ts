@@ -82,6 +82,24 @@ describe('guarded writes', () => {
     });
   }
 
+  it("never lowers a task's progress when the guard went stale between the read and the write (the ferretdb way)", async () => {
+    const tasks = new TaskStore(watched.db);
+    const collection = tasks.collection as unknown as Collection<Doc & { status: string }>;
+    await collection.insertOne({ _id: 'task_stale_guard', status: 'running', progress: 20 });
+    // Another attempt's write of 80 lands just after this one read 20.
+    const read = collection.findOne.bind(collection);
+    Object.assign(collection, {
+      async findOne(...args: Parameters<typeof read>) {
+        const found = await read(...args);
+        await watched.db.collection<Doc>('tasks').updateOne({ _id: 'task_stale_guard' }, { $set: { progress: 80 } });
+        return found;
+      },
+    });
+    (tasks as unknown as { guarded: GuardedWrites }).guarded = new GuardedWrites(watched.db, 'ferretdb');
+    await tasks.updateProgress('task_stale_guard', 50);
+    assert.equal((await read({ _id: 'task_stale_guard' }))?.progress, 80);
+  });
+
   it("sends a task's progress and vendor id through it, and keeps the guard of its status writes in the filter", async () => {
     const tasks = new TaskStore(watched.db);
     await (tasks.collection as unknown as Collection<Doc & { status: string }>).insertOne({ _id: 'task_guarded', status: 'submitted', progress: 0 });
