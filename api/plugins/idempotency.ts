@@ -86,6 +86,8 @@ const LATER_WRITES_FOR_MS = LATER_WRITE_DELAYS_MS.reduce((sum, delayMs) => sum +
 /** The pause between those tries once the app is closing: the close waits for them, bounded by
  * its force deadline (graceful-close.ts), and the store is likely back by then. */
 const CLOSING_RETRY_MS = 250;
+/** How long a route's refusal before the claim waits for a look at the key's record. */
+const REFUSAL_LOOKUP_MS = 250;
 /** What an Idempotency-Key may be; the OpenAPI document shows the same pattern. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -162,9 +164,15 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     try {
       route.refuseBeforeClaim?.(request);
     } catch (refusal) {
-      // A read by _id, only when refusing: cheaper than the insert and the delete.
-      const existing = await store.find(id);
-      if (!existing || existing.expires_at <= store.now()) throw refusal;
+      // A read by _id, only when refusing: cheaper than the insert and the delete. The store is
+      // likely what stalls the queue: a read it does not answer soon refuses as the queue did
+      // (a key with an answer then gets it on the retry).
+      const reading = store.find(id).catch(() => null);
+      let timer: NodeJS.Timeout | undefined;
+      const slow = new Promise<'slow'>((resolve) => (timer = setTimeout(() => resolve('slow'), REFUSAL_LOOKUP_MS)));
+      const existing = await Promise.race([reading, slow]);
+      clearTimeout(timer);
+      if (existing === 'slow' || !existing || existing.expires_at <= store.now()) throw refusal;
     }
     const now = store.now();
     const claim = await store.claim({ id, fingerprint, taskId: newId('task'), now });

@@ -1,6 +1,7 @@
 import type { IdempotentRoute } from '../plugins/idempotency.ts';
 import { principalOf } from '../plugins/api-key-auth.ts';
 import type { TaskStore } from '../../store/tasks.ts';
+import type { SubmissionInput } from '../../core/video-validation.ts';
 import type { VideoTaskService } from '../services/video-tasks.ts';
 import { ABANDONED_TASK_ERROR } from '../../store/abandoned-tasks.ts';
 
@@ -10,7 +11,7 @@ export function idempotentRoutes(tasks: TaskStore, videoTasks?: Pick<VideoTaskSe
   return {
     '/v1/video/generations': {
       staleAfterMs: 30_000,
-      ...(videoTasks ? { refuseBeforeClaim: (request) => videoTasks.refuseIfQueueHopeless(principalOf(request)) } : {}),
+      ...(videoTasks ? { refuseBeforeClaim: (request) => videoTasks.refuseIfQueueHopeless(principalOf(request), request.body as SubmissionInput) } : {}),
       // The record names the task id the first attempt used: if that task exists, the
       // submission went through and its answer is the same one every submission gets. Unless
       // it was closed unbilled (video-tasks.ts abandon(): the first attempt answered 503, and

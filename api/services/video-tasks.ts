@@ -77,9 +77,15 @@ export class VideoTaskService {
 
   /** Throws the 503 a submission of the account would get at once from its hold queue now
    * (hold-admission.ts), without joining it: for the Idempotency-Key claim, which is two store
-   * writes wasted on a refusal. */
-  refuseIfQueueHopeless(principal: Principal): void {
-    this.admission.check(principal.accountId);
+   * writes wasted on a refusal. A body that submit() would refuse as invalid (for the model,
+   * the key) gets that answer instead, as without a key: a retry with backoff would not help. */
+  refuseIfQueueHopeless(principal: Principal, body: SubmissionInput): void {
+    try {
+      this.admission.check(principal.accountId);
+    } catch (refusal) {
+      validateVideoSubmission(resolveModel(this.options.catalog, principal, body.model, 'video'), body);
+      throw refusal;
+    }
   }
 
   // Order matters for crash safety: the snapshot exists before money moves (so a hold is never

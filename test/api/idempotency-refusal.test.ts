@@ -16,6 +16,13 @@ import { testDatabase } from '../helpers/engines.ts';
 class CountingStore extends IdempotencyStore {
   claims = 0;
   releases = 0;
+  /** The store is slow to answer a look at a record (what likely stalls the queue). */
+  findHangs = false;
+  override async find(...args: Parameters<IdempotencyStore['find']>): ReturnType<IdempotencyStore['find']> {
+    if (this.findHangs) await new Promise((resolve) => setTimeout(resolve, 5_000));
+    return super.find(...args);
+  }
+
   override async claim(...args: Parameters<IdempotencyStore['claim']>): ReturnType<IdempotencyStore['claim']> {
     this.claims++;
     return super.claim(...args);
@@ -81,6 +88,13 @@ describe('Idempotency-Key claims of requests the route refuses at once', () => {
     assert.equal(runs, 1, 'the replay did not run the route');
     // Another body under that key is still told so, not refused for the queue.
     assert.equal((await submit('answered', 'c')).statusCode, 422);
+
+    // A store slow to show the record: the queue's refusal, without waiting for it.
+    store.findHangs = true;
+    const started = performance.now();
+    assert.equal((await submit('answered', 'b')).statusCode, 503);
+    assert.ok(performance.now() - started < 2_000, 'refused without waiting for the store');
+    store.findHangs = false;
 
     refusing = false;
     assert.equal((await submit('fresh', 'a')).statusCode, 200, 'the refused key is free for the retry');

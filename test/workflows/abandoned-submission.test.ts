@@ -165,6 +165,10 @@ describe('video submissions that fail halfway', () => {
     const next = performance.now();
     await assert.rejects(submissions.submit(principal, body, 'req_stuck_next'), (error: GatewayError) => error.code === 'service_unavailable');
     assert.ok(performance.now() - next < 1_000, 'refused without waiting');
+    // Asked before an Idempotency-Key is claimed: the same 503, unless the body is invalid,
+    // which is told as without a key (a retry would not help).
+    assert.throws(() => submissions.refuseIfQueueHopeless(principal, body), (error: GatewayError) => error.code === 'service_unavailable');
+    assert.throws(() => submissions.refuseIfQueueHopeless(principal, { ...body, seconds: '999' }), (error: GatewayError) => error.status === 400 && error.param === 'seconds');
 
     // The store catches up: the holds land, every refused task is closed and its hold released.
     stuck.openGate();
