@@ -1,4 +1,5 @@
 import type { Db } from 'mongodb';
+import { unavailableDependency } from '../core/dependency-errors.ts';
 import { ABANDONED_TASK_ERROR } from './abandoned-tasks.ts';
 import { Ledger } from './ledger.ts';
 import { migrateOnce } from './migrations.ts';
@@ -23,8 +24,15 @@ export async function releaseHoldsOfAbandonedTasks(db: Db): Promise<void> {
       // A document without its input (written by hand, say) must not keep every process from
       // starting: it has nothing this migration could release by.
       if (!input?.accountId || !input.taskId || !(input.holdMicros > 0)) continue;
-      if (!(await ledger.find(input.accountId, input.taskId, 'hold'))) continue;
-      await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
+      try {
+        if (!(await ledger.find(input.accountId, input.taskId, 'hold'))) continue;
+        await ledger.apply({ accountId: input.accountId, keyId: input.keyId, reference: input.taskId, operation: 'release', amountMicros: input.holdMicros });
+      } catch (error) {
+        // The store failing is every document's problem: the start is retried. A ledger that
+        // refuses this one release (a bug, bad data) must not stop every process from starting.
+        if (unavailableDependency(error) === 'store') throw error;
+        console.warn(`[framegate] could not release the hold of abandoned task ${input.taskId}: ${error instanceof Error ? error.message : String(error)}`);
+      }
     }
   });
 }

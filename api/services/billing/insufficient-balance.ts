@@ -51,7 +51,7 @@ export function balanceRefusal(
   const pending = unanswered.pendingMicros > 0 ? `${formatUsd(unanswered.pendingMicros)} is in a lease another gateway process has just opened and is being asked to give back` : '';
   const silent = silentMicros > 0 ? `${formatUsd(silentMicros)} is held by a gateway process that stopped responding` : '';
   const where = (soon ? [pending, silent] : [silent, pending]).filter(Boolean).join(', and ').replace(' is ', ' more is ');
-  const when = soon ? 'It should come back within a second' : `It returns to the balance within ${wait} s`;
+  const when = soon ? `${silentMicros > 0 ? "That lease's money" : 'It'} should come back within a second` : `It returns to the balance within ${wait} s`;
   return new GatewayError(
     'service_unavailable',
     `Not enough free balance right now: ${cost} and the account has ${formatUsd(totals.availableMicros)} available, but ${where}. ${when}; nothing was charged. Retry after ${wait} s.`,

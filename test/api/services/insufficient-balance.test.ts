@@ -26,7 +26,7 @@ describe('balance refusals', () => {
     assert.match(pendingOnly.message, /but \$1\.000000 more is in a lease another gateway process has just opened and is being asked to give back\. It should come back within a second/);
     const mixed = refuse(2_000_000, 1_000_000, { micros: 3_000_000, pendingMicros: 1_000_000, retryAfterSeconds: 25 });
     assert.equal(mixed.headers['retry-after'], '1', 'the pending lease alone covers it');
-    assert.match(mixed.message, /\$1\.000000 more is in a lease .*, and \$2\.000000 is held by a gateway process that stopped responding\. It should come back within a second/);
+    assert.match(mixed.message, /\$1\.000000 more is in a lease .*, and \$2\.000000 is held by a gateway process that stopped responding\. That lease's money should come back within a second/);
     // The pending lease alone does not cover it: the wait is the silent ones'.
     const short = refuse(4_000_000, 1_000_000, { micros: 3_000_000, pendingMicros: 1_000_000, retryAfterSeconds: 25 });
     assert.equal(short.headers['retry-after'], '25');
