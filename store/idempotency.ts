@@ -1,5 +1,6 @@
 import type { Collection, Db } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
+import { GuardedWrites } from './guarded-writes.ts';
 import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
 import { IdempotencyTurns } from './idempotency-turns.ts';
 import { StoreClock } from './store-clock.ts';
@@ -56,6 +57,7 @@ export class IdempotencyStore {
   readonly collection: Collection<IdempotencyRecord>;
   readonly pieces: IdempotencyAnswerPieces;
   readonly turns: IdempotencyTurns;
+  private readonly guarded: GuardedWrites;
 
   constructor(
     db: Db,
@@ -64,6 +66,7 @@ export class IdempotencyStore {
     this.collection = db.collection<IdempotencyRecord>('idempotency_keys');
     this.pieces = new IdempotencyAnswerPieces(db);
     this.turns = new IdempotencyTurns(db, clock);
+    this.guarded = new GuardedWrites(db);
   }
 
   /** The store's time, which every process judges records by. */
@@ -71,13 +74,13 @@ export class IdempotencyStore {
     return new Date(this.clock.now());
   }
 
-  // The guarded writes below keep their guard in the filter, though on FerretDB that reads the
-  // collection in Go (store/guarded-writes.ts): FerretDB matches the guard on a read inside the
-  // command and writes by _id after it, a narrower window than a read of our own a round trip
-  // earlier (with which two claims of one expired key both won, in a review's forced
-  // interleaving). The steps concurrent retries race for (taking a record over, replacing an
-  // expired one) are decided by a unique insert first (idempotency-turns.ts). Refusals the hold
-  // queue makes at once claim nothing (api/plugins/idempotency.ts), which spares most deletes.
+  // The writes below are guarded by the claim's time. On FerretDB a guard in the filter makes it
+  // read the collection in Go (0.4 s a write at 15,000 documents), so they go by _id after a
+  // read that checks the guard (store/guarded-writes.ts); on MongoDB the guard stays in the
+  // filter. What two attempts may race for (ending a claim, replacing an expired record) is
+  // decided first by a unique insert (idempotency-turns.ts): a read of our own a round trip
+  // before the write, alone, let two claims of one expired key both win (a review forced it).
+  // Refusals the hold queue makes at once claim nothing (api/plugins/idempotency.ts).
 
   /** The record, expired or not, if there is one. */
   find(id: string): Promise<IdempotencyRecord | null> {
@@ -106,7 +109,7 @@ export class IdempotencyStore {
       if (existing && existing.expires_at > input.now) return { kind: 'exists', record: existing };
       // Expired (or deleted meanwhile): remove exactly that one and claim afresh. One retry
       // removes it; the others find the record that retry claims, or claim it themselves.
-      if (existing && (await this.turns.take('replace', input.id, existing.created_at))) await this.collection.deleteOne({ _id: input.id, created_at: existing.created_at });
+      if (existing && (await this.turns.take('replace', input.id, existing.created_at))) await this.guarded.deleteOne(this.collection, input.id, { created_at: existing.created_at });
       else if (existing) await new Promise((resolve) => setTimeout(resolve, REPLACE_WAIT_MS * 2 ** attempt));
     }
     return { kind: 'contended' };
@@ -116,14 +119,15 @@ export class IdempotencyStore {
    * when another retry takes it over. */
   async takeOver(id: string, createdAt: Date, now: Date, taskId: string): Promise<boolean> {
     if (!(await this.turns.take('take-over', id, createdAt))) return false;
-    const result = await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
-    return result.modifiedCount === 1;
+    return this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
   }
 
   /** Notes that the attempt that claimed the record at `createdAt` is still running; nothing
    * when the record was answered, released or taken over meanwhile. */
   async refresh(id: string, createdAt: Date): Promise<void> {
-    await this.collection.updateOne({ _id: id, state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
+    // No turn: a refresh that lands on a record taken over or completed meanwhile only moves its
+    // refreshed_at, which a retry reads as a sign of life for at most a stale window.
+    await this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
   }
 
   /** Keeps an answer too long for its record in pieces beside it (none for a shorter one:
@@ -142,7 +146,8 @@ export class IdempotencyStore {
     const completed = { state: 'completed' as const, status_code: answer.statusCode, content_type: answer.contentType };
     const pieces = answer.pieces ?? (await this.keepAnswerPieces(id, claimedAt, answer.body));
     const kept = pieces === undefined ? { body: answer.body } : { body_pieces: pieces };
-    await this.collection.updateOne({ _id: id, created_at: claimedAt }, { $set: { ...completed, ...kept } });
+    if (!(await this.turns.take('end', id, claimedAt))) return;
+    await this.guarded.updateOne(this.collection, id, { created_at: claimedAt }, { $set: { ...completed, ...kept } });
   }
 
   /** The answer a completed record keeps. */
@@ -153,7 +158,8 @@ export class IdempotencyStore {
   /** Forgets a request that did not succeed, so the caller can retry it under the same key;
    * nothing when a retry took the record over meanwhile (it is that retry's now). */
   async release(id: string, claimedAt: Date): Promise<void> {
-    await this.collection.deleteOne({ _id: id, state: 'in_flight', created_at: claimedAt });
+    if (!(await this.turns.take('end', id, claimedAt))) return;
+    await this.guarded.deleteOne(this.collection, id, { state: 'in_flight', created_at: claimedAt });
   }
 
   /** Whether a record still names `taskId`: a retry under its key would reach that task. A

@@ -89,18 +89,55 @@ describe('Idempotency-Key steps that retries race for', () => {
     assert.deepEqual(taken.filter(Boolean).length, 1, `exactly one retry took it over (${taken.join(', ')})`);
   });
 
+  it("lets a silent holder's late release or completion touch nothing once a retry took its claim over", async () => {
+    const id = 'key_turns:late-holder';
+    const holder = new IdempotencyStore(database.db);
+    const claimedAt = new Date(Date.now() - 120_000);
+    await holder.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_first', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    // The holder read its record as its own just before a retry took it over.
+    const window = gate();
+    const late = unisolated(new IdempotencyStore(database.db), window);
+    const releasing = late.release(id, claimedAt);
+    await window.reached;
+    assert.equal(await holder.takeOver(id, claimedAt, new Date(), 'task_retry'), false, 'the holder is ending its claim right now');
+    window.open();
+    await releasing;
+    // Taken over after all (the holder released it): a retry claims afresh.
+    const retryAt = new Date();
+    assert.equal((await holder.claim({ id, fingerprint: 'f', taskId: 'task_retry', now: retryAt })).kind, 'claimed');
+    // The other way round: a retry took the claim over, then the silent holder wakes.
+    const taken = new Date(Date.now() - 120_000);
+    await holder.collection.updateOne({ _id: id }, { $set: { created_at: taken, refreshed_at: taken } });
+    assert.equal(await holder.takeOver(id, taken, new Date(), 'task_third'), true);
+    await holder.release(id, taken);
+    await holder.complete(id, taken, { statusCode: 200, contentType: 'application/json', body: '{"late":true}' });
+    const record = await holder.find(id);
+    assert.deepEqual([record?.state, record?.task_id], ['in_flight', 'task_third'], "the retry's claim stands");
+  });
+
+  it('lets the holder write its own ending again (a write it retries after the store refused it)', async () => {
+    const id = 'key_turns:own-retry';
+    const store = new IdempotencyStore(database.db);
+    const claimedAt = new Date();
+    assert.equal((await store.claim({ id, fingerprint: 'f', taskId: 'task_own', now: claimedAt })).kind, 'claimed');
+    // Its first try took the turn, and the store refused the write itself.
+    assert.equal(await store.turns.take('end', id, claimedAt), true);
+    await store.complete(id, claimedAt, { statusCode: 200, contentType: 'application/json', body: '{"ok":true}' });
+    assert.equal((await store.find(id))?.state, 'completed');
+  });
+
   it('gives the step to the next retry when the one that took its turn died before the write', async () => {
     const id = 'key_turns:dead-taker';
     const store = new IdempotencyStore(database.db);
     const claimedAt = new Date(Date.now() - 120_000);
     await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_silent', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
     const takenAt = new Date(Date.now() - ABANDONED_TURN_MS - 1_000);
-    await store.turns.collection.insertOne({ _id: `take-over:${id}@${claimedAt.getTime()}#0`, at: takenAt, expires_at: new Date(Date.now() + 3_600_000) });
+    await store.turns.collection.insertOne({ _id: `claim:${id}@${claimedAt.getTime()}#0`, step: 'take-over', at: takenAt, expires_at: new Date(Date.now() + 3_600_000) });
     assert.equal(await store.takeOver(id, claimedAt, new Date(), 'task_next'), true);
     assert.equal((await store.find(id))?.task_id, 'task_next');
     // A turn taken lately still stands.
     const again = (await store.find(id))!.created_at;
-    await store.turns.collection.insertOne({ _id: `take-over:${id}@${again.getTime()}#0`, at: new Date(), expires_at: new Date(Date.now() + 3_600_000) });
+    await store.turns.collection.insertOne({ _id: `claim:${id}@${again.getTime()}#0`, step: 'take-over', at: new Date(), expires_at: new Date(Date.now() + 3_600_000) });
     assert.equal(await store.takeOver(id, again, new Date(), 'task_third'), false);
   });
 });
