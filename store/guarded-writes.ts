@@ -23,6 +23,7 @@ import type { Collection, Db, Document, Filter, UpdateFilter } from 'mongodb';
 export type Guard = Record<string, unknown>;
 
 const ferretDbs = new WeakMap<Db, Promise<boolean>>();
+const always = () => true;
 
 /** Whether the store behind `db` is FerretDB (its buildInfo says so), asked once per Db. */
 function isFerretDb(db: Db): Promise<boolean> {
@@ -73,16 +74,17 @@ export class GuardedWrites {
     private readonly store?: 'ferretdb' | 'mongodb',
   ) {}
 
-  /** Applies `update` to the document `id` if it meets `guard`; true when it changed it. */
-  async updateOne<T extends { _id: string }>(collection: Collection<T>, id: string, guard: Guard, update: UpdateFilter<T>): Promise<boolean> {
+  /** Applies `update` to the document `id` if it meets `guard` (and `inTime()`, asked just
+   * before the write, says it may still be made); true when it changed it. */
+  async updateOne<T extends { _id: string }>(collection: Collection<T>, id: string, guard: Guard, update: UpdateFilter<T>, inTime: () => boolean = always): Promise<boolean> {
     const filter = await this.filterFor(collection, id, guard);
-    return filter !== null && (await collection.updateOne(filter, update)).modifiedCount === 1;
+    return filter !== null && inTime() && (await collection.updateOne(filter, update)).modifiedCount === 1;
   }
 
-  /** Deletes the document `id` if it meets `guard`; true when it deleted it. */
-  async deleteOne<T extends { _id: string }>(collection: Collection<T>, id: string, guard: Guard): Promise<boolean> {
+  /** Deletes the document `id` if it meets `guard` (and `inTime()`); true when it deleted it. */
+  async deleteOne<T extends { _id: string }>(collection: Collection<T>, id: string, guard: Guard, inTime: () => boolean = always): Promise<boolean> {
     const filter = await this.filterFor(collection, id, guard);
-    return filter !== null && (await collection.deleteOne(filter)).deletedCount === 1;
+    return filter !== null && inTime() && (await collection.deleteOne(filter)).deletedCount === 1;
   }
 
   /** The write's filter, or null when the guard was found not to hold (nothing to write). */

@@ -24,9 +24,15 @@ export const ABANDONED_TURN_MS = 30_000;
 /** Turns are kept this long, well past any step they decide; the sweeper deletes them then. */
 const TURN_KEPT_MS = 60 * 60 * 1_000;
 
-/** `end` (by the claim's holder) and `take-over` end a claim, one of them only; `replace` is of
- * an expired record. */
-export type IdempotencyStep = 'end' | 'take-over' | 'replace';
+/** `end` (by the claim's holder), `recover` (a retry completing a silent holder's claim with the
+ * answer its work left, api/plugins/idempotency.ts) and `take-over` end a claim, one of them
+ * only; `replace` is of an expired record. */
+export type IdempotencyStep = 'end' | 'recover' | 'take-over' | 'replace';
+
+/** A taker writes only this long after its turn: past it, the turn may be taken for abandoned
+ * (a store slow enough to stall the taker that long is slow for the next one too), and its
+ * write is dropped. */
+export const TURN_WRITES_WITHIN_MS = 20_000;
 
 interface Turn {
   /** `${claim or replace}:${recordId}@${claim time}#${round}` */
@@ -50,16 +56,18 @@ export class IdempotencyTurns {
     await db.collection('idempotency_turns').createIndex({ expires_at: 1 }, { name: 'by_expiry' });
   }
 
-  /** Whether this caller takes `step` on the record's claim made at `claimedAt`: false when
-   * another took it lately. The holder's `end` is its own to take again (a write it retries). */
-  async take(step: IdempotencyStep, recordId: string, claimedAt: Date): Promise<boolean> {
+  /** Whether this caller takes `step` on the record's claim made at `claimedAt`: null when
+   * another took it lately, else whether its write is still in time (TURN_WRITES_WITHIN_MS),
+   * to ask just before the write. The holder's `end` is its own to take again (a write it
+   * retries). */
+  async take(step: IdempotencyStep, recordId: string, claimedAt: Date): Promise<(() => boolean) | null> {
     const kind = step === 'replace' ? 'replace' : 'claim';
     for (let round = 0; ; round++) {
       const _id = `${kind}:${recordId}@${claimedAt.getTime()}#${round}`;
       const now = this.clock.now();
       try {
         await this.collection.insertOne({ _id, step, at: new Date(now), expires_at: new Date(now + TURN_KEPT_MS) });
-        return true;
+        return () => this.clock.now() - now < TURN_WRITES_WITHIN_MS;
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
       }
@@ -71,7 +79,7 @@ export class IdempotencyTurns {
       }
       // The holder's own earlier try: what counts is whether a take-over came after it.
       if (step === 'end' && taken.step === 'end') continue;
-      if (now - taken.at.getTime() < ABANDONED_TURN_MS) return false;
+      if (now - taken.at.getTime() < ABANDONED_TURN_MS) return null;
     }
   }
 

@@ -109,7 +109,8 @@ export class IdempotencyStore {
       if (existing && existing.expires_at > input.now) return { kind: 'exists', record: existing };
       // Expired (or deleted meanwhile): remove exactly that one and claim afresh. One retry
       // removes it; the others find the record that retry claims, or claim it themselves.
-      if (existing && (await this.turns.take('replace', input.id, existing.created_at))) await this.guarded.deleteOne(this.collection, input.id, { created_at: existing.created_at });
+      const turn = existing && (await this.turns.take('replace', input.id, existing.created_at));
+      if (existing && turn) await this.guarded.deleteOne(this.collection, input.id, { created_at: existing.created_at }, turn);
       else if (existing) await new Promise((resolve) => setTimeout(resolve, REPLACE_WAIT_MS * 2 ** attempt));
     }
     return { kind: 'contended' };
@@ -118,8 +119,15 @@ export class IdempotencyStore {
   /** Marks an abandoned in-flight record as taken over by a retry, which uses `taskId`; false
    * when another retry takes it over. */
   async takeOver(id: string, createdAt: Date, now: Date, taskId: string): Promise<boolean> {
-    if (!(await this.turns.take('take-over', id, createdAt))) return false;
-    return this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { created_at: now, refreshed_at: now, task_id: taskId } });
+    const turn = await this.turns.take('take-over', id, createdAt);
+    if (!turn) return false;
+    const takeOver = { $set: { created_at: now, refreshed_at: now, task_id: taskId } };
+    if (!(await this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, takeOver, turn))) return false;
+    // On FerretDB an update is a whole-document read and write: the silent holder's refresh, read
+    // before this write and written after it, would put its claim back. Confirmed, or written
+    // once more (this turn is still ours).
+    if ((await this.collection.findOne({ _id: id }))?.created_at.getTime() === now.getTime()) return true;
+    return this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, takeOver, turn);
   }
 
   /** Notes that the attempt that claimed the record at `createdAt` is still running; nothing
@@ -141,13 +149,15 @@ export class IdempotencyStore {
 
   /** Stores the answer of the attempt that claimed the record at `claimedAt` (in the pieces
    * keepAnswerPieces() wrote, when `pieces` says so; written now, when needed and not yet); nothing
-   * when a retry took the record over meanwhile (that attempt's answer is the one to keep). */
-  async complete(id: string, claimedAt: Date, answer: { statusCode: number; contentType: string; body: string; pieces?: number }): Promise<void> {
+   * when a retry took the record over meanwhile (that attempt's answer is the one to keep).
+   * `recover`: a retry completes a silent attempt's claim with the answer its work left; then
+   * that attempt, should it wake, leaves the record as it is. True when this call wrote it. */
+  async complete(id: string, claimedAt: Date, answer: { statusCode: number; contentType: string; body: string; pieces?: number }, by: 'end' | 'recover' = 'end'): Promise<boolean> {
     const completed = { state: 'completed' as const, status_code: answer.statusCode, content_type: answer.contentType };
     const pieces = answer.pieces ?? (await this.keepAnswerPieces(id, claimedAt, answer.body));
     const kept = pieces === undefined ? { body: answer.body } : { body_pieces: pieces };
-    if (!(await this.turns.take('end', id, claimedAt))) return;
-    await this.guarded.updateOne(this.collection, id, { created_at: claimedAt }, { $set: { ...completed, ...kept } });
+    const turn = await this.turns.take(by, id, claimedAt);
+    return turn !== null && (await this.guarded.updateOne(this.collection, id, { created_at: claimedAt }, { $set: { ...completed, ...kept } }, turn));
   }
 
   /** The answer a completed record keeps. */
@@ -158,8 +168,9 @@ export class IdempotencyStore {
   /** Forgets a request that did not succeed, so the caller can retry it under the same key;
    * nothing when a retry took the record over meanwhile (it is that retry's now). */
   async release(id: string, claimedAt: Date): Promise<void> {
-    if (!(await this.turns.take('end', id, claimedAt))) return;
-    await this.guarded.deleteOne(this.collection, id, { state: 'in_flight', created_at: claimedAt });
+    const turn = await this.turns.take('end', id, claimedAt);
+    if (!turn) return;
+    await this.guarded.deleteOne(this.collection, id, { state: 'in_flight', created_at: claimedAt }, turn);
   }
 
   /** Whether a record still names `taskId`: a retry under its key would reach that task. A
@@ -170,7 +181,19 @@ export class IdempotencyStore {
   }
 
   async deleteExpired(now: Date): Promise<number> {
-    const records = (await this.collection.deleteMany({ expires_at: { $lt: now } })).deletedCount;
+    // One by one, each under the turn a claim replacing it takes: on FerretDB a deleteMany reads,
+    // then deletes by _id, and would take the record a retry had just claimed in place of one.
+    let records = 0;
+    for (const { _id, created_at: createdAt } of await this.collection.find({ expires_at: { $lt: now } }, { projection: { _id: 1, created_at: 1 } }).toArray()) {
+      const turn = await this.turns.take('replace', _id, createdAt);
+      if (turn && (await this.guarded.deleteOne(this.collection, _id, { created_at: createdAt }, turn))) records++;
+    }
     return records + (await this.pieces.deleteExpired(now)) + (await this.turns.deleteExpired(now));
+  }
+
+  /** The store's time now, read afresh when the last reading is old: what claims and their
+   * expiries are judged by (a process just started has no reading yet). */
+  async current(): Promise<Date> {
+    return new Date(await this.clock.current());
   }
 }

@@ -174,7 +174,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       clearTimeout(timer);
       if (existing === 'slow' || !existing || existing.expires_at <= store.now()) throw refusal;
     }
-    const now = store.now();
+    // The store's clock, read once the process has a reading: claims, turns and expiries are
+    // judged by it in every process.
+    const now = await store.current();
     const claim = await store.claim({ id, fingerprint, taskId: newId('task'), now });
     if (claim.kind === 'contended') {
       throw new GatewayError('conflict', 'Another request with this Idempotency-Key is being started. Retry after it to get its answer.', 'Idempotency-Key', { 'retry-after': '1' });
@@ -198,7 +200,10 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     }
     const recovery: Recovery = (await route.recover?.(record, request)) ?? { rerun: 'same-task' };
     if ('replay' in recovery) {
-      await store.complete(id, record.created_at, { statusCode: recovery.replay.statusCode, contentType: 'application/json; charset=utf-8', body: recovery.replay.body });
+      const recovered = await store.complete(id, record.created_at, { statusCode: recovery.replay.statusCode, contentType: 'application/json; charset=utf-8', body: recovery.replay.body }, 'recover');
+      // Not recorded: the silent attempt woke and is ending its claim right now (or a retry took
+      // it over). Its ending decides what the key leads to; the caller learns it on a retry.
+      if (!recovered) throw new GatewayError('conflict', 'A request with this Idempotency-Key is ending right now. Retry to get its answer.', 'Idempotency-Key', { 'retry-after': '1' });
       return replay(reply, recovery.replay);
     }
     const taskId = recovery.rerun === 'new-task' ? newId('task') : record.task_id;

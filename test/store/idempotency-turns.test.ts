@@ -115,13 +115,64 @@ describe('Idempotency-Key steps that retries race for', () => {
     assert.deepEqual([record?.state, record?.task_id], ['in_flight', 'task_third'], "the retry's claim stands");
   });
 
+  it("keeps a retry's recovered answer when the silent holder wakes and releases its claim", async () => {
+    const id = 'key_turns:recovered';
+    const store = new IdempotencyStore(database.db);
+    const claimedAt = new Date(Date.now() - 120_000);
+    await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_ran', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    // A retry found the holder's task running and completes the claim with its answer.
+    await store.complete(id, claimedAt, { statusCode: 200, contentType: 'application/json', body: '{"task_id":"task_ran"}' }, 'recover');
+    // The holder wakes and, its own call having failed, releases, then (another path) completes.
+    await store.release(id, claimedAt);
+    await store.complete(id, claimedAt, { statusCode: 503, contentType: 'application/json', body: '{"error":{}}' });
+    const record = await store.find(id);
+    assert.deepEqual([record?.state, record?.body], ['completed', '{"task_id":"task_ran"}'], "the retry's answer stands: a next retry gets the same task");
+  });
+
+  it('drops the write of a taker whose turn grew old before it could write (a store that stalled it)', async () => {
+    const id = 'key_turns:slow-taker';
+    const store = new IdempotencyStore(database.db);
+    const claimedAt = new Date(Date.now() - 120_000);
+    await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_silent', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    // A taker whose store call stalls 25 s between its turn and its write: its clock (the
+    // store's, as it reads it) moves on meanwhile.
+    let stalledMs = 0;
+    const clock = { now: () => Date.now() + stalledMs, current: async () => Date.now() + stalledMs };
+    const slow = new IdempotencyStore(database.db, clock as never);
+    const insert = slow.turns.collection.insertOne.bind(slow.turns.collection);
+    Object.assign(slow.turns.collection, {
+      async insertOne(...args: Parameters<typeof insert>) {
+        const inserted = await insert(...args);
+        stalledMs = 25_000;
+        return inserted;
+      },
+    });
+    assert.equal(await slow.takeOver(id, claimedAt, new Date(), 'task_late'), false, 'a taker 25 s after its turn writes nothing');
+    assert.equal((await store.find(id))?.task_id, 'task_silent');
+  });
+
+  it("does not record a retry's recovered answer while the woken holder is releasing its claim", async () => {
+    const id = 'key_turns:recovering';
+    const store = new IdempotencyStore(database.db);
+    const claimedAt = new Date(Date.now() - 120_000);
+    await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_ran', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const window = gate();
+    const holder = unisolated(new IdempotencyStore(database.db), window);
+    const releasing = holder.release(id, claimedAt);
+    await window.reached;
+    assert.equal(await store.complete(id, claimedAt, { statusCode: 200, contentType: 'application/json', body: '{"task_id":"task_ran"}' }, 'recover'), false, 'the retry is told to come back, not given an answer the release will delete');
+    window.open();
+    await releasing;
+    assert.equal(await store.find(id), null);
+  });
+
   it('lets the holder write its own ending again (a write it retries after the store refused it)', async () => {
     const id = 'key_turns:own-retry';
     const store = new IdempotencyStore(database.db);
     const claimedAt = new Date();
     assert.equal((await store.claim({ id, fingerprint: 'f', taskId: 'task_own', now: claimedAt })).kind, 'claimed');
     // Its first try took the turn, and the store refused the write itself.
-    assert.equal(await store.turns.take('end', id, claimedAt), true);
+    assert.ok(await store.turns.take('end', id, claimedAt));
     await store.complete(id, claimedAt, { statusCode: 200, contentType: 'application/json', body: '{"ok":true}' });
     assert.equal((await store.find(id))?.state, 'completed');
   });
