@@ -47,6 +47,13 @@ function unisolated(store: IdempotencyStore, at: ReturnType<typeof gate>): Idemp
   return store;
 }
 
+/** A claim of the record made two minutes ago by an attempt that fell silent: its time. */
+async function silentClaim(store: IdempotencyStore, id: string, taskId: string): Promise<Date> {
+  const claimedAt = new Date(Date.now() - 120_000);
+  await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: taskId, created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+  return claimedAt;
+}
+
 describe('Idempotency-Key steps that retries race for', () => {
   let database: Awaited<ReturnType<typeof testDatabase>>;
   before(async () => {
@@ -77,8 +84,7 @@ describe('Idempotency-Key steps that retries race for', () => {
   it('lets one of two retries take a silent attempt\'s claim over: the other is told one runs', async () => {
     const id = 'key_turns:silent';
     const first = new IdempotencyStore(database.db);
-    const claimedAt = new Date(Date.now() - 120_000);
-    await first.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_silent', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const claimedAt = await silentClaim(first, id, 'task_silent');
     const window = gate();
     const slow = unisolated(new IdempotencyStore(database.db), window);
     const slowTake = slow.takeOver(id, claimedAt, new Date(), 'task_slow');
@@ -92,8 +98,7 @@ describe('Idempotency-Key steps that retries race for', () => {
   it("lets a silent holder's late release or completion touch nothing once a retry took its claim over", async () => {
     const id = 'key_turns:late-holder';
     const holder = new IdempotencyStore(database.db);
-    const claimedAt = new Date(Date.now() - 120_000);
-    await holder.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_first', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const claimedAt = await silentClaim(holder, id, 'task_first');
     // The holder read its record as its own just before a retry took it over.
     const window = gate();
     const late = unisolated(new IdempotencyStore(database.db), window);
@@ -118,8 +123,7 @@ describe('Idempotency-Key steps that retries race for', () => {
   it("keeps a retry's recovered answer when the silent holder wakes and releases its claim", async () => {
     const id = 'key_turns:recovered';
     const store = new IdempotencyStore(database.db);
-    const claimedAt = new Date(Date.now() - 120_000);
-    await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_ran', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const claimedAt = await silentClaim(store, id, 'task_ran');
     // A retry found the holder's task running and completes the claim with its answer.
     await store.complete(id, claimedAt, { statusCode: 200, contentType: 'application/json', body: '{"task_id":"task_ran"}' }, 'recover');
     // The holder wakes and, its own call having failed, releases, then (another path) completes.
@@ -132,8 +136,7 @@ describe('Idempotency-Key steps that retries race for', () => {
   it('drops the write of a taker whose turn grew old before it could write (a store that stalled it)', async () => {
     const id = 'key_turns:slow-taker';
     const store = new IdempotencyStore(database.db);
-    const claimedAt = new Date(Date.now() - 120_000);
-    await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_silent', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const claimedAt = await silentClaim(store, id, 'task_silent');
     // A taker whose store call stalls 25 s between its turn and its write: its clock (the
     // store's, as it reads it) moves on meanwhile.
     let stalledMs = 0;
@@ -154,8 +157,7 @@ describe('Idempotency-Key steps that retries race for', () => {
   it("does not record a retry's recovered answer while the woken holder is releasing its claim", async () => {
     const id = 'key_turns:recovering';
     const store = new IdempotencyStore(database.db);
-    const claimedAt = new Date(Date.now() - 120_000);
-    await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_ran', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const claimedAt = await silentClaim(store, id, 'task_ran');
     const window = gate();
     const holder = unisolated(new IdempotencyStore(database.db), window);
     const releasing = holder.release(id, claimedAt);
@@ -180,8 +182,7 @@ describe('Idempotency-Key steps that retries race for', () => {
   it('gives the step to the next retry when the one that took its turn died before the write', async () => {
     const id = 'key_turns:dead-taker';
     const store = new IdempotencyStore(database.db);
-    const claimedAt = new Date(Date.now() - 120_000);
-    await store.collection.insertOne({ _id: id, fingerprint: 'f', state: 'in_flight', task_id: 'task_silent', created_at: claimedAt, refreshed_at: claimedAt, expires_at: new Date(claimedAt.getTime() + 86_400_000) });
+    const claimedAt = await silentClaim(store, id, 'task_silent');
     const takenAt = new Date(Date.now() - ABANDONED_TURN_MS - 1_000);
     await store.turns.collection.insertOne({ _id: `claim:${id}@${claimedAt.getTime()}#0`, step: 'take-over', at: takenAt, expires_at: new Date(Date.now() + 3_600_000) });
     assert.equal(await store.takeOver(id, claimedAt, new Date(), 'task_next'), true);
