@@ -7,6 +7,7 @@ import { VerbatimInteger } from '../../core/verbatim-integers.ts';
 import { lastSignOfLife, type IdempotencyRecord, type IdempotencyStore } from '../../store/idempotency.ts';
 import type { CallsInFlight } from '../services/openai-proxy/calls-in-flight.ts';
 import { principalOf } from './api-key-auth.ts';
+import { TIMED_OUT, withinWait } from '../services/rate-limits/store-wait.ts';
 
 // `Idempotency-Key` on the POST routes that create something billable. Scoped per API key and
 // kept 24 hours (store/idempotency.ts): the same key and body get the first answer again
@@ -167,12 +168,8 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       // A read by _id, only when refusing: cheaper than the insert and the delete. The store is
       // likely what stalls the queue: a read it does not answer soon refuses as the queue did
       // (a key with an answer then gets it on the retry).
-      const reading = store.find(id).catch(() => null);
-      let timer: NodeJS.Timeout | undefined;
-      const slow = new Promise<'slow'>((resolve) => (timer = setTimeout(() => resolve('slow'), REFUSAL_LOOKUP_MS)));
-      const existing = await Promise.race([reading, slow]);
-      clearTimeout(timer);
-      if (existing === 'slow' || !existing || existing.expires_at <= store.now()) throw refusal;
+      const existing = await withinWait(store.find(id).catch(() => null), REFUSAL_LOOKUP_MS);
+      if (existing === TIMED_OUT || !existing || existing.expires_at <= store.now()) throw refusal;
     }
     // The store's clock, read once the process has a reading: claims, turns and expiries are
     // judged by it in every process.

@@ -48,9 +48,12 @@ export function balanceRefusal(
   // do, a second's wait, whatever the silent ones hold.
   const soon = unanswered.pendingMicros > 0 && totals.availableMicros + unanswered.pendingMicros >= neededMicros;
   const wait = soon ? PENDING_RETRY_SECONDS : unanswered.retryAfterSeconds;
-  const pending = unanswered.pendingMicros > 0 ? `${formatUsd(unanswered.pendingMicros)} is in a lease another gateway process has just opened and is being asked to give back` : '';
-  const silent = silentMicros > 0 ? `${formatUsd(silentMicros)} is held by a gateway process that stopped responding` : '';
-  const where = (soon ? [pending, silent] : [silent, pending]).filter(Boolean).join(', and ').replace(' is ', ' more is ');
+  // Where the money is, the part the caller waits for first: "more" than what is available.
+  const parts: Array<{ micros: number; where: string }> = [];
+  if (silentMicros > 0) parts.push({ micros: silentMicros, where: 'is held by a gateway process that stopped responding' });
+  if (unanswered.pendingMicros > 0) parts.push({ micros: unanswered.pendingMicros, where: 'is in a lease another gateway process has just opened and is being asked to give back' });
+  if (soon) parts.reverse();
+  const where = parts.map((part, index) => `${formatUsd(part.micros)}${index === 0 ? ' more' : ''} ${part.where}`).join(', and ');
   const when = soon ? `${silentMicros > 0 ? "That lease's money" : 'It'} should come back within a second` : `It returns to the balance within ${wait} s`;
   return new GatewayError(
     'service_unavailable',
