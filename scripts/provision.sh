@@ -34,9 +34,15 @@ provision_temporal() {
 
 provision_ferretdb() {
   local binary="$tools/bin/ferretdb"
+  # The patches applied to the source (scripts/patches/ferretdb-*.patch, each explains itself),
+  # recorded beside the binary: a binary built with other patches, or none, is built again.
+  local patches=(scripts/patches/ferretdb-"$FERRETDB_VERSION"-*.patch)
+  local patch_stamp="$tools/bin/ferretdb.patches" patch_sums
+  patch_sums=$(sha256sum "${patches[@]}")
   # Read the whole answer before matching: with pipefail, `--version | grep -q` failed whenever
   # grep quit at its match before ferretdb finished writing (SIGPIPE), and the cache was rebuilt.
-  if [ -x "$binary" ] && grep -qx "version: $FERRETDB_VERSION" <<<"$("$binary" --version 2>/dev/null || true)"; then
+  if [ -x "$binary" ] && grep -qx "version: $FERRETDB_VERSION" <<<"$("$binary" --version 2>/dev/null || true)" \
+    && [ -f "$patch_stamp" ] && [ "$(cat "$patch_stamp")" = "$patch_sums" ]; then
     return
   fi
   need go "to build FerretDB" "apt-get install golang, or a Go toolchain from go.dev"
@@ -54,9 +60,16 @@ provision_ferretdb() {
   cp -r "$source_dir" "$build_dir"
   chmod -R u+w "$build_dir"
   echo "$FERRETDB_VERSION" > "$build_dir/build/version/version.txt"
+  local patch_file
+  for patch_file in "${patches[@]}"; do
+    need patch "to patch FerretDB's source" "apt-get install patch"
+    patch --directory="$build_dir" --strip=1 --forward --quiet <"$patch_file"
+  done
+  rm -f "$patch_stamp"
   (cd "$build_dir" && GOTOOLCHAIN=local GOFLAGS='-buildvcs=false -modcacherw' go build -trimpath -o "$binary" ./cmd/ferretdb)
   rm -rf "$build_dir"
-  say "FerretDB: $("$binary" --version | head -1)"
+  printf '%s\n' "$patch_sums" >"$patch_stamp"
+  say "FerretDB: $("$binary" --version | head -1), with ${#patches[@]} patch(es) from scripts/patches/"
 }
 
 provision_temporal

@@ -25,11 +25,12 @@ export function provision(options: { browser?: boolean } = {}): void {
   }
 }
 
-export async function startFerretDb(options: { port: number; dataDir: string; output?: StartOptions['output']; ownProcessGroup?: boolean }): Promise<ManagedProcess> {
+/** `binary` runs another FerretDB build than the provisioned one (bench/store-by-id.ts compares). */
+export async function startFerretDb(options: { port: number; dataDir: string; output?: StartOptions['output']; ownProcessGroup?: boolean; binary?: string }): Promise<ManagedProcess> {
   mkdirSync(options.dataDir, { recursive: true });
   const ferretdb = startProcess(
     'ferretdb',
-    toolPaths.ferretdb,
+    options.binary ?? toolPaths.ferretdb,
     [
       '--handler=sqlite',
       // BEGIN IMMEDIATE: a writer waits for the lock (busy_timeout) instead of failing with
