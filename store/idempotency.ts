@@ -1,6 +1,6 @@
 import type { Collection, Db } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
-import { GuardedWrites } from './guarded-writes.ts';
+import { guardedDelete, guardedUpdate } from './guarded-writes.ts';
 import { IdempotencyAnswerPieces } from './idempotency-answer-pieces.ts';
 import { IdempotencyTurns } from './idempotency-turns.ts';
 import { StoreClock } from './store-clock.ts';
@@ -57,7 +57,6 @@ export class IdempotencyStore {
   readonly collection: Collection<IdempotencyRecord>;
   readonly pieces: IdempotencyAnswerPieces;
   readonly turns: IdempotencyTurns;
-  private readonly guarded: GuardedWrites;
 
   constructor(
     db: Db,
@@ -66,7 +65,6 @@ export class IdempotencyStore {
     this.collection = db.collection<IdempotencyRecord>('idempotency_keys');
     this.pieces = new IdempotencyAnswerPieces(db);
     this.turns = new IdempotencyTurns(db, clock);
-    this.guarded = new GuardedWrites(db);
   }
 
   /** The store's time, which every process judges records by. */
@@ -74,12 +72,11 @@ export class IdempotencyStore {
     return new Date(this.clock.now());
   }
 
-  // The writes below are guarded by the claim's time. On FerretDB a guard in the filter makes it
-  // read the collection in Go (0.4 s a write at 15,000 documents), so they go by _id after a
-  // read that checks the guard (store/guarded-writes.ts); on MongoDB the guard stays in the
-  // filter. What two attempts may race for (ending a claim, replacing an expired record) is
-  // decided first by a unique insert (idempotency-turns.ts): a read of our own a round trip
-  // before the write, alone, let two claims of one expired key both win (a review forced it).
+  // The writes below are guarded by the claim's time, beside _id in their filter
+  // (store/guarded-writes.ts). What two attempts may race for (ending a claim, replacing an
+  // expired record) is decided first by a unique insert (idempotency-turns.ts): FerretDB checks
+  // a filter on a read before it writes, and a check of our own a round trip before the write
+  // let two claims of one expired key both win (a review forced it).
   // Refusals the hold queue makes at once claim nothing (api/plugins/idempotency.ts).
 
   /** The record, expired or not, if there is one. */
@@ -110,7 +107,7 @@ export class IdempotencyStore {
       // Expired (or deleted meanwhile): remove exactly that one and claim afresh. One retry
       // removes it; the others find the record that retry claims, or claim it themselves.
       const turn = existing && (await this.turns.take('replace', input.id, existing.created_at));
-      if (existing && turn) await this.guarded.deleteOne(this.collection, input.id, { created_at: existing.created_at }, turn);
+      if (existing && turn) await guardedDelete(this.collection, input.id, { created_at: existing.created_at }, turn);
       else if (existing) await new Promise((resolve) => setTimeout(resolve, REPLACE_WAIT_MS * 2 ** attempt));
     }
     return { kind: 'contended' };
@@ -122,12 +119,12 @@ export class IdempotencyStore {
     const turn = await this.turns.take('take-over', id, createdAt);
     if (!turn) return false;
     const takeOver = { $set: { created_at: now, refreshed_at: now, task_id: taskId } };
-    if (!(await this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, takeOver, turn))) return false;
+    if (!(await guardedUpdate(this.collection, id, { state: 'in_flight', created_at: createdAt }, takeOver, turn))) return false;
     // On FerretDB an update is a whole-document read and write: the silent holder's refresh, read
     // before this write and written after it, would put its claim back. Confirmed, or written
     // once more (this turn is still ours).
     if ((await this.collection.findOne({ _id: id }))?.created_at.getTime() === now.getTime()) return true;
-    return this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, takeOver, turn);
+    return guardedUpdate(this.collection, id, { state: 'in_flight', created_at: createdAt }, takeOver, turn);
   }
 
   /** Notes that the attempt that claimed the record at `createdAt` is still running; nothing
@@ -135,7 +132,7 @@ export class IdempotencyStore {
   async refresh(id: string, createdAt: Date): Promise<void> {
     // No turn: a refresh that lands on a record taken over or completed meanwhile only moves its
     // refreshed_at, which a retry reads as a sign of life for at most a stale window.
-    await this.guarded.updateOne(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
+    await guardedUpdate(this.collection, id, { state: 'in_flight', created_at: createdAt }, { $set: { refreshed_at: this.now() } });
   }
 
   /** Keeps an answer too long for its record in pieces beside it (none for a shorter one:
@@ -157,7 +154,7 @@ export class IdempotencyStore {
     const pieces = answer.pieces ?? (await this.keepAnswerPieces(id, claimedAt, answer.body));
     const kept = pieces === undefined ? { body: answer.body } : { body_pieces: pieces };
     const turn = await this.turns.take(by, id, claimedAt);
-    return turn !== null && (await this.guarded.updateOne(this.collection, id, { created_at: claimedAt }, { $set: { ...completed, ...kept } }, turn));
+    return turn !== null && (await guardedUpdate(this.collection, id, { created_at: claimedAt }, { $set: { ...completed, ...kept } }, turn));
   }
 
   /** The answer a completed record keeps. */
@@ -170,7 +167,7 @@ export class IdempotencyStore {
   async release(id: string, claimedAt: Date): Promise<void> {
     const turn = await this.turns.take('end', id, claimedAt);
     if (!turn) return;
-    await this.guarded.deleteOne(this.collection, id, { state: 'in_flight', created_at: claimedAt }, turn);
+    await guardedDelete(this.collection, id, { state: 'in_flight', created_at: claimedAt }, turn);
   }
 
   /** Whether a record still names `taskId`: a retry under its key would reach that task. A
@@ -186,7 +183,7 @@ export class IdempotencyStore {
     let records = 0;
     for (const { _id, created_at: createdAt } of await this.collection.find({ expires_at: { $lt: now } }, { projection: { _id: 1, created_at: 1 } }).toArray()) {
       const turn = await this.turns.take('replace', _id, createdAt);
-      if (turn && (await this.guarded.deleteOne(this.collection, _id, { created_at: createdAt }, turn))) records++;
+      if (turn && (await guardedDelete(this.collection, _id, { created_at: createdAt }, turn))) records++;
     }
     return records + (await this.pieces.deleteExpired(now)) + (await this.turns.deleteExpired(now));
   }

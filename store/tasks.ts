@@ -1,6 +1,5 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { isDuplicateKey } from './duplicate-keys.ts';
-import { GuardedWrites } from './guarded-writes.ts';
 import type { TaskError, TaskStatus, VideoTaskMetadata, VideoTaskWorkflowInput, WebhookAttempt } from '../core/video-task.ts';
 
 export interface TaskDocument {
@@ -59,19 +58,11 @@ export class TaskStore {
   readonly collection: Collection<TaskDocument>;
   private readonly starts: Collection<WorkflowStart>;
   private readonly decisions: Collection<TaskDecisionRecord>;
-  /** The writes of a task's progress and vendor id: by _id alone on FerretDB, which scans for any
-   * other filter (guarded-writes.ts). Writes of its status keep their guard in the filter, which
-   * FerretDB matches inside the command, a far narrower window than a read of our own a round
-   * trip earlier: a late attempt of an activity that read `running` before the task's final
-   * state landed would write it back to `running` (a review). A late progress write can at worst
-   * raise a finished task's progress figure and its updated_at. */
-  private readonly guarded: GuardedWrites;
 
   constructor(db: Db) {
     this.collection = db.collection<TaskDocument>('tasks');
     this.starts = db.collection<WorkflowStart>('task_workflow_starts');
     this.decisions = db.collection<TaskDecisionRecord>('task_decisions');
-    this.guarded = new GuardedWrites(db);
   }
 
   /** Decides whether the task runs (its workflow's first step asks) or is abandoned (the api,
@@ -139,7 +130,7 @@ export class TaskStore {
   /** Notes the vendor's id for a task the vendor accepted but has not started (still
    * `submitted`: the spec's "accepted and queued"). */
   async recordVendorTask(taskId: string, vendorTaskId: string): Promise<void> {
-    await this.guarded.updateOne(this.collection, taskId, { status: 'submitted' }, { $set: { vendor_task_id: vendorTaskId, updated_at: new Date() } });
+    await this.collection.updateOne({ _id: taskId, status: 'submitted' }, { $set: { vendor_task_id: vendorTaskId, updated_at: new Date() } });
   }
 
   /** Moves an open task to `running` (idempotent). Final states are never touched.
@@ -155,8 +146,9 @@ export class TaskStore {
   }
 
   async updateProgress(taskId: string, progress: number): Promise<void> {
-    // $max, not $set: a write whose guard went stale meanwhile (FerretDB) never lowers it.
-    await this.guarded.updateOne(this.collection, taskId, { status: 'running', progress: { $lt: progress } }, { $max: { progress }, $set: { updated_at: new Date() } });
+    // $max, not $set: on FerretDB a guarded write checks its guard on a read just before it
+    // writes (store/guarded-writes.ts), so a write whose guard went stale never lowers it.
+    await this.collection.updateOne({ _id: taskId, status: 'running', progress: { $lt: progress } }, { $max: { progress }, $set: { updated_at: new Date() } });
   }
 
   /** Writes the final state once; a second call (a retried activity) changes nothing.
