@@ -34,11 +34,12 @@ provision_temporal() {
 
 provision_ferretdb() {
   local binary="$tools/bin/ferretdb"
-  # The patches applied to the source (scripts/patches/ferretdb-*.patch, each explains itself),
-  # recorded beside the binary: a binary built with other patches, or none, is built again.
-  local patches=(scripts/patches/ferretdb-"$FERRETDB_VERSION"-*.patch)
-  local patch_stamp="$tools/bin/ferretdb.patches" patch_sums
-  patch_sums=$(sha256sum "${patches[@]}")
+  # The patches applied to the source (scripts/patches/ferretdb-<version>-*.patch, each explains
+  # itself), recorded beside the binary: a binary built with other patches, or none, is built
+  # again. A version with no patch file builds stock.
+  local patches patch_stamp="$tools/bin/ferretdb.patches" patch_sums="none"
+  mapfile -t patches < <(compgen -G "scripts/patches/ferretdb-$FERRETDB_VERSION-*.patch" | sort || true)
+  if [ "${#patches[@]}" -gt 0 ]; then patch_sums=$(sha256sum "${patches[@]}"); fi
   # Read the whole answer before matching: with pipefail, `--version | grep -q` failed whenever
   # grep quit at its match before ferretdb finished writing (SIGPIPE), and the cache was rebuilt.
   if [ -x "$binary" ] && grep -qx "version: $FERRETDB_VERSION" <<<"$("$binary" --version 2>/dev/null || true)" \
@@ -46,6 +47,7 @@ provision_ferretdb() {
     return
   fi
   need go "to build FerretDB" "apt-get install golang, or a Go toolchain from go.dev"
+  if [ "${#patches[@]}" -gt 0 ]; then need patch "to patch FerretDB's source" "apt-get install patch"; fi
   say "building FerretDB $FERRETDB_VERSION from the Go module proxy (2-3 minutes on the first run)"
   # `go install …@version` fails here: it asks the proxy for the module's version list, which
   # the proxy refuses. Downloading the pinned module and building it from a copy avoids that,
@@ -54,21 +56,26 @@ provision_ferretdb() {
   local source_dir build_dir
   source_dir=$(GOTOOLCHAIN=local GOFLAGS=-modcacherw go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
-  build_dir="$tools/build/ferretdb"
-  rm -rf "$build_dir"
-  mkdir -p "$(dirname "$build_dir")"
-  cp -r "$source_dir" "$build_dir"
+  # A build of its own, installed by rename with its stamp: `npm start` and `npm test`
+  # provisioning at once each build whole, and neither can stamp the other's half-made binary.
+  mkdir -p "$tools/build"
+  build_dir=$(mktemp -d "$tools/build/ferretdb.XXXXXX")
+  # shellcheck disable=SC2064 # the folder is known now; a failed patch or build leaves nothing
+  trap "rm -rf '$build_dir'" EXIT
+  cp -r "$source_dir/." "$build_dir"
   chmod -R u+w "$build_dir"
   echo "$FERRETDB_VERSION" > "$build_dir/build/version/version.txt"
   local patch_file
   for patch_file in "${patches[@]}"; do
-    need patch "to patch FerretDB's source" "apt-get install patch"
     patch --directory="$build_dir" --strip=1 --forward --quiet <"$patch_file"
   done
+  (cd "$build_dir" && GOTOOLCHAIN=local GOFLAGS='-buildvcs=false -modcacherw' go build -trimpath -o "$build_dir/ferretdb.built" ./cmd/ferretdb)
+  printf '%s\n' "$patch_sums" >"$build_dir/ferretdb.patches"
   rm -f "$patch_stamp"
-  (cd "$build_dir" && GOTOOLCHAIN=local GOFLAGS='-buildvcs=false -modcacherw' go build -trimpath -o "$binary" ./cmd/ferretdb)
+  mv -f "$build_dir/ferretdb.built" "$binary"
+  mv -f "$build_dir/ferretdb.patches" "$patch_stamp"
   rm -rf "$build_dir"
-  printf '%s\n' "$patch_sums" >"$patch_stamp"
+  trap - EXIT
   say "FerretDB: $("$binary" --version | head -1), with ${#patches[@]} patch(es) from scripts/patches/"
 }
 
