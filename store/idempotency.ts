@@ -20,7 +20,8 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1_000;
 /** Tries to claim: a duplicate, then the expired record replaced (by this claim or another's). */
 const CLAIM_ATTEMPTS = 6;
 /** A claim that another is replacing an expired record for looks again after this pause,
- * doubled each time (1.55 s in all: the other's delete is a scan on a large FerretDB store). */
+ * doubled each time (1.55 s in all, room for the other's turn, delete and insert on a busy
+ * store). */
 const REPLACE_WAIT_MS = 50;
 
 export interface IdempotencyRecord {

@@ -102,7 +102,7 @@ export class TaskStore {
     return this.collection.findOne({ _id: taskId });
   }
 
-  /** By _id only (FerretDB pushes down nothing else and would scan), then the owner check. */
+  /** By _id, then the owner check (a filter on account_id alone would scan on FerretDB). */
   async findForAccount(taskId: string, accountId: string): Promise<TaskDocument | null> {
     const task = await this.collection.findOne({ _id: taskId });
     return task?.account_id === accountId ? task : null;
@@ -146,8 +146,9 @@ export class TaskStore {
   }
 
   async updateProgress(taskId: string, progress: number): Promise<void> {
-    // $max, not $set: on FerretDB a guarded write checks its guard on a read just before it
-    // writes (store/guarded-writes.ts), so a write whose guard went stale never lowers it.
+    // $max, not $set: the guard keeps progress moving up on MongoDB. FerretDB checks a guard on
+    // a read and writes the whole document back (store/guarded-writes.ts): two progress writes
+    // in that window can still lower it, a figure the next poll raises again.
     await this.collection.updateOne({ _id: taskId, status: 'running', progress: { $lt: progress } }, { $max: { progress }, $set: { updated_at: new Date() } });
   }
 

@@ -11,7 +11,14 @@ const decimalDigits = (value: unknown) => (typeof value === 'string' && !/^[0-9]
  * client building the URL from a missing value); newer listings refuse it. */
 export function listLimit(what: string, byDefault: number, options: { emptyIsLeftOut: boolean }) {
   const limit = z.preprocess(
-    (value) => (options.emptyIsLeftOut && value === '' ? undefined : decimalDigits(value)),
+    (value, context) => {
+      // `?limit=5&limit=5` arrives as an array: say what is wrong, not that 5 is out of range.
+      if (Array.isArray(value)) {
+        context.addIssue({ code: 'custom', message: 'must be given once', input: value });
+        return z.NEVER;
+      }
+      return options.emptyIsLeftOut && value === '' ? undefined : decimalDigits(value);
+    },
     z.coerce
       .number({ error: 'must be an integer from 1 to 100' })
       .int('must be an integer from 1 to 100')

@@ -149,7 +149,7 @@ describe('GET /v1/video/generations lists the account\'s tasks', () => {
       assert.equal(refused.json().error.param, param, query);
     }
     // A parameter given twice is named in words, not in the validation library's.
-    for (const [query, param] of [['?after=task_a&after=task_b', 'after'], ['?status=failed&status=running', 'status']]) {
+    for (const [query, param] of [['?after=task_a&after=task_b', 'after'], ['?status=failed&status=running', 'status'], ['?limit=5&limit=5', 'limit']]) {
       const twice = await list(firstKey, query);
       assert.equal(twice.statusCode, 400, query);
       assert.deepEqual([twice.json().error.param, twice.json().error.message], [param, `Invalid query parameter '${param}': must be given once`], query);
