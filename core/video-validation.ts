@@ -85,13 +85,19 @@ function validateContent(model: VideoModel, content: NonNullable<SubmissionInput
 }
 
 /** "@image2", in any case, standing as a word of its own: not inside an address
- * (bob@image1.com) and not the start of a longer word (@image1x). */
-const CITATION = /(?<!\w)@image(\d+)(?!\w)/gi;
+ * (bob@image1.com) and not the start of a longer word (@image1x, @image1é: letters and digits
+ * of any script count as word characters). */
+const CITATION = /(?<![\p{L}\p{N}_])@image(\p{Nd}+)(?![\p{L}\p{N}_])/giu;
 
 /** Spec 4.1 rule 2: @image1 to @imageN cite the reference images (role reference_image), in the
  * order of their entries; first/last-frame images are not references and cannot be cited. */
 function validateCitations(prompt: string, referenceImages: number): void {
   for (const match of prompt.matchAll(CITATION)) {
+    // The vendor reads the prompt as written: @image01, or digits of another script, might not
+    // be the image the gateway took it for.
+    if (!/^[1-9][0-9]*$/.test(match[1]!)) {
+      refuse('prompt', `The prompt cites ${match[0]}: write a citation as @image1 to @imageN, in ASCII digits without a leading zero.`);
+    }
     const cited = Number(match[1]);
     if (cited < 1 || cited > referenceImages) {
       const available = referenceImages === 0 ? 'the request has no reference images (role reference_image)' : `valid citations are @image1 to @image${referenceImages}`;

@@ -224,7 +224,7 @@ describe('@imageN citations', () => {
   const seedance = models.find((model) => model.id === 'seedance-2.0')!;
   const oneImage = { content: [entry('image_url', 'reference_image', 0)] };
   // Without reference images any citation is refused: these cite nothing.
-  for (const prompt of ['mail bob@image1.com', 'see @image1x and @images', 'no @image here']) {
+  for (const prompt of ['mail bob@image1.com', 'see @image1x and @images', 'no @image here', 'un café @image1é', 'x@image1 y', 'ß@image1']) {
     it(`reads ${JSON.stringify(prompt)} as citing nothing`, () => {
       assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt }));
     });
@@ -232,5 +232,15 @@ describe('@imageN citations', () => {
   it('reads a citation in any case, after punctuation', () => {
     assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: '@image1, then (@IMAGE1).', metadata: oneImage }));
     assert.throws(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: '(@IMAGE2) runs', metadata: oneImage }), (error: GatewayError) => error.param === 'prompt' && /@IMAGE2/.test(error.message));
+    assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: 'le renard @image1 à l’aube', metadata: oneImage }));
+  });
+  it('refuses a citation the vendor might read as another image: a leading zero, or digits of another script', () => {
+    for (const cited of ['@image01', '@image0', '@image١']) {
+      assert.throws(
+        () => validateVideoSubmission(seedance, { model: seedance.id, prompt: `a fox ${cited} at dawn`, metadata: oneImage }),
+        (error: GatewayError) => error.status === 400 && error.param === 'prompt' && error.message.includes(cited) && /without a leading zero/.test(error.message),
+        cited,
+      );
+    }
   });
 });
