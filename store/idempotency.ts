@@ -178,7 +178,11 @@ export class IdempotencyStore {
     return (await this.collection.countDocuments({ task_id: taskId }, { limit: 1 })) > 0;
   }
 
-  async deleteExpired(now: Date): Promise<number> {
+  /** Deletes the records, answer pieces and turns past their time: by the store's clock, which
+   * wrote those times, unless `now` is given (tests). The worker's own clock, an hour ahead,
+   * deleted turns that still decided live claims. */
+  async deleteExpired(now?: Date): Promise<number> {
+    now ??= new Date(await this.clock.current());
     // One by one, each under the turn a claim replacing it takes: on FerretDB a deleteMany reads,
     // then deletes by _id, and would take the record a retry had just claimed in place of one.
     let records = 0;

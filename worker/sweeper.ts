@@ -102,7 +102,8 @@ export async function sweepOnce(options: SweepOptions, now = new Date()): Promis
   const steps: [string, () => Promise<unknown>][] = [
     ['expired spend leases', () => sweepExpiredLeases(options)],
     ['rate-limit blocks of past minutes', () => options.rateLimitBlocks.deleteExpired(now)],
-    ['expired Idempotency-Key records', () => options.idempotency.deleteExpired(now)],
+    // By the store's clock: their times were written on it, by api processes.
+    ['expired Idempotency-Key records', () => options.idempotency.deleteExpired()],
     ['key plaintexts kept past their time', () => options.keyCreations.scrubExpired(now)],
     ['unstarted tasks', () => sweepUnstartedTasks(options)],
     ['terminated runs', () => sweepTerminatedRuns(options, now)],

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Filter, UpdateFilter } from 'mongodb';
 import { IdempotencyStore, type IdempotencyRecord } from '../../store/idempotency.ts';
 import { ABANDONED_TURN_MS } from '../../store/idempotency-turns.ts';
+import { StoreClock } from '../../store/store-clock.ts';
 import { testDatabase } from '../helpers/engines.ts';
 
 // The steps concurrent retries race for on an Idempotency-Key record: replacing an expired
@@ -191,5 +192,18 @@ describe('Idempotency-Key steps that retries race for', () => {
     const again = (await store.find(id))!.created_at;
     await store.turns.collection.insertOne({ _id: `claim:${id}@${again.getTime()}#0`, step: 'take-over', at: new Date(), expires_at: new Date(Date.now() + 3_600_000) });
     assert.equal(await store.takeOver(id, again, new Date(), 'task_third'), false);
+  });
+
+  it("judges what has expired by the store's clock, not by the clock of the process that sweeps", async () => {
+    const id = 'key_turns:swept-early';
+    const store = new IdempotencyStore(database.db);
+    const claimedAt = await silentClaim(store, id, 'task_swept');
+    await store.current();
+    assert.ok(await store.turns.take('take-over', id, claimedAt), 'a retry took the claim over');
+    // A worker whose clock runs 25 hours ahead of the store's: its own time would delete both.
+    const aheadOfTheStore = new IdempotencyStore(database.db, new StoreClock(database.db, () => Date.now() + 25 * 3_600_000));
+    await aheadOfTheStore.deleteExpired();
+    assert.equal((await aheadOfTheStore.find(id))?.task_id, 'task_swept', 'the record is within its 24 hours');
+    assert.equal(await aheadOfTheStore.turns.collection.countDocuments({ _id: { $regex: `^claim:${id}@` } }), 1, 'the turn still decides the claim');
   });
 });
