@@ -179,8 +179,8 @@ export class IdempotencyStore {
   }
 
   /** Deletes the records, answer pieces and turns past their time: by the store's clock, which
-   * wrote those times, unless `now` is given (tests). The worker's own clock, an hour ahead,
-   * deleted turns that still decided live claims. */
+   * wrote those times, unless `now` is given (tests). Judged on the sweeping worker's own clock,
+   * one running an hour ahead would delete turns that still decide live claims. */
   async deleteExpired(now?: Date): Promise<number> {
     now ??= new Date(await this.clock.current());
     // One by one, each under the turn a claim replacing it takes: on FerretDB a deleteMany reads,
