@@ -127,6 +127,14 @@ function serialized<T>(accountId: string, work: () => Promise<T>): Promise<T> {
   return next;
 }
 
+/** apply() of a movement whose `stillWanted` said no when its turn came: nothing was applied. */
+export class MovementWithdrawn extends Error {
+  constructor(reference: string, operation: LedgerOperation) {
+    super(`the ${operation} of ${reference} was no longer wanted when its turn came; nothing was applied`);
+    this.name = 'MovementWithdrawn';
+  }
+}
+
 export class Ledger {
   readonly entries: Collection<LedgerEntry>;
   private readonly markers: LedgerMarkers;
@@ -186,6 +194,10 @@ export class Ledger {
     /** Debit only: take what the balance has when it is less than `amountMicros` (the entry
      * records what was taken) instead of refusing. */
     upToBalance?: boolean;
+    /** Asked when the movement's turn comes, after the account's movements queued before it in
+     * this process: false withdraws it (apply throws MovementWithdrawn). A video hold whose
+     * caller was already answered 503 would only add itself and its release to that queue. */
+    stillWanted?: () => boolean;
   }): Promise<LedgerOutcome> {
     const hold = input.heldMicros ?? input.amountMicros;
     for (const value of [input.amountMicros, hold]) {
@@ -195,7 +207,10 @@ export class Ledger {
       throw new Error('heldMicros applies to capture only and must be at least the captured amount');
     }
     if (input.upToBalance && input.operation !== 'debit') throw new Error('upToBalance applies to debit only');
-    return serialized(input.accountId, () => this.applyNow(input, hold));
+    return serialized(input.accountId, () => {
+      if (input.stillWanted && !input.stillWanted()) throw new MovementWithdrawn(input.reference, input.operation);
+      return this.applyNow(input, hold);
+    });
   }
 
   private async applyNow(

@@ -12,7 +12,7 @@ import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { TaskStatus, VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { validateVideoSubmission, type SubmissionInput } from '../../core/video-validation.ts';
 import type { AccountStore } from '../../store/accounts.ts';
-import type { Ledger } from '../../store/ledger.ts';
+import { MovementWithdrawn, type Ledger } from '../../store/ledger.ts';
 import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
 import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
@@ -147,6 +147,11 @@ export class VideoTaskService {
     // (nothing charged), and one that could not get it in time, the queue being stalled or too
     // long, is refused at once instead of lengthening the queue (hold-admission.ts).
     const leaveQueue = this.admission.join(principal.accountId);
+    // Set when the caller is answered the deadline's 503: a hold still queued then is withdrawn
+    // when its turn comes. Applied and released, it put two more movements in the very queue
+    // that made the caller wait, and under a burst each such 503 made the next ones likelier (a
+    // chaos review: 0 to 8 acceptances a second for minutes, 1.5 closed tasks per submission).
+    let answered503 = false;
     const storing = (async () => {
       // Under an Idempotency-Key the task may be stored already, by a first attempt whose
       // process died before it held the price and started the workflow (api/routes/idempotent-routes.ts).
@@ -157,18 +162,22 @@ export class VideoTaskService {
         const stored = await tasks.find(taskId);
         if (stored) ({ workflow_input: input, price_micros: priceMicros } = stored);
       }
-      await this.hold(principal, taskId, priceMicros);
+      await this.hold(principal, taskId, priceMicros, () => !answered503);
     })();
     const leave = () => leaveQueue();
     storing.then(leave, leave);
     try {
-      await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.', undefined, { 'retry-after': RETRY_AFTER_SECONDS }));
+      await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => {
+        answered503 = true;
+        return new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.', undefined, { 'retry-after': RETRY_AFTER_SECONDS });
+      });
     } catch (error) {
       // The caller gets an error (a 503 when the store went away or is too slow), yet the task
       // may be stored, even held, or about to be: left as it is, the sweeper would start it and
       // bill a refused submission. Closed in the background once its hold has settled.
       // `input` read once storing is over: a resumed submission switches to the stored task's.
-      if (!(error instanceof GatewayError && error.code === 'insufficient_balance')) void storing.then(settledOk, settledOk).then(() => this.abandon(input, 'The task could not be stored.'));
+      const why = answered503 ? 'Its balance could not be reserved in time, so its submission was answered 503.' : 'Its submission failed partway: the store did not answer.';
+      if (!(error instanceof GatewayError && error.code === 'insufficient_balance')) void storing.then(settledOk, settledOk).then(() => this.abandon(input, `${why} It never ran, and nothing was charged.`));
       throw error;
     }
 
@@ -237,22 +246,29 @@ export class VideoTaskService {
   }
 
   /** Holds the task's price, or removes the task and throws 403 when the balance is short (503
-   * when the shortfall is held by leases of an api process that stopped answering). */
-  private async hold(principal: Principal, taskId: string, priceMicros: number): Promise<void> {
+   * when the shortfall is held by leases of an api process that stopped answering). Nothing,
+   * once `stillWanted` says no (the caller was answered meanwhile): the task is then closed
+   * by the submission's abandon. */
+  private async hold(principal: Principal, taskId: string, priceMicros: number, stillWanted: () => boolean): Promise<void> {
     const { ledger, tasks } = this.options;
-    const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros });
-    let held = await hold();
-    let unanswered: UnansweredLeases | null = null;
-    if (held === 'insufficient_balance' && this.options.budgets) {
-      // Part of the balance may be leased to chat calls (here or in another process) without
-      // being spent.
-      ({ result: held, unanswered } = await this.options.budgets.takeWithLeasesBack(principal.accountId, priceMicros, hold));
-    }
-    if (held !== 'applied') {
-      await tasks.remove(taskId);
-      const account = await this.options.accounts.find(principal.accountId);
-      const totals = { availableMicros: account?.balance_micros ?? 0, heldMicros: account?.held_micros ?? 0, unanswered };
-      throw balanceRefusal(priceMicros, `this task costs ${formatUsd(priceMicros)}`, totals, 'Add credits and retry.');
+    const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros, stillWanted });
+    try {
+      let held = await hold();
+      let unanswered: UnansweredLeases | null = null;
+      // Asking leases back costs other processes' settlements: not for a caller already answered.
+      if (held === 'insufficient_balance' && this.options.budgets && stillWanted()) {
+        // Part of the balance may be leased to chat calls (here or in another process) without
+        // being spent.
+        ({ result: held, unanswered } = await this.options.budgets.takeWithLeasesBack(principal.accountId, priceMicros, hold));
+      }
+      if (held !== 'applied') {
+        await tasks.remove(taskId);
+        const account = await this.options.accounts.find(principal.accountId);
+        const totals = { availableMicros: account?.balance_micros ?? 0, heldMicros: account?.held_micros ?? 0, unanswered };
+        throw balanceRefusal(priceMicros, `this task costs ${formatUsd(priceMicros)}`, totals, 'Add credits and retry.');
+      }
+    } catch (error) {
+      if (!(error instanceof MovementWithdrawn)) throw error;
     }
   }
 

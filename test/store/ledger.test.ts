@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AccountStore } from '../../store/accounts.ts';
-import { Ledger } from '../../store/ledger.ts';
+import { Ledger, MovementWithdrawn } from '../../store/ledger.ts';
 import { testDatabase } from '../helpers/engines.ts';
 
 describe('ledger: an append-only chain per account, idempotent per operation', () => {
@@ -39,6 +39,21 @@ describe('ledger: an append-only chain per account, idempotent per operation', (
     assert.equal(await move(account._id, 'task_2', 'release', 200_000), 'applied');
     assert.equal(await move(account._id, 'task_2', 'capture', 200_000), 'conflict');
     assert.deepEqual(await balances(account._id), { balance: 500_000, held: 0, spent: 0 });
+  });
+
+  it('withdraws a movement no longer wanted when its turn comes, after the movements queued before it', async () => {
+    const account = await accounts.create({ name: 'withdrawn', balanceMicros: 1_000_000 });
+    let wanted = true;
+    // Queued behind the first: by its turn the caller has been answered.
+    const first = ledger.apply({ accountId: account._id, keyId: 'key_test', reference: 'task_first', operation: 'hold', amountMicros: 100_000, stillWanted: () => {
+      wanted = false;
+      return true;
+    } });
+    const second = ledger.apply({ accountId: account._id, keyId: 'key_test', reference: 'task_second', operation: 'hold', amountMicros: 100_000, stillWanted: () => wanted });
+    assert.equal(await first, 'applied');
+    await assert.rejects(second, (error: Error) => error instanceof MovementWithdrawn && /hold of task_second/.test(error.message));
+    assert.deepEqual(await balances(account._id), { balance: 900_000, held: 100_000, spent: 0 });
+    assert.equal(await ledger.entries.countDocuments({ reference: 'task_second' }), 0);
   });
 
   it('refuses a hold the balance does not cover and leaves the balance untouched', async () => {

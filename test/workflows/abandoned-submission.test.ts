@@ -179,6 +179,12 @@ describe('video submissions that fail halfway', () => {
     }, 'the four stored tasks are closed');
     await eventually(async () => (await ledger.totals(principal.accountId)).held_micros === 0, 'nothing stays held');
     assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0);
+    // Their holds, still queued when their callers were answered, were withdrawn when their turn
+    // came: held and released, they would have put two movements each into the queue that made
+    // those callers wait.
+    const refusedTasks = await tasks.collection.find({ account_id: principal.accountId }).toArray();
+    assert.deepEqual(await ledger.entries.find({ reference: { $in: refusedTasks.map((task) => task._id) } }).toArray(), [], 'no hold and no release of a refused submission');
+    for (const task of refusedTasks) assert.match(task.error?.message ?? '', /could not be reserved in time, so its submission was answered 503\. It never ran, and nothing was charged\./);
 
     // And submissions are accepted again.
     const accepted = await submissions.submit(principal, body, 'req_after_stuck');
