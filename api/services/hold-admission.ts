@@ -59,8 +59,9 @@ export class HoldAdmission {
   }
 
   /** Joins the account's queue or throws the 503 that says why not; the function returned
-   * leaves it, once the submission's hold was settled either way (`at` is for tests). */
-  join(accountId: string, now = Date.now()): (at?: number) => void {
+   * leaves it, once the submission's hold was settled either way (`at` is for tests), or
+   * `withdrawn` when it was never tried (its caller answered meanwhile, video-tasks.ts). */
+  join(accountId: string, now = Date.now()): (at?: number, withdrawn?: boolean) => void {
     const queue = this.queues.get(accountId) ?? this.newQueue(accountId, now);
     if (queue.waiting === 0) {
       // An empty queue is always joined: it begins again now, and its time between holds stands
@@ -71,9 +72,15 @@ export class HoldAdmission {
     } else this.refuseIfHopeless(queue, now);
     queue.waiting++;
     let left = false;
-    return (at = Date.now()) => {
+    return (at = Date.now(), withdrawn = false) => {
       if (left) return;
       left = true;
+      // A hold withdrawn at its turn took no store time: counted as one, it would make the
+      // queue look fast and let in callers the store cannot serve by their deadline.
+      if (withdrawn) {
+        queue.waiting--;
+        return;
+      }
       // A hold that came after its caller's deadline (a store that hung) counts as the deadline:
       // its whole wait would tell the next callers to stay away for longer than a hold takes.
       const since = Math.min(at - queue.movedAt, this.limits.deadlineMs);

@@ -152,7 +152,7 @@ export class VideoTaskService {
     // that made the caller wait, and under a burst each such 503 made the next ones likelier (a
     // chaos review: 0 to 8 acceptances a second for minutes, 1.5 closed tasks per submission).
     let answered503 = false;
-    const storing = (async () => {
+    const storing = (async (): Promise<'held' | 'withdrawn'> => {
       // Under an Idempotency-Key the task may be stored already, by a first attempt whose
       // process died before it held the price and started the workflow (api/routes/idempotent-routes.ts).
       if (idempotentTaskId === undefined) await tasks.insert(task);
@@ -162,10 +162,12 @@ export class VideoTaskService {
         const stored = await tasks.find(taskId);
         if (stored) ({ workflow_input: input, price_micros: priceMicros } = stored);
       }
-      await this.hold(principal, taskId, priceMicros, () => !answered503);
+      return this.hold(principal, taskId, priceMicros, () => !answered503);
     })();
-    const leave = () => leaveQueue();
-    storing.then(leave, leave);
+    storing.then(
+      (hold) => leaveQueue(Date.now(), hold === 'withdrawn'),
+      () => leaveQueue(),
+    );
     try {
       await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => {
         answered503 = true;
@@ -249,7 +251,7 @@ export class VideoTaskService {
    * when the shortfall is held by leases of an api process that stopped answering). Nothing,
    * once `stillWanted` says no (the caller was answered meanwhile): the task is then closed
    * by the submission's abandon. */
-  private async hold(principal: Principal, taskId: string, priceMicros: number, stillWanted: () => boolean): Promise<void> {
+  private async hold(principal: Principal, taskId: string, priceMicros: number, stillWanted: () => boolean): Promise<'held' | 'withdrawn'> {
     const { ledger, tasks } = this.options;
     const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros, stillWanted });
     try {
@@ -267,8 +269,10 @@ export class VideoTaskService {
         const totals = { availableMicros: account?.balance_micros ?? 0, heldMicros: account?.held_micros ?? 0, unanswered };
         throw balanceRefusal(priceMicros, `this task costs ${formatUsd(priceMicros)}`, totals, 'Add credits and retry.');
       }
+      return 'held';
     } catch (error) {
-      if (!(error instanceof MovementWithdrawn)) throw error;
+      if (error instanceof MovementWithdrawn) return 'withdrawn';
+      throw error;
     }
   }
 

@@ -51,6 +51,26 @@ describe('hold admission', () => {
     assert.equal(refusal(() => admission.check('acct', 5_000)), undefined, 'the checks joined nothing: the queue is empty');
   });
 
+  it('does not take holds withdrawn at their turn for holds: they tell nothing of the store\'s pace', () => {
+    const admission = new HoldAdmission(limits);
+    // Holds a second apart, then three whose callers were answered before their turn.
+    let clock = 0;
+    const first = admission.join('acct', clock);
+    const waiting = Array.from({ length: 6 }, () => admission.join('acct', clock));
+    first((clock += 1_000));
+    waiting[0]!((clock += 1_000));
+    for (const withdrawn of waiting.slice(1, 4)) withdrawn(clock + 10, true);
+    // Two still wait, at a hold a second: six more fit in 8 s and a seventh does not. Counted as
+    // holds, the withdrawals would bring the pace to a hold every 0.34 s and let 21 in.
+    for (let newcomer = 0; newcomer < 6; newcomer++) assert.equal(refusal(() => admission.join('acct', clock + 20)), undefined, `newcomer ${newcomer}`);
+    assert.match(refusal(() => admission.join('acct', clock + 20))!.message, /has 8 video submissions waiting/);
+    // Nor do they move a stalled queue: no hold for 2 s is a stall, whatever was withdrawn.
+    const stalled = new HoldAdmission(limits);
+    const stuck = [0, 1].map(() => stalled.join('acct', 0));
+    stuck[1]!(1_500, true);
+    assert.match(refusal(() => stalled.join('acct', 2_100))!.message, /cannot be reserved quickly right now/);
+  });
+
   it('refuses a newcomer the queue cannot bring to a hold in time, saying when one would fit', () => {
     const admission = new HoldAdmission(limits);
     // Holds a second apart.
