@@ -171,6 +171,7 @@ export class VideoTaskService {
     try {
       await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => {
         answered503 = true;
+        leaveQueue.answered();
         return new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.', undefined, { 'retry-after': RETRY_AFTER_SECONDS });
       });
     } catch (error) {
@@ -178,7 +179,7 @@ export class VideoTaskService {
       // may be stored, even held, or about to be: left as it is, the sweeper would start it and
       // bill a refused submission. Closed in the background once its hold has settled.
       // `input` read once storing is over: a resumed submission switches to the stored task's.
-      const why = answered503 ? 'Its balance could not be reserved in time, so its submission was answered 503.' : 'Its submission failed partway: the store did not answer.';
+      const why = answered503 ? 'Its balance could not be reserved in time, so its submission was answered 503.' : 'Its submission failed partway: the store failed or was too slow.';
       if (!(error instanceof GatewayError && error.code === 'insufficient_balance')) void storing.then(settledOk, settledOk).then(() => this.abandon(input, `${why} It never ran, and nothing was charged.`));
       throw error;
     }
@@ -257,11 +258,12 @@ export class VideoTaskService {
     try {
       let held = await hold();
       let unanswered: UnansweredLeases | null = null;
-      // Asking leases back costs other processes' settlements: not for a caller already answered.
+      // Asking leases back costs other processes' settlements: not for a caller already answered
+      // (asked again after takeWithLeasesBack's waits).
       if (held === 'insufficient_balance' && this.options.budgets && stillWanted()) {
         // Part of the balance may be leased to chat calls (here or in another process) without
         // being spent.
-        ({ result: held, unanswered } = await this.options.budgets.takeWithLeasesBack(principal.accountId, priceMicros, hold));
+        ({ result: held, unanswered } = await this.options.budgets.takeWithLeasesBack(principal.accountId, priceMicros, hold, stillWanted));
       }
       if (held !== 'applied') {
         await tasks.remove(taskId);

@@ -200,13 +200,15 @@ export class AccountBudgets {
 
   /** Takes money from the account directly (`take`: a video task's hold, a deduction) once its
    * unreserved leased money is back, with no lease of this process opened in between
-   * (direct-takes.ts). With what other processes' leases that did not answer still hold. */
-  async takeWithLeasesBack<Result>(accountId: string, neededMicros: number, take: () => Promise<Result>): Promise<{ result: Result; unanswered: UnansweredLeases | null }> {
+   * (direct-takes.ts). With what other processes' leases that did not answer still hold.
+   * `stillWanted`, asked after the waits: false skips asking leases back (retiring this
+   * process's, asking others'), for a caller answered meanwhile; `take` then decides. */
+  async takeWithLeasesBack<Result>(accountId: string, neededMicros: number, take: () => Promise<Result>, stillWanted: () => boolean = () => true): Promise<{ result: Result; unanswered: UnansweredLeases | null }> {
     return this.takes.run(accountId, async () => {
       // An opening already under way would lease what comes back: it goes first.
       const opening = this.openings.of(accountId);
       if (opening) await untilDeadline(opening.catch(() => undefined), Date.now() + this.timing.recallWaitMs);
-      const unanswered = await this.returnUnused(accountId, neededMicros);
+      const unanswered = stillWanted() ? await this.returnUnused(accountId, neededMicros) : null;
       return { result: await take(), unanswered };
     });
   }

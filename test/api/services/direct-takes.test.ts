@@ -61,4 +61,25 @@ describe('direct takes beside chat calls on a small account', () => {
     assert.equal(settled.spent_micros, calls * SPENT);
     assert.equal(settled.balance_micros, BALANCE - TAKES * VIDEO - calls * SPENT);
   });
+
+  it('asks no lease back for a take whose caller was answered while it waited its turn', async () => {
+    const account = await stores.accounts.create({ name: 'small-answered', balanceMicros: BALANCE });
+    const budget = new AccountBudgets({ ...stores, log: silent, timing: { tickMs: 20 } });
+    try {
+      // A chat call's lease holds the whole balance of a small account.
+      (await budget.reserve(account._id, WORST, chatCall, 'hint')).release();
+      const hold = () => stores.ledger.apply({ accountId: account._id, keyId: 'key_video', reference: 'task_answered', operation: 'hold', amountMicros: VIDEO });
+      assert.equal(await hold(), 'insufficient_balance', 'the lease holds the balance');
+      const entries = () => stores.ledger.entries.countDocuments({ account_id: account._id });
+      const before = await entries();
+      const answered = await budget.takeWithLeasesBack(account._id, VIDEO, hold, () => false);
+      assert.deepEqual(answered, { result: 'insufficient_balance', unanswered: null });
+      assert.equal(await entries(), before, 'the lease was neither retired nor trimmed');
+      // Still wanted, the same take gets its money back from the lease.
+      assert.equal((await budget.takeWithLeasesBack(account._id, VIDEO, hold)).result, 'applied');
+      assert.ok((await entries()) > before + 1);
+    } finally {
+      await budget.close();
+    }
+  });
 });
