@@ -21,19 +21,11 @@ export const RETRY_AFTER_SECONDS = '2';
 interface AccountQueue {
   /** Submissions of this process waiting for their hold. */
   waiting: number;
-  /** Of those, the ones already answered (the deadline's 503): their holds will be withdrawn at
-   * their turn, costing the queue next to nothing, so a newcomer does not wait for them. They
-   * still count for the stall clock: the one whose hold the store is applying may be hung. */
-  answered: number;
   /** When the queue last moved: a hold got (or refused), or the queue began. */
   movedAt: number;
   /** Moving average of the time between holds, once one came. */
   holdEveryMs?: number;
 }
-
-/** A place in an account's queue: called to leave it (`at` is for tests; `withdrawn` when the
- * hold was never tried, its caller answered meanwhile), `answered()` once the caller was. */
-export type QueuePlace = ((at?: number, withdrawn?: boolean) => void) & { answered(): void };
 
 /** Weight of the latest time between holds in the moving average. */
 const LATEST_WEIGHT = 0.3;
@@ -69,7 +61,7 @@ export class HoldAdmission {
   /** Joins the account's queue or throws the 503 that says why not; the function returned
    * leaves it, once the submission's hold was settled either way (`at` is for tests), or
    * `withdrawn` when it was never tried (its caller answered meanwhile, video-tasks.ts). */
-  join(accountId: string, now = Date.now()): QueuePlace {
+  join(accountId: string, now = Date.now()): (at?: number, withdrawn?: boolean) => void {
     const queue = this.queues.get(accountId) ?? this.newQueue(accountId, now);
     if (queue.waiting === 0) {
       // An empty queue is always joined: it begins again now, and its time between holds stands
@@ -80,11 +72,9 @@ export class HoldAdmission {
     } else this.refuseIfHopeless(queue, now);
     queue.waiting++;
     let left = false;
-    let answered = false;
-    const leave = (at = Date.now(), withdrawn = false) => {
+    return (at = Date.now(), withdrawn = false) => {
       if (left) return;
       left = true;
-      if (answered) queue.answered--;
       // A hold withdrawn at its turn took no store time: counted as one, it would make the
       // queue look fast and let in callers the store cannot serve by their deadline.
       if (withdrawn) {
@@ -100,20 +90,13 @@ export class HoldAdmission {
       queue.movedAt = at;
       queue.waiting--;
     };
-    return Object.assign(leave, {
-      answered: () => {
-        if (left || answered) return;
-        answered = true;
-        queue.answered++;
-      },
-    });
   }
 
   private newQueue(accountId: string, now: number): AccountQueue {
     if (this.queues.size >= PRUNE_AT) {
       for (const [id, queue] of this.queues) if (queue.waiting === 0 && now - queue.movedAt > KEPT_IDLE_MS) this.queues.delete(id);
     }
-    const queue: AccountQueue = { waiting: 0, answered: 0, movedAt: now };
+    const queue: AccountQueue = { waiting: 0, movedAt: now };
     this.queues.set(accountId, queue);
     return queue;
   }
@@ -125,14 +108,13 @@ export class HoldAdmission {
       throw new GatewayError('service_unavailable', 'The balance of this account cannot be reserved quickly right now; nothing was charged. Retry with backoff.', undefined, { 'retry-after': RETRY_AFTER_SECONDS });
     }
     const every = queue.holdEveryMs ?? recent(this.process.holdEveryMs, this.process.at, now);
-    const ahead = queue.waiting - queue.answered;
-    if (every !== undefined && (ahead + 1) * every > this.limits.deadlineMs) {
+    if (every !== undefined && (queue.waiting + 1) * every > this.limits.deadlineMs) {
       // Until enough holds came for a newcomer to fit within the deadline.
       const fit = Math.max(0, Math.floor(this.limits.deadlineMs / every) - 1);
-      const seconds = Math.max(1, Math.ceil(((ahead - fit) * every) / 1000));
+      const seconds = Math.max(1, Math.ceil(((queue.waiting - fit) * every) / 1000));
       throw new GatewayError(
         'service_unavailable',
-        `This account has ${ahead} video ${ahead === 1 ? 'submission' : 'submissions'} waiting for their hold on its balance here, too many for another to get one in time; nothing was charged. Retry in about ${seconds} s.`,
+        `This account has ${queue.waiting} video ${queue.waiting === 1 ? 'submission' : 'submissions'} waiting for their hold on its balance here, too many for another to get one in time; nothing was charged. Retry in about ${seconds} s.`,
         undefined,
         { 'retry-after': String(seconds) },
       );

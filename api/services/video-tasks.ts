@@ -171,7 +171,6 @@ export class VideoTaskService {
     try {
       await within(storing, this.options.holdDeadlineMs ?? HOLD_DEADLINE_MS, () => {
         answered503 = true;
-        leaveQueue.answered();
         return new GatewayError('service_unavailable', 'The balance could not be reserved in time; nothing was charged. Retry with backoff.', undefined, { 'retry-after': RETRY_AFTER_SECONDS });
       });
     } catch (error) {

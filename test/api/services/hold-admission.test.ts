@@ -71,25 +71,6 @@ describe('hold admission', () => {
     assert.match(refusal(() => stalled.join('acct', 2_100))!.message, /cannot be reserved quickly right now/);
   });
 
-  it('lets newcomers past callers already answered, whose holds will be withdrawn, but not past a stall', () => {
-    const admission = new HoldAdmission(limits);
-    // Holds a second apart; eight wait, too many for a ninth.
-    let clock = 0;
-    const first = admission.join('acct', clock);
-    const waiting = Array.from({ length: 9 }, () => admission.join('acct', clock));
-    first((clock += 1_000));
-    waiting[0]!((clock += 1_000));
-    assert.match(refusal(() => admission.join('acct', clock))!.message, /has 8 video submissions waiting/);
-    // Three of them were answered (their deadline passed): five ahead, so three more fit.
-    for (const place of waiting.slice(1, 4)) place.answered();
-    for (let newcomer = 0; newcomer < 3; newcomer++) assert.equal(refusal(() => admission.join('acct', clock)), undefined, `newcomer ${newcomer}`);
-    assert.match(refusal(() => admission.join('acct', clock))!.message, /has 8 video submissions waiting/);
-    // A caller answered while its hold is with a store that hangs: the queue is still stalled.
-    const hung = new HoldAdmission(limits);
-    hung.join('acct', 0).answered();
-    assert.match(refusal(() => hung.join('acct', 2_100))!.message, /cannot be reserved quickly right now/);
-  });
-
   it('refuses a newcomer the queue cannot bring to a hold in time, saying when one would fit', () => {
     const admission = new HoldAdmission(limits);
     // Holds a second apart.
