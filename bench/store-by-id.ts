@@ -17,7 +17,7 @@ const SIZES = (process.env.BENCH_STORE_SIZES || '1000,10000').split(',').map(Num
 const REPEATS = Number(process.env.BENCH_STORE_REPEATS || 50);
 const SCAN_REPEATS = 5;
 
-/** A task document about the size of the api's (1.2 KB of JSON). */
+/** A task document shaped like the api's (store/tasks.ts), with a callback and a hold. */
 function task(index: number) {
   const created = new Date(Date.UTC(2026, 0, 1) + index * 1_000);
   return {
