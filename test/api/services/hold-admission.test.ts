@@ -19,6 +19,17 @@ function refusal(attempt: () => unknown): GatewayError | undefined {
   }
 }
 
+/** An account's queue whose first two holds came a second apart, with `behind` more still
+ * waiting: their places, and the clock after the second hold. */
+function queueAtAHoldASecond(admission: HoldAdmission, behind: number) {
+  let clock = 0;
+  const first = admission.join('acct', clock);
+  const waiting = Array.from({ length: behind + 1 }, () => admission.join('acct', clock));
+  first((clock += 1_000));
+  waiting[0]!((clock += 1_000));
+  return { clock, waiting: waiting.slice(1) };
+}
+
 describe('hold admission', () => {
   it('joins a queue that moves, however long its oldest has waited', () => {
     const admission = new HoldAdmission(limits);
@@ -54,12 +65,8 @@ describe('hold admission', () => {
   it('does not take holds withdrawn at their turn for holds: they tell nothing of the store\'s pace', () => {
     const admission = new HoldAdmission(limits);
     // Holds a second apart, then three whose callers were answered before their turn.
-    let clock = 0;
-    const first = admission.join('acct', clock);
-    const waiting = Array.from({ length: 6 }, () => admission.join('acct', clock));
-    first((clock += 1_000));
-    waiting[0]!((clock += 1_000));
-    for (const withdrawn of waiting.slice(1, 4)) withdrawn(clock + 10, true);
+    const { clock, waiting } = queueAtAHoldASecond(admission, 5);
+    for (const withdrawn of waiting.slice(0, 3)) withdrawn(clock + 10, true);
     // Two still wait, at a hold a second: six more fit in 8 s and a seventh does not. Counted as
     // holds, the withdrawals would bring the pace to a hold every 0.34 s and let 21 in.
     for (let newcomer = 0; newcomer < 6; newcomer++) assert.equal(refusal(() => admission.join('acct', clock + 20)), undefined, `newcomer ${newcomer}`);
@@ -73,12 +80,7 @@ describe('hold admission', () => {
 
   it('refuses a newcomer the queue cannot bring to a hold in time, saying when one would fit', () => {
     const admission = new HoldAdmission(limits);
-    // Holds a second apart.
-    let clock = 0;
-    const first = admission.join('acct', clock);
-    const waiting = Array.from({ length: 7 }, () => admission.join('acct', clock));
-    first((clock += 1_000));
-    waiting[0]!((clock += 1_000));
+    const { clock } = queueAtAHoldASecond(admission, 6);
     // Six wait, a hold a second: a seventh and an eighth fit in 8 s, a ninth does not.
     assert.equal(refusal(() => admission.join('acct', clock)), undefined);
     assert.equal(refusal(() => admission.join('acct', clock)), undefined);
