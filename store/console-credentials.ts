@@ -52,7 +52,7 @@ export class ConsoleCredentialStore {
     return result.matchedCount === 1;
   }
 
-  /** The emails that sign in to an account (a scan on FerretDB: operator pages only). */
+  /** The emails that sign in to an account (by_account, store/database.ts). */
   async emailsOf(accountId: string): Promise<string[]> {
     const found = await this.collection.find({ account_id: accountId }, { projection: { _id: 1 } }).sort({ _id: 1 }).toArray();
     return found.map((credential) => credential._id);

@@ -70,7 +70,9 @@ async function ensureIndexes(db: Db): Promise<void> {
   await db.collection('idempotency_keys').createIndex({ task_id: 1 }, { name: 'by_task' });
   await db.collection('usage').createIndex({ account_id: 1, day: 1 }, { name: 'by_account_day' });
   await db.collection('usage').createIndex({ key_id: 1, day: 1 }, { name: 'by_key_day' });
-  // FerretDB scans regardless; on MongoDB these serve the operator pages and the expiry sweep.
+  // The operator pages, and the expiry sweep on MongoDB: FerretDB narrows a query by strings and
+  // booleans, not by a date range, so it reads every session for the sweep (README,
+  // "Development").
   await db.collection('console_credentials').createIndex({ account_id: 1 }, { name: 'by_account' });
   await db.collection('console_sessions').createIndex({ expires_at: 1 }, { name: 'by_expiry' });
 }

@@ -12,7 +12,7 @@ import type { Collection, Filter, UpdateFilter } from 'mongodb';
 // Stock FerretDB 1.24 used no index for such a filter and decoded the whole collection in Go
 // (0.47 s a write at 10,000 tasks, 0.96 s when the guard fails: `npm run bench:store`); the
 // FerretDB the project builds carries a patch that makes it go by the _id index, 1 ms
-// (scripts/patches/ferretdb-v1.24.2-id-index.patch, README "Development").
+// (scripts/patches/ferretdb-v1.24.2-indexed-filters.patch, README "Development").
 
 /** A guard: fields (dotted paths allowed) and what each must match, as in a filter. */
 export type Guard = Record<string, unknown>;

@@ -285,7 +285,8 @@ export class Ledger {
     }
   }
 
-  /** The slow path (a scan on FerretDB) for an entry from before the marking rule. */
+  /** The slow path (by the op_id index, a scan on stock FerretDB) for an entry from before the
+   * marking rule. */
   private async appliedWithoutMarker(opId: string, operation: LedgerOperation): Promise<LedgerOutcome | null> {
     const entry = await this.entries.findOne({ op_id: opId });
     if (!entry) return null;

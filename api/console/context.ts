@@ -56,5 +56,6 @@ export function sendPage(reply: FastifyReply, page: Html, status = 200): Fastify
   return reply.status(status).type('text/html; charset=utf-8').send(page.text);
 }
 
-/** The newest tasks an account page lists; bounded, since the query scans on FerretDB. */
+/** The newest tasks an account page lists; bounded, since FerretDB reads all of the account's
+ * tasks to sort them. */
 export const LATEST_TASKS_LIMIT = 20;

@@ -4,8 +4,8 @@ import type { Database } from '../../store/database.ts';
 import type { testDatabase } from './engines.ts';
 
 // A second client on a test database that keeps every find, update and delete it sends: tests
-// that what the code under test asks of the store is addressed by _id (FerretDB scans the whole
-// collection for anything else).
+// that what the code under test asks of the store is addressed by _id (the one address every
+// collection has an index for, on MongoDB and on the patched FerretDB alike).
 
 export interface WatchedDatabase extends Database {
   db: Db;

@@ -10,7 +10,7 @@ import { watchedDatabase, type WatchedDatabase } from '../helpers/watched-databa
 // the write's filter beside _id, and the store must serve that filter by the _id index. Stock
 // FerretDB 1.24 did not (it decoded the whole collection in Go, 0.47 s a write at 10,000 tasks);
 // the FerretDB `npm test` and `npm start` build carries a patch that makes it
-// (scripts/patches/ferretdb-v1.24.2-id-index.patch).
+// (scripts/patches/ferretdb-v1.24.2-indexed-filters.patch).
 
 interface Doc {
   _id: string;
@@ -64,7 +64,7 @@ describe('guarded writes', () => {
         assert.doesNotMatch(plan, /COLLSCAN/, plan);
       }
     }
-    // A filter without _id still reads every document (so the store's other lookups go by _id).
+    // A filter on a field without an index still reads every row (so hot lookups go by _id).
     assert.match(await planOf(collection, { status: 'running' }), ferretDb ? /detail=SCAN / : /COLLSCAN/);
   });
 

@@ -8,8 +8,8 @@ import { testDatabase } from '../helpers/engines.ts';
 import { watchedDatabase, type WatchedDatabase } from '../helpers/watched-database.ts';
 
 // A crash between a ledger entry and its marker leaves the entry unmarked. The ledger finds
-// applied operations by _id alone (FerretDB scans the whole collection for anything else: 0.3
-// to 1.25 s at 4,000 to 5,400 entries in reviews), which holds only while an unmarked entry
+// applied operations by _id alone (stock FerretDB scanned the whole collection for anything
+// else: 0.3 to 1.25 s at 4,000 to 5,400 entries in reviews), which holds only while an unmarked entry
 // can be nothing but its account's head. These tests make the crash by deleting a marker, and
 // watch every command the ledger sends.
 
