@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { unavailableDependency } from '../core/dependency-errors.ts';
-import { ABANDONED_TASK_ERROR } from './abandoned-tasks.ts';
+import { ABANDONED_TASK_ERROR } from './tasks.ts';
 import { Ledger } from './ledger.ts';
 import { migrateOnce } from './migrations.ts';
 import type { TaskDocument } from './tasks.ts';

@@ -1,15 +1,14 @@
 import type { VideoTaskWorkflowInput } from '../core/video-task.ts';
 import type { Ledger } from './ledger.ts';
-import type { TaskStore } from './tasks.ts';
+import { ABANDONED_TASK_ERROR, type TaskStore } from './tasks.ts';
 
 // A stored video task whose submission never got its answer to the caller: the api answered an
 // error (the store or Temporal failed it halfway: api/services/video-tasks.ts), or died before
 // answering (the worker's sweeper finds the task unstarted: worker/sweeper.ts). Its caller
 // cannot know it exists, so it must neither run nor cost anything. It is closed `failed` with
 // its hold released, unless its workflow started after all and claimed it first
-// (TaskStore.decide): then it runs and is billed as any task is.
-
-export const ABANDONED_TASK_ERROR = 'gateway_unavailable';
+// (TaskStore.decide): then it runs and is billed as any task is. The api shows no task so
+// closed (neverAnswered in store/tasks.ts).
 
 /** Closes the task unless its workflow claimed it: 'closed', or 'runs'. Safe to retry. */
 export async function closeAbandonedTask(stores: { tasks: TaskStore; ledger: Ledger }, input: VideoTaskWorkflowInput, message: string): Promise<'closed' | 'runs'> {

@@ -42,6 +42,17 @@ const OPEN_STATUSES: TaskStatus[] = ['submitted', 'running'];
 /** Whether a stored task runs or is abandoned: decided once, by whoever inserts first. */
 export type TaskDecision = 'run' | 'abandon';
 
+/** The error of a task closed because its submission never got its answer to the caller
+ * (store/abandoned-tasks.ts). */
+export const ABANDONED_TASK_ERROR = 'gateway_unavailable';
+
+/** Whether the task was closed because its submission never got its answer: its caller saw an
+ * error or a dropped connection and never learnt its id. The api shows no such task (spec 3: a
+ * task exists once its submission is accepted); the console does, as a refused submission. */
+export function neverAnswered(task: Pick<TaskDocument, 'status' | 'error'>): boolean {
+  return task.status === 'failed' && task.error?.code === ABANDONED_TASK_ERROR;
+}
+
 interface TaskDecisionRecord {
   _id: string;
   decision: TaskDecision;
@@ -102,7 +113,8 @@ export class TaskStore {
     return this.collection.findOne({ _id: taskId });
   }
 
-  /** By _id, then the owner check (a filter on account_id alone would scan on FerretDB). */
+  /** By _id, then the owner check in code (stock FerretDB scanned for a filter with anything
+   * beside _id). */
   async findForAccount(taskId: string, accountId: string): Promise<TaskDocument | null> {
     const task = await this.collection.findOne({ _id: taskId });
     return task?.account_id === accountId ? task : null;
@@ -187,7 +199,8 @@ export class TaskStore {
 
   /** The newest tasks of an account (or of one of its keys; created in a span of time), newest
    * first (ties by id), those after `after` (a task of the account) only, and whether more
-   * follow; for console pages, since anything but an _id lookup scans on FerretDB. */
+   * follow; for console pages, bounded since FerretDB reads all of the account's tasks (by
+   * their index) to sort them. */
   async listLatest(filter: { accountId: string; keyId?: string; limit: number; createdFrom?: Date; createdBefore?: Date; after?: TaskDocument }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
     const query: Filter<TaskDocument> = { account_id: filter.accountId };
     if (filter.keyId) query.key_id = filter.keyId;
@@ -203,12 +216,13 @@ export class TaskStore {
     return { tasks: found.slice(0, limit), hasMore: found.length > limit };
   }
 
-  /** One page of an account's tasks, newest first (ties by id), those after `after` (a task of
-   * the account) only; `status` narrows it, and `visibleTo` to the tasks a restricted key
-   * submitted or of the models it may use (api/services/video-tasks.ts readableBy). Whether more
-   * follow, from one extra document. */
+  /** One page of an account's tasks as the api lists them (none closed unanswered:
+   * neverAnswered), newest first (ties by id), those after `after` (a task of the account) only;
+   * `status` narrows it, and `visibleTo` to the tasks a restricted key submitted or of the models
+   * it may use (api/services/video-tasks.ts readableBy). Whether more follow, from one extra
+   * document. */
   async listPage(filter: { accountId: string; limit: number; after?: TaskDocument; status?: TaskStatus; visibleTo?: { keyId: string; models: string[] } }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
-    const query: Filter<TaskDocument> = { account_id: filter.accountId };
+    const query: Filter<TaskDocument> = { account_id: filter.accountId, 'error.code': { $ne: ABANDONED_TASK_ERROR } };
     if (filter.status) query.status = filter.status;
     const either: Filter<TaskDocument>[][] = [];
     if (filter.after) {

@@ -3,7 +3,7 @@ import { principalOf } from '../plugins/api-key-auth.ts';
 import type { TaskStore } from '../../store/tasks.ts';
 import type { SubmissionInput } from '../../core/video-validation.ts';
 import type { VideoTaskService } from '../services/video-tasks.ts';
-import { ABANDONED_TASK_ERROR } from '../../store/abandoned-tasks.ts';
+import { neverAnswered } from '../../store/tasks.ts';
 
 // The routes that honour Idempotency-Key (api/plugins/idempotency.ts), and how long after its
 // last refresh (every 10 s while it runs) a first attempt counts as abandoned: its process died.
@@ -20,7 +20,7 @@ export function idempotentRoutes(tasks: TaskStore, videoTasks?: Pick<VideoTaskSe
       recover: async (record, request) => {
         const task = await tasks.findForAccount(record.task_id, principalOf(request).accountId);
         if (!task) return { rerun: 'same-task' };
-        if (task.status === 'failed' && task.error?.code === ABANDONED_TASK_ERROR) return { rerun: 'new-task' };
+        if (neverAnswered(task)) return { rerun: 'new-task' };
         // Stored, never started: the first attempt died between storing the task and starting
         // its workflow (or before marking it started). The submission goes on under the same id
         // (each step is idempotent), so the price is held and the balance checked now, a 403

@@ -14,7 +14,7 @@ import { validateVideoSubmission, type SubmissionInput } from '../../core/video-
 import type { AccountStore } from '../../store/accounts.ts';
 import { MovementWithdrawn, type Ledger } from '../../store/ledger.ts';
 import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
-import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
+import { neverAnswered, type TaskDocument, type TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
 import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
 import { HoldAdmission, RETRY_AFTER_SECONDS } from './hold-admission.ts';
@@ -315,8 +315,9 @@ export class VideoTaskService {
     let after: TaskDocument | undefined;
     if (page.after !== undefined) {
       const task = page.after.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(page.after, principal.accountId);
-      // A task this key may not read is no cursor for it either (never listed to it).
-      if (!task || !readableBy(principal, task)) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
+      // A task this key may not read, or one never shown (neverAnswered), is no cursor for it
+      // either (never listed to it).
+      if (!task || neverAnswered(task) || !readableBy(principal, task)) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
       after = task;
     }
     const visibleTo = principal.models === null ? undefined : { keyId: principal.keyId, models: principal.models };
@@ -325,8 +326,11 @@ export class VideoTaskService {
 
   async find(principal: Principal, taskId: string): Promise<TaskDocument> {
     // Another account's task is indistinguishable from a missing one; so is an id no task can
-    // have (spec 7: an unknown task_id is a 404), which needs no store read.
-    const task = taskId === '' || taskId.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(taskId, principal.accountId);
+    // have (spec 7: an unknown task_id is a 404), which needs no store read, and a task closed
+    // because its submission never got its answer: to its caller, that submission was refused
+    // (spec 3: a task exists once its submission is accepted), and it was never listed.
+    const found = taskId === '' || taskId.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(taskId, principal.accountId);
+    const task = found && !neverAnswered(found) ? found : null;
     if (!task) {
       // `/v1/video/generations/` (a trailing slash): no id at all, rather than an id nobody has.
       const what = taskId === '' ? 'No task id in the path: GET /v1/video/generations/{task_id} reads a task, GET /v1/video/generations lists them.' : `No video task with id ${quotedId(taskId)}.`;

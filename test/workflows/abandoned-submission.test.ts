@@ -141,6 +141,16 @@ describe('video submissions that fail halfway', () => {
     assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0, 'nothing for the sweeper');
     const totals = await ledger.totals(principal.accountId);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+
+    // To its caller the submission was refused: the api neither lists the task nor reads it, as
+    // it lists and reads the account's accepted one.
+    const accepted = await service().submit(principal, body, 'req_hold_kept');
+    const listed = await service().list(principal, { limit: 20 });
+    assert.deepEqual(listed.tasks.map((task) => task._id), [accepted.task_id]);
+    assert.equal((await service().find(principal, accepted.task_id))._id, accepted.task_id);
+    const notFound = (error: unknown) => error instanceof GatewayError && error.code === 'task_not_found';
+    await assert.rejects(service().find(principal, taskId), notFound);
+    await assert.rejects(service().list(principal, { limit: 20, after: taskId }), notFound);
   });
 
   it('holds that do not come: 503 after the hold deadline, later submissions refused at once while the queue is stalled; nothing stays held', async () => {

@@ -1,5 +1,5 @@
 import { taskView } from '../../../core/task-view.ts';
-import { ABANDONED_TASK_ERROR } from '../../../store/abandoned-tasks.ts';
+import { neverAnswered } from '../../../store/tasks.ts';
 import type { TaskDocument } from '../../../store/tasks.ts';
 import { html, safeHref, type Html } from '../html.ts';
 import { formatTime, formatTimeToSecond, formatUsd } from './format.ts';
@@ -49,7 +49,7 @@ const WEBHOOK_STATES: Record<ShownWebhookState, string> = {
  * reads as an operator's doing, or `pending` from before those set it, which would promise an
  * attempt to come. */
 function shownWebhookState(task: TaskDocument & { webhook: NonNullable<TaskDocument['webhook']> }): ShownWebhookState {
-  const closedUnstarted = task.status === 'failed' && task.error?.code === ABANDONED_TASK_ERROR;
+  const closedUnstarted = neverAnswered(task);
   const neverSent = (task.webhook.state === 'pending' || task.webhook.state === 'stopped') && task.webhook.attempts.length === 0;
   return neverSent && closedUnstarted ? 'unsent' : task.webhook.state;
 }

@@ -32,7 +32,7 @@ export const videoTaskView = z.object({
       code: z
         .string()
         .describe(
-          'Why the task failed, the same words for every vendor: content_policy_violation, generation_failed, generation_expired, generation_cancelled (the vendor ended it); vendor_rejected, vendor_unavailable, deadline_exceeded; insufficient_balance, gateway_unavailable, cancelled.',
+          'Why the task failed, the same words for every vendor: content_policy_violation, generation_failed, generation_expired, generation_cancelled (the vendor ended it); vendor_rejected, vendor_unavailable, deadline_exceeded; insufficient_balance, cancelled.',
         ),
       message: z.string(),
       vendor_code: z.string().optional().describe("The vendor's own code, when the vendor reported the failure with one."),
