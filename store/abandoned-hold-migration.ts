@@ -1,9 +1,8 @@
 import type { Db } from 'mongodb';
 import { unavailableDependency } from '../core/dependency-errors.ts';
-import { ABANDONED_TASK_ERROR } from './tasks.ts';
 import { Ledger } from './ledger.ts';
 import { migrateOnce } from './migrations.ts';
-import type { TaskDocument } from './tasks.ts';
+import { ABANDONED_TASK_ERROR, type TaskDocument } from './tasks.ts';
 
 // Until stop 48 an abandoned task was written `failed` before its hold was released, so a close
 // cut between the two (a kill, or the store closing under an api at a shutdown) kept the hold

@@ -10,8 +10,8 @@ import { StoreClock } from './store-clock.ts';
 // (a long stream keeps its lease open), so the sweeper only ever sees the leases of the dead.
 //
 // The collection stays as small as the number of open leases, so the sweeper's range query and
-// the account query of a process asking leases back (no index: they read every lease) are cheap; every other
-// access is by _id.
+// the account query of a process asking leases back (no index: they read every lease) are
+// cheap; every other access is by _id.
 //
 // `expires_at` is on the store's clock (store-clock.ts), so processes whose clocks disagree
 // still agree on which leases are past it.

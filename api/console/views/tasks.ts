@@ -1,6 +1,5 @@
 import { taskView } from '../../../core/task-view.ts';
-import { neverAnswered } from '../../../store/tasks.ts';
-import type { TaskDocument } from '../../../store/tasks.ts';
+import { neverAnswered, type TaskDocument } from '../../../store/tasks.ts';
 import { html, safeHref, type Html } from '../html.ts';
 import { formatTime, formatTimeToSecond, formatUsd } from './format.ts';
 import { layout, type PageFrame } from './layout.ts';
