@@ -314,23 +314,28 @@ export class VideoTaskService {
   async list(principal: Principal, page: { limit: number; after?: string; status?: TaskStatus }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
     let after: TaskDocument | undefined;
     if (page.after !== undefined) {
-      const task = page.after.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(page.after, principal.accountId);
-      // A task this key may not read, or one never shown (neverAnswered), is no cursor for it
-      // either (never listed to it).
-      if (!task || neverAnswered(task) || !readableBy(principal, task)) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
+      const task = await this.shownTask(page.after, principal.accountId);
+      // A task this key may not read is no cursor for it either (never listed to it).
+      if (!task || !readableBy(principal, task)) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
       after = task;
     }
     const visibleTo = principal.models === null ? undefined : { keyId: principal.keyId, models: principal.models };
     return this.options.tasks.listPage({ accountId: principal.accountId, limit: page.limit, after, status: page.status, ...(visibleTo ? { visibleTo } : {}) });
   }
 
+  /** The account's task as the api shows it, or null. Another account's task is
+   * indistinguishable from a missing one; so is an id no task can have (spec 7: an unknown
+   * task_id is a 404), which needs no store read, and a task closed because its submission never
+   * got its answer: to its caller that submission was refused (spec 3: a task exists once its
+   * submission is accepted), and it is never listed. */
+  private async shownTask(taskId: string, accountId: string): Promise<TaskDocument | null> {
+    if (taskId === '' || taskId.length > MAX_TASK_ID_LENGTH) return null;
+    const task = await this.options.tasks.findForAccount(taskId, accountId);
+    return task && !neverAnswered(task) ? task : null;
+  }
+
   async find(principal: Principal, taskId: string): Promise<TaskDocument> {
-    // Another account's task is indistinguishable from a missing one; so is an id no task can
-    // have (spec 7: an unknown task_id is a 404), which needs no store read, and a task closed
-    // because its submission never got its answer: to its caller, that submission was refused
-    // (spec 3: a task exists once its submission is accepted), and it was never listed.
-    const found = taskId === '' || taskId.length > MAX_TASK_ID_LENGTH ? null : await this.options.tasks.findForAccount(taskId, principal.accountId);
-    const task = found && !neverAnswered(found) ? found : null;
+    const task = await this.shownTask(taskId, principal.accountId);
     if (!task) {
       // `/v1/video/generations/` (a trailing slash): no id at all, rather than an id nobody has.
       const what = taskId === '' ? 'No task id in the path: GET /v1/video/generations/{task_id} reads a task, GET /v1/video/generations lists them.' : `No video task with id ${quotedId(taskId)}.`;
