@@ -53,6 +53,7 @@ import { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import { accountOverrides } from '../store/rate-limit-overrides.ts';
 import { createOpenAiProxies } from './services/openai-proxy/index.ts';
 import type { UpstreamClientOptions } from './services/openai-proxy/upstream-client.ts';
+import { VideoTaskReads } from './services/video-task-reads.ts';
 import { VideoTaskService } from './services/video-tasks.ts';
 import { AccountOnboarding } from './services/account-onboarding.ts';
 import { KeyCreation } from './services/key-creation.ts';
@@ -214,7 +215,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
       await v1.register(modelRoutes, { catalog });
       await v1.register(videoRoutes, {
         catalog,
-        service: videoTasks,
+        submissions: videoTasks,
+        reads: new VideoTaskReads(tasks),
         publicBaseUrl: publicBaseUrl(config),
         ...clipSources,
       });

@@ -219,7 +219,7 @@ export class TaskStore {
   /** One page of an account's tasks as the api lists them (none closed unanswered:
    * neverAnswered), newest first (ties by id), those after `after` (a task of the account) only;
    * `status` narrows it, and `visibleTo` to the tasks a restricted key submitted or of the models
-   * it may use (api/services/video-tasks.ts readableBy). Whether more follow, from one extra
+   * it may use (api/services/video-task-reads.ts readableBy). Whether more follow, from one extra
    * document. */
   async listPage(filter: { accountId: string; limit: number; after?: TaskDocument; status?: TaskStatus; visibleTo?: { keyId: string; models: string[] } }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
     const query: Filter<TaskDocument> = { account_id: filter.accountId, 'error.code': { $ne: ABANDONED_TASK_ERROR } };

@@ -1,20 +1,19 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Catalog } from '../../core/catalog.ts';
-import { quotedId } from '../../core/characters.ts';
 import { unavailableDependency } from '../../core/dependency-errors.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
-import { mayUseModel, resolveModel } from '../../core/model-access.ts';
+import { resolveModel } from '../../core/model-access.ts';
 import { videoPriceMicros } from '../../core/pricing.ts';
 import type { Allowlist } from '../../core/outbound-guard.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
-import type { TaskStatus, VideoTaskWorkflowInput } from '../../core/video-task.ts';
+import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { validateVideoSubmission, type SubmissionInput } from '../../core/video-validation.ts';
 import type { AccountStore } from '../../store/accounts.ts';
 import { MovementWithdrawn, type Ledger } from '../../store/ledger.ts';
 import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
-import { neverAnswered, type TaskDocument, type TaskStore } from '../../store/tasks.ts';
+import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
 import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
 import { HoldAdmission, RETRY_AFTER_SECONDS } from './hold-admission.ts';
@@ -55,8 +54,6 @@ const STALLED_AFTER_MS = 2_000;
  * down); its backoff between attempts. */
 const ABANDON_FOR_MS = 10 * 60_000;
 const ABANDON_RETRY_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
-/** Longer than any task id the gateway makes (task_ and 16 characters). */
-const MAX_TASK_ID_LENGTH = 100;
 
 function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -308,49 +305,4 @@ export class VideoTaskService {
       retry(0);
     });
   }
-
-  /** A page of the caller's account's tasks that its key may read (readableBy), newest first;
-   * `after` is the last task_id of the page before (a 404 when the account has no such task). */
-  async list(principal: Principal, page: { limit: number; after?: string; status?: TaskStatus }): Promise<{ tasks: TaskDocument[]; hasMore: boolean }> {
-    let after: TaskDocument | undefined;
-    if (page.after !== undefined) {
-      const task = await this.shownTask(page.after, principal.accountId);
-      // A task this key may not read is no cursor for it either (never listed to it).
-      if (!task || !readableBy(principal, task)) throw new GatewayError('task_not_found', `No video task with id ${quotedId(page.after)} to list after.`, 'after');
-      after = task;
-    }
-    const visibleTo = principal.models === null ? undefined : { keyId: principal.keyId, models: principal.models };
-    return this.options.tasks.listPage({ accountId: principal.accountId, limit: page.limit, after, status: page.status, ...(visibleTo ? { visibleTo } : {}) });
-  }
-
-  /** The account's task as the api shows it, or null. Another account's task is
-   * indistinguishable from a missing one; so is an id no task can have (spec 7: an unknown
-   * task_id is a 404), which needs no store read, and a task closed because its submission never
-   * got its answer: to its caller that submission was refused (spec 3: a task exists once its
-   * submission is accepted), and it is never listed. */
-  private async shownTask(taskId: string, accountId: string): Promise<TaskDocument | null> {
-    if (taskId === '' || taskId.length > MAX_TASK_ID_LENGTH) return null;
-    const task = await this.options.tasks.findForAccount(taskId, accountId);
-    return task && !neverAnswered(task) ? task : null;
-  }
-
-  async find(principal: Principal, taskId: string): Promise<TaskDocument> {
-    const task = await this.shownTask(taskId, principal.accountId);
-    if (!task) {
-      // `/v1/video/generations/` (a trailing slash): no id at all, rather than an id nobody has.
-      const what = taskId === '' ? 'No task id in the path: GET /v1/video/generations/{task_id} reads a task, GET /v1/video/generations lists them.' : `No video task with id ${quotedId(taskId)}.`;
-      throw new GatewayError('task_not_found', what, 'task_id');
-    }
-    if (!readableBy(principal, task)) {
-      throw new GatewayError('model_not_allowed', `This API key may not use the model ${quotedId(task.model)}: it reads the tasks it submitted, and its account's tasks of the models it may use. Another key of the account submitted this one.`, 'task_id');
-    }
-    return task;
-  }
-}
-
-/** A key reads the tasks it submitted (whatever its models became since) and its account's
- * tasks of the models it may use: a key given out for one model does not read the clips, prompts
- * and webhook history of the account's other models (spec 5: a model a key lacks is a 403). */
-export function readableBy(principal: Principal, task: TaskDocument): boolean {
-  return task.key_id === principal.keyId || mayUseModel(principal, task.model);
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MongoNetworkError } from 'mongodb';
 import type { Principal } from '../../api/plugins/api-key-auth.ts';
+import { VideoTaskReads } from '../../api/services/video-task-reads.ts';
 import { VideoTaskService } from '../../api/services/video-tasks.ts';
 import { loadCatalog, type Catalog } from '../../core/catalog.ts';
 import { GatewayError } from '../../core/errors.ts';
@@ -145,12 +146,13 @@ describe('video submissions that fail halfway', () => {
     // To its caller the submission was refused: the api neither lists the task nor reads it, as
     // it lists and reads the account's accepted one.
     const accepted = await service().submit(principal, body, 'req_hold_kept');
-    const listed = await service().list(principal, { limit: 20 });
+    const reads = new VideoTaskReads(tasks);
+    const listed = await reads.list(principal, { limit: 20 });
     assert.deepEqual(listed.tasks.map((task) => task._id), [accepted.task_id]);
-    assert.equal((await service().find(principal, accepted.task_id))._id, accepted.task_id);
+    assert.equal((await reads.find(principal, accepted.task_id))._id, accepted.task_id);
     const notFound = (error: unknown) => error instanceof GatewayError && error.code === 'task_not_found';
-    await assert.rejects(service().find(principal, taskId), notFound);
-    await assert.rejects(service().list(principal, { limit: 20, after: taskId }), notFound);
+    await assert.rejects(reads.find(principal, taskId), notFound);
+    await assert.rejects(reads.list(principal, { limit: 20, after: taskId }), notFound);
   });
 
   it('holds that do not come: 503 after the hold deadline, later submissions refused at once while the queue is stalled; nothing stays held', async () => {

@@ -9,6 +9,7 @@ import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
 import { clipRequestOf, sendClip } from '../../clip-reply.ts';
 import { openClip, type ClipSources } from '../../services/task-clips.ts';
+import type { VideoTaskReads } from '../../services/video-task-reads.ts';
 import type { VideoTaskService } from '../../services/video-tasks.ts';
 import { idempotencyHeaders } from '../idempotency-header.ts';
 import { resolveModelFirst } from '../model-resolution.ts';
@@ -18,7 +19,8 @@ import { videoSubmissionBodyFor } from './submission-schema.ts';
 
 export interface VideoRouteOptions extends ClipSources {
   catalog: Catalog;
-  service: VideoTaskService;
+  submissions: VideoTaskService;
+  reads: VideoTaskReads;
   publicBaseUrl: string;
 }
 
@@ -63,7 +65,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
       ],
     },
     async (request) => {
-      const submitted = await options.service.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId);
+      const submitted = await options.submissions.submit(principalOf(request), request.body, request.id, request.idempotency?.taskId);
       videoTaskTransitions.inc({ state: 'submitted', model: request.body.model });
       return submitted;
     },
@@ -83,7 +85,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
       },
     },
     async (request) => {
-      const { tasks, hasMore } = await options.service.list(principalOf(request), request.query);
+      const { tasks, hasMore } = await options.reads.list(principalOf(request), request.query);
       const data = tasks.map((task) => taskView(task, options.publicBaseUrl) as z.infer<typeof videoTaskView>);
       return listPage(data, tasks.map((task) => task._id), hasMore);
     },
@@ -104,7 +106,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
       },
     },
     async (request, reply) => {
-      const task = await options.service.find(principalOf(request), request.params.task_id);
+      const task = await options.reads.find(principalOf(request), request.params.task_id);
       // Sent as the exact string the webhook carries for the same snapshot (a string payload skips
       // the serializer; the schema above still documents the shape).
       const json = taskViewJson(task, options.publicBaseUrl);
@@ -128,7 +130,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
       },
     },
     async (request, reply) => {
-      const clip = await openClip(await options.service.find(principalOf(request), request.params.task_id), options, clipRequestOf(request));
+      const clip = await openClip(await options.reads.find(principalOf(request), request.params.task_id), options, clipRequestOf(request));
       return sendClip(reply, clip);
     },
   );
