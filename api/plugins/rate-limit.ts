@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { limitHeaders, type LimitStatus, type RateLimiter } from '../services/rate-limits/rate-limiter.ts';
+import { limitHeaders, type LimitStatus } from '../services/rate-limits/limit-answers.ts';
+import type { RateLimiter } from '../services/rate-limits/rate-limiter.ts';
 import { principalOf } from './api-key-auth.ts';
 
 // The onRequest hook that counts every /v1 request against its key's per-minute limit (after

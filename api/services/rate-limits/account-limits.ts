@@ -3,7 +3,8 @@ import type { Collection } from 'mongodb';
 import { failureFields } from '../../../core/dependency-errors.ts';
 import { RefreshRounds } from '../../../core/refresh-rounds.ts';
 import { readOverrides, readOverridesOf, type RateLimitOverrideDocument, type RateLimitOverrides } from '../../../store/rate-limit-overrides.ts';
-import type { LimitedCaller, LimitKind } from './rate-limiter.ts';
+import type { LimitKind } from './limit-answers.ts';
+import type { LimitedCaller } from './rate-limiter.ts';
 import { TIMED_OUT, withinWait } from './store-wait.ts';
 
 // Which per-minute limit applies to a caller: the key's own, else its account's override, else

@@ -1,10 +1,11 @@
 import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Collection } from 'mongodb';
 import { GatewayError } from '../../../core/errors.ts';
+import type { Collection } from 'mongodb';
 import type { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
 import type { RateLimitOverrideDocument, RateLimitOverrides } from '../../../store/rate-limit-overrides.ts';
 import { AccountLimits } from './account-limits.ts';
+import { limitRefusal, tooLargeRefusal, type LimitKind, type LimitStatus } from './limit-answers.ts';
 import { CLAIM_WAIT_MS, TIMED_OUT, withinWait } from './store-wait.ts';
 import { WINDOW_MS, WindowAllowance, windowAllowanceId } from './window-allowance.ts';
 
@@ -45,15 +46,6 @@ export interface LimitedCaller {
   rateLimits?: RateLimitOverrides | null;
 }
 
-export interface LimitStatus {
-  limit: number;
-  remaining: number;
-  /** Milliseconds until the window starts again. */
-  resetMs: number;
-}
-
-export type LimitKind = 'requests' | 'tokens';
-
 /** The tokens a chat call was counted for when admitted, in the allowance that counted them. */
 export class TokenCount {
   /** The claim still out when the call was let through (admit): settled once it lands. */
@@ -69,21 +61,6 @@ export class TokenCount {
 }
 
 const NEXT_MINUTE_AHEAD_MS = 3_000;
-
-/** OpenAI's duration format for reset headers: "1s", "59s", "1m0s" never needed inside a minute. */
-export function resetHeaderValue(resetMs: number): string {
-  return `${Math.max(1, Math.ceil(resetMs / 1_000))}s`;
-}
-
-// Written out per kind: an object literal with fixed names is built faster than one with computed
-// names, and every /v1 request builds one or two of these.
-export function limitHeaders(kind: LimitKind, status: LimitStatus): Record<string, string> {
-  const limit = String(status.limit);
-  const remaining = String(status.remaining);
-  const reset = resetHeaderValue(status.resetMs);
-  if (kind === 'requests') return { 'x-ratelimit-limit-requests': limit, 'x-ratelimit-remaining-requests': remaining, 'x-ratelimit-reset-requests': reset };
-  return { 'x-ratelimit-limit-tokens': limit, 'x-ratelimit-remaining-tokens': remaining, 'x-ratelimit-reset-tokens': reset };
-}
 
 export interface RateLimiterOptions {
   store: RateLimitBlockStore;
@@ -168,13 +145,13 @@ export class RateLimiter {
    * `leastTokens` are more than the whole minute is refused for good (tooLarge). */
   admitTokens(caller: LimitedCaller, expectedTokens: number, now = Date.now(), leastTokens = expectedTokens): TokenCount | Promise<TokenCount> {
     const allowance = this.allowanceInMemory(caller, 'tokens', now);
-    if (allowance && leastTokens > allowance.limit) throw this.tooLarge(leastTokens, this.status(allowance, now));
+    if (allowance && leastTokens > allowance.limit) throw tooLargeRefusal(leastTokens, this.status(allowance, now));
     if (allowance?.hasAtHand(1)) {
       allowance.spend(expectedTokens, this.tokensNotCounted);
       return new TokenCount(allowance, expectedTokens, this.status(allowance, now));
     }
     return this.admit(allowance ?? this.allowance(caller, 'tokens', now), 'tokens', now, (claimed) => {
-      if (leastTokens > claimed.limit) throw this.tooLarge(leastTokens, this.status(claimed, now));
+      if (leastTokens > claimed.limit) throw tooLargeRefusal(leastTokens, this.status(claimed, now));
       return claimed.spendOnceAvailable(expectedTokens, this.tokensNotCounted);
     }).then(({ allowance: claimed, counted, late }) => {
       const count = new TokenCount(claimed, counted ? expectedTokens : 0, this.status(claimed, now));
@@ -219,7 +196,7 @@ export class RateLimiter {
       this.options.log.warn({ ...failureFields(error), kind }, 'rate limit store unreachable; let through');
       return { allowance, counted: false };
     }
-    throw this.refusal(kind, this.status(allowance, now));
+    throw limitRefusal(kind, this.status(allowance, now));
   }
 
   /** Corrects a call's count from admission to the tokens it used. Within the minute that
@@ -257,29 +234,6 @@ export class RateLimiter {
 
   private status(allowance: WindowAllowance, now: number): LimitStatus {
     return { limit: allowance.limit, remaining: allowance.remaining, resetMs: allowance.endsAt - now };
-  }
-
-  /** A chat call whose prompt alone, counted at its least (`leastTokens`: text only, 4
-   * characters a token), is more than its key's whole minute: no wait would admit it, so it is
-   * refused at once and told not to retry (OpenAI's "Request too large"). Before, it was
-   * admitted whenever a minute was fresh, and overdrew that minute alone. */
-  private tooLarge(leastTokens: number, status: LimitStatus): GatewayError {
-    return new GatewayError(
-      'rate_limit_exceeded',
-      `Request too large: its prompt is at least about ${leastTokens} tokens, and this key may use ${status.limit} tokens per minute. Shorten the messages, or ask the operator for a higher limit.`,
-      undefined,
-      { 'x-should-retry': 'false', ...limitHeaders('tokens', status) },
-    );
-  }
-
-  private refusal(kind: LimitKind, status: LimitStatus): GatewayError {
-    const unit = kind === 'requests' ? 'requests' : 'tokens';
-    return new GatewayError(
-      'rate_limit_exceeded',
-      `Rate limit reached: this key may use ${status.limit} ${unit} per minute. Retry after ${resetHeaderValue(status.resetMs)}.`,
-      undefined,
-      { 'retry-after': String(Math.max(1, Math.ceil(status.resetMs / 1_000))), ...limitHeaders(kind, status) },
-    );
   }
 
   private async allowance(caller: LimitedCaller, kind: LimitKind, now: number): Promise<WindowAllowance> {

@@ -1,5 +1,5 @@
 import type { RateLimitBlockStore } from '../../../store/rate-limit-blocks.ts';
-import type { LimitKind } from './rate-limiter.ts';
+import type { LimitKind } from './limit-answers.ts';
 
 // One key's allowance of one kind (requests or tokens) for one minute, as this process sees it.
 // The minute's limit is cut into blocks of `blockSize` units, numbered from 0; this process
