@@ -21,7 +21,8 @@ import { TIMED_OUT, withinWait } from '../services/rate-limits/store-wait.ts';
 // stays `in_flight` and is no longer refreshed. `staleAfterMs` after its last refresh a retry
 // asks `recover` whether the work got done (a video task exists under the record's task id) and
 // replays that; otherwise it takes the record over and runs the request again, under the same
-// task id or a new one.
+// task id or a new one. An error answer after which the work may still happen (outcomeUnknown)
+// leaves its record in flight the same way, so a retry recovers rather than runs again.
 
 /** What a retry of an abandoned first attempt does. */
 export type Recovery =
@@ -46,6 +47,17 @@ export interface IdempotentRoute {
   refuseBeforeClaim?: (request: FastifyRequest) => void;
 }
 
+/** Errors whose request may still have its effect (a video task whose start Temporal may have
+ * recorded after all): answered, they leave their key's record in flight instead of letting it
+ * go, so a retry is a 409 until the record goes stale and then asks the route's `recover`. */
+const unknownOutcomes = new WeakSet<Error>();
+
+/** Marks an error answer after which the request's work may still happen (see unknownOutcomes). */
+export function outcomeUnknown<E extends Error>(error: E): E {
+  unknownOutcomes.add(error);
+  return error;
+}
+
 interface IdempotentRequest {
   recordId: string;
   /** When this attempt claimed or took over the record: its writes touch only that claim. */
@@ -53,6 +65,8 @@ interface IdempotentRequest {
   /** The task id a video submission under this key must use. */
   taskId: string;
   finished: boolean;
+  /** Its answer is an error after which the work may still happen: the record is left in flight. */
+  outcomeUnknown: boolean;
   /** Refreshes the record until the request is finished. */
   refresher: NodeJS.Timeout;
   /** The refresh on its way to the store, if any. */
@@ -141,7 +155,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     };
     // unref: a request cut off mid-way must not keep a closing process alive.
     const refresher = setInterval(refresh, route.staleAfterMs / REFRESHES_PER_STALE_WINDOW).unref();
-    const held: IdempotentRequest = { recordId: claim.recordId, claimedAt: claim.claimedAt, taskId: claim.taskId, finished: false, refresher };
+    const held: IdempotentRequest = { recordId: claim.recordId, claimedAt: claim.claimedAt, taskId: claim.taskId, finished: false, outcomeUnknown: false, refresher };
     return held;
   };
 
@@ -221,7 +235,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     // refreshed: tens of MiB into a slow store must not let a retry take it over meanwhile.
     // A failure here leaves them to the record's write below.
     const pieces = idempotent && !idempotent.finished && succeeded ? await store.keepAnswerPieces(idempotent.recordId, idempotent.claimedAt, payload).catch(() => undefined) : undefined;
-    if (!finish(idempotent)) return payload;
+    if (!finish(idempotent) || (!succeeded && idempotent.outcomeUnknown)) return payload;
     const { recordId, claimedAt } = idempotent;
     let write: () => Promise<unknown>;
     if (succeeded) {
@@ -284,7 +298,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
   // lead a retry to the task it creates.
   const releaseUnanswered = async (request: FastifyRequest) => {
     const idempotent = request.idempotency;
-    if (!finish(idempotent)) return;
+    if (!finish(idempotent) || idempotent.outcomeUnknown) return;
     await idempotent.refreshing;
     await store.release(idempotent.recordId, idempotent.claimedAt).catch((error: unknown) => request.log.warn({ err: error }, 'could not release an Idempotency-Key record'));
   };
@@ -307,6 +321,12 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     options.preHandler = [...asList(options.preHandler), (request, reply) => claimKey(route, request, reply)];
     options.onSend = [...asList(options.onSend), (request: FastifyRequest, reply: FastifyReply, payload: unknown) => kept(keepAnswer(request, reply, payload))];
     options.onResponse = [...asList(options.onResponse), (request: FastifyRequest) => kept(releaseUnanswered(request))];
+    options.onError = [
+      ...asList(options.onError),
+      async (request: FastifyRequest, _reply: FastifyReply, error: Error) => {
+        if (request.idempotency && unknownOutcomes.has(error)) request.idempotency.outcomeUnknown = true;
+      },
+    ];
     // The idempotent routes' handlers are async: the wrapper changes nothing of how they answer.
     const handler = options.handler as (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
     options.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {

@@ -15,6 +15,7 @@ import { MovementWithdrawn, type Ledger } from '../../store/ledger.ts';
 import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
 import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
+import { outcomeUnknown } from '../plugins/idempotency.ts';
 import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
 import { HoldAdmission, RETRY_AFTER_SECONDS } from './hold-admission.ts';
 import { internalAddressIn } from './submission-addresses.ts';
@@ -186,22 +187,35 @@ export class VideoTaskService {
       await this.options.temporal.connection.withDeadline(Date.now() + START_DEADLINE_MS, () => startTaskWorkflow(this.options.temporal, this.options.taskQueue, input));
     } catch (error) {
       // Temporal is unreachable: give the money back and close the task, so a retry by the
-      // caller (the usual reaction to a 503) cannot leave a twin behind. Should the start have
-      // gone through after all, the workflow finds its task closed and runs nothing.
+      // caller (the usual reaction to a 503) cannot leave a twin behind.
       // In an outage, one short line at info: it refuses every submission, a trace each buried
       // the log, and the 503's own warning (error-handler.ts) already says Temporal is away.
       // Anything else (a bug, a refusal by Temporal) keeps its trace.
       if (unavailableDependency(error)) this.options.log?.info({ taskId, reason: error instanceof Error ? error.message : String(error) }, 'workflow start failed; the task is closed unbilled');
       else this.options.log?.error({ err: error, taskId }, 'workflow start failed; the task is closed unbilled');
-      void this.abandon(input, 'The task could not be scheduled.');
-      // Rarely the start went through all the same (Temporal recorded it as the deadline passed):
-      // a task with an Idempotency-Key is then claimed by its workflow before the abandon and runs
-      // (store/tasks.ts decide); one without a key waits for a claim, and the abandon closes it.
-      // With Temporal's error as its cause, the error handler logs it as an outage of Temporal.
-      throw Object.assign(
-        new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged, unless the task was started after all (it then runs and is billed as usual). Retry with backoff.'),
-        { cause: error },
-      );
+      const closing = this.abandon(input, 'The task could not be scheduled.');
+      // Rarely the start went through all the same (Temporal recorded it as the deadline passed).
+      // A task without an Idempotency-Key then waits for its caller's claim, which the close has
+      // denied it: nothing runs. One with a key is claimed by its workflow at once
+      // (activities/billing.ts), so the close may find it running: its caller then gets it.
+      // Answered 503, the caller would retry under the key, whose record an error answer lets
+      // go, and get (and pay for) a second task.
+      const outcome = idempotentTaskId === undefined ? 'closed' : await closing;
+      if (outcome === 'runs') {
+        await tasks.markWorkflowStarted(taskId).catch((markError: unknown) => this.options.log?.warn({ err: markError, taskId }, 'could not mark the workflow started'));
+        return { task_id: taskId, status: 'submitted' };
+      }
+      // With Temporal's error as their cause, the error handler logs these as an outage of Temporal.
+      if (outcome === 'unsettled') {
+        // The store did not take the close: the task may yet run. The key's record stays in
+        // flight, so a retry under the key finds this task (idempotent-routes.ts recover) instead
+        // of making a twin.
+        throw Object.assign(
+          outcomeUnknown(new GatewayError('service_unavailable', 'The task queue is unavailable right now, and whether this task was started could not be checked: it is billed only if it runs. Retry under the same Idempotency-Key, with backoff: the retry answers with this task if it runs.')),
+          { cause: error },
+        );
+      }
+      throw Object.assign(new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged. Retry with backoff.'), { cause: error });
     }
     // The workflow runs, so the caller gets its task even if this flag cannot be written now: the
     // sweeper then starts the workflow again, which Temporal answers with "already started".
@@ -278,17 +292,17 @@ export class VideoTaskService {
    * Closes a task whose submission failed after it was stored: final state `failed` first, then
    * the hold (if it was placed) released, then the sweeper told to leave it. The workflow checks
    * the snapshot after its own hold (activities/billing.ts), so even a workflow that did start
-   * bills nothing. Starts once `after` (the submission's own store work) has settled; failed
-   * attempts are retried in the background (the store may be down) for up to ABANDON_FOR_MS.
+   * bills nothing. Says what its first attempt found: 'closed', 'runs' (the workflow started
+   * after all and claimed the task first), or 'unsettled' when the store failed it; failed
+   * attempts are then retried in the background (the store may be down) for up to ABANDON_FOR_MS.
    */
-  private async abandon(input: VideoTaskWorkflowInput, message: string, after?: Promise<unknown>): Promise<void> {
-    await after?.catch(() => undefined);
+  private async abandon(input: VideoTaskWorkflowInput, message: string): Promise<'closed' | 'runs' | 'unsettled'> {
     const attempt = async () => {
       // The workflow may have started after all and claimed the task first: it runs to its end
       // and is billed as any task is; closing it now would fight the worker over its state.
-      if ((await closeAbandonedTask(this.options, input, message)) === 'runs') {
-        this.options.log?.warn({ taskId: input.taskId }, 'an abandoned submission had started after all; its task runs');
-      }
+      const outcome = await closeAbandonedTask(this.options, input, message);
+      if (outcome === 'runs') this.options.log?.warn({ taskId: input.taskId }, 'an abandoned submission had started after all; its task runs');
+      return outcome;
     };
     const giveUpAt = Date.now() + ABANDON_FOR_MS;
     const retry = (failures: number) => {
@@ -303,6 +317,7 @@ export class VideoTaskService {
     return attempt().catch((error: unknown) => {
       this.options.log?.warn({ err: error, taskId: input.taskId }, 'could not close an abandoned task yet; retrying in the background');
       retry(0);
+      return 'unsettled' as const;
     });
   }
 }

@@ -8,7 +8,8 @@ import { request } from 'undici';
 import { errorHandler } from '../../api/plugins/error-handler.ts';
 import { gracefulClose } from '../../api/plugins/graceful-close.ts';
 import { CallsInFlight } from '../../api/services/openai-proxy/calls-in-flight.ts';
-import { idempotency, retryAfterSeconds } from '../../api/plugins/idempotency.ts';
+import { idempotency, outcomeUnknown, retryAfterSeconds } from '../../api/plugins/idempotency.ts';
+import { GatewayError } from '../../core/errors.ts';
 import { IdempotencyStore } from '../../store/idempotency.ts';
 import { testDatabase } from '../helpers/engines.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
@@ -76,7 +77,7 @@ describe('Idempotency-Key records of requests still running', () => {
     });
     await app.register(idempotency, {
       store,
-      routes: { '/work': { staleAfterMs: STALE_MS }, '/cancellable': { staleAfterMs: 60_000 } },
+      routes: { '/work': { staleAfterMs: STALE_MS }, '/cancellable': { staleAfterMs: 60_000 }, '/unsure': { staleAfterMs: STALE_MS } },
     });
     // Runs for x-work-ms (a header: not part of the body the key is bound to); a caller who
     // leaves first gets nothing, as the image route does.
@@ -98,6 +99,14 @@ describe('Idempotency-Key records of requests still running', () => {
     };
     app.post('/work', work);
     app.post('/cancellable', work);
+    // Fails once per name in a way that may yet have its effect (a video task whose start
+    // Temporal may have recorded after all), then works.
+    app.post('/unsure', async (incoming) => {
+      const { name } = incoming.body as { name: string };
+      runs.set(name, (runs.get(name) ?? 0) + 1);
+      if (runs.get(name) === 1) throw outcomeUnknown(new GatewayError('service_unavailable', 'maybe started'));
+      return { name, run: runs.get(name) };
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   });
@@ -163,6 +172,23 @@ describe('Idempotency-Key records of requests still running', () => {
     assert.equal(retried.statusCode, 200, text);
     assert.equal(retried.headers['idempotent-replayed'], undefined, 'run again, not replayed');
     assert.deepEqual(JSON.parse(text), { name: 'orphan', run: 2 });
+  });
+
+  it('keeps the record of an error whose work may still happen in flight: a retry waits for it to go stale, then recovers', async () => {
+    const first = await call('/unsure', 'unsure-key', 'unsure');
+    assert.equal(first.statusCode, 503, await first.body.text());
+    // Let go, the key would run the work again at once beside work that may be happening.
+    const tooSoon = await call('/unsure', 'unsure-key', 'unsure');
+    assert.equal(tooSoon.statusCode, 409, await tooSoon.body.text());
+    assert.equal(runs.get('unsure'), 1);
+    const record = await store.collection.findOne({ _id: `key_refresh:${createHash('sha256').update('unsure-key').digest('hex')}` });
+    assert.equal(record?.state, 'in_flight');
+    // No longer refreshed: stale after the window, when a retry asks the route's recover (here
+    // none: it runs again).
+    await new Promise((resolve) => setTimeout(resolve, STALE_MS + 100));
+    const recovered = await call('/unsure', 'unsure-key', 'unsure');
+    assert.equal(recovered.statusCode, 200, await recovered.body.text());
+    assert.equal(runs.get('unsure'), 2);
   });
 
   it('answers when the store cannot keep the answer, and keeps it once the store is back', async () => {

@@ -86,6 +86,19 @@ class TasksFailingTheClaim extends TaskStore {
   }
 }
 
+/** The api's task store when the store fails its first attempt to close a task (and answers
+ * again right after). */
+class TasksRefusingTheFirstDecision extends TaskStore {
+  private refused = false;
+  override async decide(taskId: string, wanted: Parameters<TaskStore['decide']>[1]) {
+    if (wanted === 'abandon' && !this.refused) {
+      this.refused = true;
+      throw new MongoNetworkError('connection reset by peer (simulated)');
+    }
+    return super.decide(taskId, wanted);
+  }
+}
+
 /** A task store that cannot write the "workflow started" flag. */
 class TasksLosingTheStoreOnFlag extends TaskStore {
   override async markWorkflowStarted(): Promise<void> {
@@ -264,35 +277,78 @@ describe('video submissions that fail halfway', () => {
     assert.deepEqual(lines.map((line) => [line.level, line.fields.err]), [['error', bug]]);
   });
 
-  it('a start that went through as the api gave up on it: the workflow claimed the task first, so it runs whole and is charged once', async () => {
-    const principal = await fundedPrincipal('started-anyway');
-    const decisions = stack.database.db.collection('task_decisions');
-    // Temporal records the start, the workflow holds and claims its task, and only then does
-    // the api's start call give up (its deadline passed).
+  /** An api whose workflow starts go through, yet are answered as failed once `untilThen` has
+   * seen the started workflow (Temporal recording a start as the api's deadline passes). */
+  function serviceWithLateStarts(untilThen: (workflowId: string) => Promise<void>, serviceTasks: TaskStore = tasks): VideoTaskService {
     const lateTemporal = {
       connection: stack.temporal.client.connection,
       workflow: {
         start: async (...args: Parameters<typeof stack.temporal.client.workflow.start>) => {
           const handle = await stack.temporal.client.workflow.start(...args);
-          await eventually(async () => (await decisions.countDocuments({ _id: handle.workflowId } as never)) === 1, "the workflow claimed its task");
+          await untilThen(handle.workflowId);
           throw new Error('deadline exceeded (simulated)');
         },
       },
     };
-    const late = new VideoTaskService({
-      holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
+    return new VideoTaskService({
+      holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks: serviceTasks, ledger, accounts,
       temporal: lateTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
     });
+  }
+
+  it('a keyed start that went through as the api gave up on it: the workflow claimed the task first, so the caller gets it, and it runs whole and is charged once', async () => {
+    const principal = await fundedPrincipal('started-anyway');
+    const decisions = stack.database.db.collection('task_decisions');
+    const claimed = (workflowId: string) => eventually(async () => (await decisions.countDocuments({ _id: workflowId } as never)) === 1, 'the workflow claimed its task');
     const taskId = newId('task');
-    await assert.rejects(late.submit(principal, body, 'req_started_anyway', taskId), (error: GatewayError) => error.code === 'service_unavailable' && /unless the task was started after all/.test(error.message));
+    // Answered 503, the caller would retry under its Idempotency-Key, whose record an error
+    // answer lets go, and get a second task (test/api/idempotent-video-start.test.ts).
+    assert.deepEqual(await serviceWithLateStarts(claimed).submit(principal, body, 'req_started_anyway', taskId), { task_id: taskId, status: 'submitted' });
     const result = await stack.temporal.client.workflow.getHandle(taskId).result();
     assert.equal(result.status, 'succeeded', JSON.stringify(result));
     // The abandon found the task claimed: it closed nothing and returned no money.
-    await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal((await tasks.find(taskId))?.status, 'succeeded');
     assert.deepEqual(await decisions.findOne({ _id: taskId } as never).then((found) => found?.decision), 'run');
     const totals = await ledger.totals(principal.accountId);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000 - PRICE, 0, PRICE]);
+  });
+
+  it('a keyed start answered as failed while the store refuses the close: 503 marked for the key\'s record to stay in flight, and the task still closes unbilled', async () => {
+    const principal = await fundedPrincipal('close-refused');
+    const refusingOnce = new TasksRefusingTheFirstDecision(stack.database.db);
+    const taskId = newId('task');
+    // The workflow is left to start (it waits on no claim of ours): the store refuses the api's
+    // first "abandon", so whether the task runs is not known when the caller is answered.
+    await assert.rejects(serviceWithLateStarts(async () => undefined, refusingOnce).submit(principal, body, 'req_close_refused', taskId), (error: GatewayError) => {
+      assert.equal(error.code, 'service_unavailable');
+      assert.match(error.message, /Retry under the same Idempotency-Key/);
+      return true;
+    });
+    // Either its workflow or the api's retried close decides it; the money follows that decision.
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    const decided = (await stack.database.db.collection('task_decisions').findOne({ _id: taskId } as never))?.decision;
+    await eventually(async () => (await ledger.totals(principal.accountId)).held_micros === 0, 'nothing stays held');
+    const totals = await ledger.totals(principal.accountId);
+    if (decided === 'run') {
+      assert.equal(result.status, 'succeeded', JSON.stringify(result));
+      assert.equal(totals.spent_micros, PRICE);
+    } else {
+      assert.equal(decided, 'abandon');
+      assert.deepEqual([totals.balance_micros, totals.spent_micros], [1_000_000, 0]);
+    }
+  });
+
+  it('a start without a key answered as failed: the workflow waits for a claim the close denies it, so nothing runs and nothing is charged', async () => {
+    const principal = await fundedPrincipal('started-unkeyed');
+    let taskId = '';
+    await assert.rejects(
+      serviceWithLateStarts(async (workflowId) => void (taskId = workflowId)).submit(principal, body, 'req_started_unkeyed'),
+      (error: GatewayError) => error.code === 'service_unavailable' && /nothing was charged/.test(error.message),
+    );
+    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
+    assert.equal(result.status, 'failed', JSON.stringify(result));
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
 
   it('an api stalled past the sweeper\'s grace before starting the workflow: the sweeper closed the task, so the caller gets 503, not a failed task, and nothing stays held', async () => {
