@@ -214,6 +214,7 @@ export class ChatProxy {
       signal: context.signal,
       log: context.log,
       receivedAt: context.receivedAt ?? performance.now(),
+      maxCallerStallMs: this.options.upstreams.bodyTimeoutMs,
     });
   }
 

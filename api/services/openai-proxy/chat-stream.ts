@@ -16,7 +16,8 @@ import { relayChatStream, type RelayOutcome } from './sse-relay.ts';
 // - completed: the upstream's usage, in full (beyond the hold if the estimate was low), never
 //   beyond what the call can have used (core/chat-pricing.ts chatUsageCeiling);
 //   without a usage chunk, the prompt estimate plus the delivered text, capped at the hold.
-// - the caller disconnected: the upstream's usage if it already arrived, otherwise the prompt
+// - the caller disconnected: the upstream's usage if it already arrived (its output never less
+//   than what was delivered: a report before the end is no total), otherwise the prompt
 //   estimate plus what was delivered (max of chunks and characters/4 as output tokens), capped
 //   at the reservation; the prompt estimate alone when not a single piece of output had been
 //   delivered (chunk-translation.ts counts what output is): the provider had the request and
@@ -33,6 +34,8 @@ export interface ChatStreamOptions {
   log: FastifyBaseLogger;
   /** performance.now() when the request arrived, for the time-to-first-token metric. */
   receivedAt: number;
+  /** How long the caller may take nothing before the call ends (sse-relay.ts). */
+  maxCallerStallMs?: number;
 }
 
 /** Output tokens of what a stream delivered, when the upstream did not say. */
@@ -66,6 +69,7 @@ export class ChatStream {
         modelId: model.id,
         choices: this.options.choices,
         onFirstText: () => observeTimeToFirstToken(model.id, this.options.receivedAt),
+        ...(this.options.maxCallerStallMs === undefined ? {} : { maxCallerStallMs: this.options.maxCallerStallMs }),
       });
     } catch (error) {
       outcome = { end: 'upstream_failed', delivered: { pieces: 0, characters: 0 }, failure: error instanceof Error ? error.message : String(error) };
@@ -122,7 +126,10 @@ export class ChatStream {
       case 'client_gone': {
         // The provider had the request (it answered its head): the prompt at least is billed.
         if (!usage && outcome.delivered.pieces === 0) return chargePromptOnly(this.call);
-        const tokens = usage ?? estimated;
+        // A usage report from before the stream's end (some compatible providers report one
+        // with their first chunk, or a running count) is no total: it is not let bill less
+        // output than was delivered.
+        const tokens = usage ? { ...usage, outputTokens: Math.max(usage.outputTokens, estimated.outputTokens) } : estimated;
         countChatCharge(model.id, tokens, reservation.charge(chatPriceMicros(model, tokens), tokens, { allowOverage: false }));
         this.call.countTokens(tokens);
         return;

@@ -84,17 +84,21 @@ export class ClientDisconnect extends EventEmitter {
   }
 }
 
-/** Resolves once the response can take more data, or the call was aborted (`gone` fired). */
-export function drained(response: ServerResponse, gone: ClientDisconnect): Promise<void> {
-  if (gone.aborted) return Promise.resolve();
+/** Resolves once the response can take more data, or the call was aborted (`gone` fired):
+ * true; false when neither came within `withinMs` (the caller stopped reading). */
+export function drained(response: ServerResponse, gone: ClientDisconnect, withinMs: number): Promise<boolean> {
+  if (gone.aborted) return Promise.resolve(true);
   return new Promise((resolve) => {
-    const done = () => {
-      response.off('drain', done);
-      gone.off('abort', done);
-      resolve();
+    const settle = (took: boolean) => {
+      clearTimeout(timer);
+      response.off('drain', onMore);
+      gone.off('abort', onMore);
+      resolve(took);
     };
-    response.once('drain', done);
-    gone.once('abort', done);
+    const onMore = () => settle(true);
+    const timer = setTimeout(settle, withinMs, false);
+    response.once('drain', onMore);
+    gone.once('abort', onMore);
   });
 }
 

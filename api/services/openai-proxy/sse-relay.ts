@@ -46,6 +46,9 @@ export interface RelayOptions {
   onFirstText?: () => void;
   /** Tests shorten MAX_EVENTLESS_MS. */
   maxEventlessMs?: number;
+  /** How long the caller may take nothing (its socket full) before the call ends as if it had
+   * left; MAX_CALLER_STALL_MS by default. */
+  maxCallerStallMs?: number;
 }
 
 /** The most bytes the upstream may send without completing an event. A chat chunk is a few
@@ -60,6 +63,12 @@ const DONE_GRACE_MS = 2_000;
  * long as it may take to answer at all (upstream-client.ts). Silence itself ends a stream after
  * undici's body timeout (300 s between two reads). */
 export const MAX_EVENTLESS_MS = 600_000;
+
+/** The longest a caller may leave written chunks unread: a frozen client that keeps its socket
+ * open otherwise held the upstream's connection (paused by backpressure, which undici's body
+ * timeout does not count) and the call's reservation for good. As long as a provider may stay
+ * silent (undici's body timeout, upstream-client.ts), which chat-proxy.ts passes in. */
+export const MAX_CALLER_STALL_MS = 300_000;
 
 /** Relays one stream: its parser, its state and the upstream's event handlers together. */
 class ChatStreamRelay {
@@ -104,7 +113,7 @@ class ChatStreamRelay {
       .on('end', () => this.finish(this.ended()))
       .on('error', (error: unknown) => this.onError(error))
       // Destroyed without an error or an end: the stream stopped before it was complete.
-      .on('close', () => this.finish(this.options.signal.aborted ? this.aborted() : this.result('upstream_failed', 'the stream from the model provider ended early')));
+      .on('close', () => this.finish(this.options.signal.aborted ? this.aborted() : this.brokenOff('the stream from the model provider ended early')));
   }
 
   private onEvent(event: EventSourceMessage): void {
@@ -169,7 +178,12 @@ class ChatStreamRelay {
       this.headSent = true;
       if (!response.write(text)) {
         upstream.pause();
-        void drained(response, signal).then(() => this.finished || upstream.resume());
+        void drained(response, signal, this.options.maxCallerStallMs ?? MAX_CALLER_STALL_MS).then((took) => {
+          if (this.finished) return;
+          if (took) return upstream.resume();
+          // Ended as a caller gone: billed for what was delivered, the upstream request cancelled.
+          this.finish(this.result('client_gone'));
+        });
       }
       if (!this.firstTextSent && this.state.delivered.pieces > 0) {
         this.firstTextSent = true;
@@ -187,7 +201,14 @@ class ChatStreamRelay {
 
   private onError(error: unknown): void {
     if (this.options.signal.aborted) return this.finish(this.aborted());
-    this.finish(this.result('upstream_failed', `the stream from the model provider broke off (${error instanceof Error ? error.message : String(error)})`));
+    this.finish(this.brokenOff(`the stream from the model provider broke off (${error instanceof Error ? error.message : String(error)})`));
+  }
+
+  /** The upstream's connection failed before its end: a failure, unless every choice had
+   * finished (a provider that sends no `[DONE]`, or resets after its last chunk). The caller has
+   * the whole answer then, and a failure would tell it to retry (a second generation) unbilled. */
+  private brokenOff(why: string): RelayOutcome {
+    return this.state.failure === undefined && allChoicesFinished(this.state) ? this.ended() : this.result('upstream_failed', why);
   }
 
   private ended(): RelayOutcome {

@@ -74,7 +74,8 @@ export class OpenAiUpstreams {
   private readonly retries: number;
   private readonly retryDelayMs: number;
   private readonly headersTimeoutMs: number;
-  private readonly bodyTimeoutMs: number;
+  /** How long an answer's body may go without a byte before the call ends. */
+  readonly bodyTimeoutMs: number;
   private readonly maxAnswerBytes: number;
 
   constructor(
