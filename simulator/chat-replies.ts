@@ -18,7 +18,8 @@ export type PlannedAnswer = { ok: true; answer: ChatAnswer } | { ok: false; mess
 
 // Echoing the whole prompt back would make long-context benchmarks stream for minutes.
 const echoedWords = 40;
-// Streamed tool arguments arrive in small fragments, as from the real API.
+// Streamed tool arguments arrive in small fragments, as from the real API: this many code
+// points each.
 const argumentPieceLength = 8;
 
 export function promptTokens(messages: ChatMessage[]): number {
@@ -30,10 +31,13 @@ function wordPieces(text: string): string[] {
 }
 
 /** JSON in fragments of argumentPieceLength characters, as tool arguments and structured
- * replies stream from the real API. */
+ * replies stream from the real API. Characters are code points, not UTF-16 units: OpenAI never
+ * splits an emoji across deltas, and a fragment ending in half of one is a lone surrogate,
+ * which a Python client cannot join back into the character. */
 function fragments(text: string): string[] {
+  const characters = Array.from(text);
   const pieces: string[] = [];
-  for (let offset = 0; offset < text.length; offset += argumentPieceLength) pieces.push(text.slice(offset, offset + argumentPieceLength));
+  for (let offset = 0; offset < characters.length; offset += argumentPieceLength) pieces.push(characters.slice(offset, offset + argumentPieceLength).join(''));
   return pieces;
 }
 

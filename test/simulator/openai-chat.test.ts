@@ -1,14 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { authorization, startSimulator, type SimulatorHarness } from './simulator-harness.ts';
-
-/** The JSON payloads of an SSE body, and whether it ended with [DONE]. */
-function parseEvents(text: string) {
-  const lines = text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice('data: '.length));
-  const done = lines.at(-1) === '[DONE]';
-  return { done, chunks: lines.filter((line) => line !== '[DONE]').map((line) => JSON.parse(line)) };
-}
+import { authorization, parseEvents, startSimulator, type SimulatorHarness } from './simulator-harness.ts';
 
 const weatherTool = {
   type: 'function',

@@ -77,6 +77,13 @@ export async function startSimulator(): Promise<SimulatorHarness> {
   };
 }
 
+/** The JSON payloads of an SSE body, and whether it ended with [DONE]. */
+export function parseEvents(text: string) {
+  const lines = text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice('data: '.length));
+  const done = lines.at(-1) === '[DONE]';
+  return { done, chunks: lines.filter((line) => line !== '[DONE]').map((line) => JSON.parse(line)) };
+}
+
 /** True when `bytes` start like an MP4 file: a first box of type ftyp. */
 export function looksLikeMp4(bytes: Buffer): boolean {
   return bytes.length > 8 && bytes.subarray(4, 8).toString('latin1') === 'ftyp';
