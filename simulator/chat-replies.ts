@@ -8,11 +8,13 @@ import { sampleArguments } from './tool-arguments.ts';
 // streaming route sends one chunk per piece and the non-streaming route joins them, so both
 // report the same usage. A prompt token is one whitespace-separated word; a completion token
 // is one piece (a word of text, a fragment of tool arguments or of a JSON reply): crude, but
-// stable and easy to predict in a test.
+// stable and easy to predict in a test. max_completion_tokens (else max_tokens) cuts either kind
+// of answer after that many pieces, finishing with `length`, as OpenAI cuts a tool call's
+// arguments short.
 
 export type ChatAnswer =
   | { kind: 'text'; pieces: string[]; finishReason: 'stop' | 'length' }
-  | { kind: 'tool_call'; callId: string; name: string; argumentsJson: string; pieces: string[] };
+  | { kind: 'tool_call'; callId: string; name: string; pieces: string[]; finishReason: 'tool_calls' | 'length' };
 
 export type PlannedAnswer = { ok: true; answer: ChatAnswer } | { ok: false; message: string; param: string };
 
@@ -88,14 +90,22 @@ function chosenTool(body: ChatCompletionBody): { tool?: FunctionTool; unknownNam
   return { tool: tools.find((tool) => allowed.includes(tool.function.name)) };
 }
 
+/** The pieces within max_completion_tokens, else max_tokens, and whether they were cut short. */
+function withinLimit(pieces: string[], body: ChatCompletionBody): { pieces: string[]; cut: boolean } {
+  const limit = body.max_completion_tokens ?? body.max_tokens;
+  if (limit === undefined || limit === null || pieces.length <= limit) return { pieces, cut: false };
+  return { pieces: pieces.slice(0, limit), cut: true };
+}
+
 export function planAnswer(body: ChatCompletionBody, markers: Markers): PlannedAnswer {
   const { tool, unknownName } = chosenTool(body);
   if (unknownName !== undefined) {
     return { ok: false, message: `tool_choice names '${unknownName}', which is not among the tools.`, param: 'tool_choice' };
   }
   if (tool) {
-    const argumentsJson = JSON.stringify(sampleArguments(tool.function.parameters));
-    return { ok: true, answer: { kind: 'tool_call', callId: `call_${randomBytes(12).toString('hex')}`, name: tool.function.name, argumentsJson, pieces: fragments(argumentsJson) } };
+    const { pieces, cut } = withinLimit(fragments(JSON.stringify(sampleArguments(tool.function.parameters))), body);
+    const callId = `call_${randomBytes(12).toString('hex')}`;
+    return { ok: true, answer: { kind: 'tool_call', callId, name: tool.function.name, pieces, finishReason: cut ? 'length' : 'tool_calls' } };
   }
 
   const content = replyContent(body);
@@ -104,11 +114,8 @@ export function planAnswer(body: ChatCompletionBody, markers: Markers): PlannedA
     const words = pieces.map((piece) => piece.trim());
     pieces = Array.from({ length: markers.chunks }, (_, index) => `${index === 0 ? '' : ' '}${words[index % words.length]}`);
   }
-  const limit = body.max_completion_tokens ?? body.max_tokens;
-  if (limit !== undefined && limit !== null && pieces.length > limit) {
-    return { ok: true, answer: { kind: 'text', pieces: pieces.slice(0, limit), finishReason: 'length' } };
-  }
-  return { ok: true, answer: { kind: 'text', pieces, finishReason: 'stop' } };
+  const limited = withinLimit(pieces, body);
+  return { ok: true, answer: { kind: 'text', pieces: limited.pieces, finishReason: limited.cut ? 'length' : 'stop' } };
 }
 
 /** The id of the tool call in choice `index`: with `n` choices each call has its own, as on

@@ -93,7 +93,7 @@ export async function streamAnswer(reply: FastifyReply, answer: ChatAnswer, sett
     if (!(await pause(settings.gapMs, settings.signal))) return;
     chunk(pieceDelta(answer, piece), null, withLogprobs === undefined ? null : choiceLogprobs([piece], withLogprobs, position));
   }
-  chunk({}, answer.kind === 'text' ? answer.finishReason : 'tool_calls');
+  chunk({}, answer.finishReason);
   if (settings.includeUsage) send({ ...identity, choices: [], usage: settings.usage });
   response.end('data: [DONE]\n\n');
 }

@@ -21,13 +21,15 @@ export interface ChatOptions {
 // What [sim:slow] means: slow enough for a test to disconnect mid-stream reliably.
 const slowGapMs = 200;
 
+/** The answer's message; a tool call cut short at max_tokens keeps the arguments it got to, as
+ * on OpenAI (they are then no whole JSON). */
 function assistantMessage(answer: ChatAnswer, index: number) {
   if (answer.kind === 'text') return { role: 'assistant', content: answer.pieces.join(''), refusal: null };
   return {
     role: 'assistant',
     content: null,
     refusal: null,
-    tool_calls: [{ id: choiceCallId(answer.callId, index), type: 'function', function: { name: answer.name, arguments: answer.argumentsJson } }],
+    tool_calls: [{ id: choiceCallId(answer.callId, index), type: 'function', function: { name: answer.name, arguments: answer.pieces.join('') } }],
   };
 }
 
@@ -44,7 +46,7 @@ function completionObject(identity: CompletionIdentity, answer: ChatAnswer, choi
       index,
       message: assistantMessage(answer, index),
       logprobs: logprobs !== undefined && answer.kind === 'text' ? choiceLogprobs(answer.pieces, logprobs) : null,
-      finish_reason: answer.kind === 'text' ? answer.finishReason : 'tool_calls',
+      finish_reason: answer.finishReason,
     })),
     usage,
   };
