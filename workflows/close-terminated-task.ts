@@ -1,8 +1,9 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, patched } from '@temporalio/workflow';
 import type { CloseTerminatedTaskInput, TaskError, VideoTaskWorkflowResult } from '../core/video-task.ts';
 import { bookkeeping, polling } from './activity-proxies.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
 import { showFinished } from './final-details.ts';
+import { PATCHES } from './patches.ts';
 
 // Closes a task whose videoTaskWorkflow run an operator terminated (Terminate in the Web UI,
 // `temporal workflow terminate`): that runs none of the workflow's code, so the task stayed
@@ -22,6 +23,11 @@ export async function closeTerminatedTaskWorkflow(input: CloseTerminatedTaskInpu
   const { task, vendorTaskId } = input;
   /** Paid for: the clip is the caller's. Its address, when the vendor still gives it. */
   const recordPaid = async (): Promise<VideoTaskWorkflowResult> => {
+    // The capture again, which moves no money (one capture per task) but writes the usage
+    // record the terminated run may not have got to: per-key spend must match the ledger.
+    if (patched(PATCHES.paidCloseRecordsUsage)) {
+      await bookkeeping.settleHold({ taskId: task.taskId, accountId: task.accountId, keyId: task.keyId, modelId: task.modelId, amountMicros: task.holdMicros, outcome: 'capture', videoSeconds: task.request.seconds ?? 0 });
+    }
     const status = vendorTaskId ? await polling.readVendorStatus({ upstream: task.upstream, vendorTaskId }).catch(() => undefined) : undefined;
     const url = status?.state === 'succeeded' ? status.videoUrl : undefined;
     await bookkeeping.finishTask({ taskId: task.taskId, outcome: url ? { status: 'succeeded', url } : { status: 'succeeded' } });

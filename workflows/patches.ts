@@ -37,4 +37,8 @@ export const PATCHES = {
    * whose last attempt was cut off (a lost worker, a store it could not read) or could not record
    * itself was left `pending` for good. */
   webhookGivenUpRecorded: 'webhook-given-up-recorded',
+  /** A terminated task recorded as paid for (its run had captured the price) gets its usage
+   * record too: a run stopped between its capture and that record (a worker killed inside the
+   * settlement) left the key's usage without the task's spend. */
+  paidCloseRecordsUsage: 'paid-close-records-usage',
 } as const;

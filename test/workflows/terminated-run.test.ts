@@ -131,8 +131,12 @@ describe('a task whose workflow an operator terminated', () => {
     await sweepUntilClosing();
     const task = await client.waitForFinal(taskId, 20_000);
     assert.equal(task.status, 'succeeded');
+    await recordHistoryIfAsked(taskId, 'close-terminated-task-paid');
     const [held, spent] = await money(account.id);
     assert.deepEqual([held, spent], [0, input.holdMicros / 1_000_000]);
+    // The run was stopped before its usage record too: the key's usage shows the task's spend.
+    const usage = await stack.database.db.collection('usage').findOne({ _id: `${taskId}:usage` } as never);
+    assert.deepEqual([usage?.key_id, usage?.spend_micros, usage?.video_seconds], [input.keyId, input.holdMicros, 4]);
   });
 });
 
