@@ -55,6 +55,20 @@ describe('SSE relay against upstreams that keep a stream open', () => {
     upstream.destroy();
   });
 
+  it('drops a byte order mark before the first event, even one split across reads, and relays that event', { timeout: 5_000 }, async () => {
+    const upstream = new PassThrough();
+    next = { upstream };
+    const response = await request(url);
+    const bom = Buffer.from('\uFEFF', 'utf8');
+    upstream.write(bom.subarray(0, 1));
+    upstream.write(Buffer.concat([bom.subarray(1), Buffer.from(`data: ${chunk({ content: 'First' })}\n\ndata: ${chunk({ content: ' second' }, 'stop')}\n\n`)]));
+    upstream.end();
+    const text = await response.body.text();
+    assert.equal((await next.outcome!).end, 'completed');
+    assert.match(text, /"content":"First"/);
+    assert.equal(text.includes('\uFEFF'), false);
+  });
+
   it('ends a stream kept open with keep-alive comments alone, as a failure', { timeout: 5_000 }, async () => {
     const upstream = new PassThrough();
     next = { upstream, maxEventlessMs: 300 };
