@@ -4,12 +4,23 @@ import type { Ledger, LedgerOutcome } from './ledger.ts';
 // A spend lease past its `expires_at` belongs to an api process that died, or one that lost
 // touch with the store: live processes keep pushing their leases' expiry forward, and stop
 // spending from a lease they could not extend (api/services/billing/account-budgets.ts). What
-// its journal (lease-journal.ts) says its calls cost is captured from its hold, with their usage
-// records, and the rest of the hold released; then its documents are removed. Only the calls
-// after the journal's last write are lost if the process died (and any overage beyond the
-// hold); a live one debits what its calls cost beyond that capture when it settles
-// (retired-leases.ts). Either way nobody is billed twice. Two callers do it: the worker's sweeper, for every expired lease, and a caller that
-// needs the account's money now (api/services/billing/lease-recall.ts), for that account's.
+// its journal (lease-journal.ts) says its calls cost is captured from its hold and the rest of
+// the hold released, then their usage records are written; then its documents are removed.
+// Only the calls after the journal's last write are lost if the process died (and any overage
+// beyond the hold); a live one debits what its calls cost beyond that capture when it settles
+// (retired-leases.ts). Either way nobody is billed twice. Two callers do it: the worker's
+// sweeper, for every expired lease, and a caller that needs the account's money now
+// (api/services/billing/lease-recall.ts), for that account's.
+//
+// The usage records come after the ledger, written over any there, to what it collected for
+// the lease, read back (its capture, and its process's debit of an overage): that process may
+// have captured, debited or written its records before it died, or some of that. Records
+// inserted before the capture and otherwise left as they were once said 25,000 micro-USD
+// beside a capture of the 10,000 hold. Written before the documents are removed, they are
+// written again by whoever finds the lease next if this caller dies first. What this write can
+// get wrong is a settlement of a process alive after all that debits and writes its own records
+// between this caller's reads and this write (the store has no transactions to stop that): the
+// journal is read again just before, which narrows that to about a round trip.
 //
 // The release only runs when the lease's hold entry exists: a release without one would return
 // money that other holds of the account set aside. Capture and release share one ledger slot,
@@ -48,15 +59,26 @@ export async function releaseExpiredLease(stores: { ledger: Ledger; leases: Budg
     const held = hold.amount_micros - trimmed;
     const journal = await stores.leases.journal.read(lease._id);
     const captured = Math.min(journal?.spent_micros ?? 0, held);
-    if (journal && captured > 0) {
-      // Usage first, as a settlement writes it: records its own process wrote stay as they are.
-      await stores.leases.journal.recordUsage(journal, journal.spent_micros - captured);
-      outcome = await ledger.apply({ ...base, operation: 'capture', amountMicros: captured, heldMicros: held });
-    } else {
-      outcome = await ledger.apply({ ...base, operation: 'release', amountMicros: held });
-    }
+    outcome =
+      journal && captured > 0
+        ? await ledger.apply({ ...base, operation: 'capture', amountMicros: captured, heldMicros: held })
+        : await ledger.apply({ ...base, operation: 'release', amountMicros: held });
+    // The usage records after the ledger, to what it collected (above: why). The journal is read
+    // again just before: a settlement of its process, alive after all, may have written its whole
+    // statement there since, or finished and removed it, and then its own records stand.
+    const collected = await collectedFor(ledger, lease.account_id, lease._id);
+    const latest = await stores.leases.journal.read(lease._id);
+    if (latest) await stores.leases.journal.recordUsage(latest, collected);
   }
   await stores.leases.remove(lease._id);
   await stores.leases.journal.remove(lease._id);
   return outcome;
+}
+
+/** What the ledger collected for a spend lease: its capture (none when its hold was released
+ * instead) and its process's debit of what its calls cost beyond that. */
+async function collectedFor(ledger: Ledger, accountId: string, reference: string): Promise<number> {
+  const settled = await ledger.find(accountId, reference, 'capture');
+  const debit = await ledger.find(accountId, reference, 'debit');
+  return (settled?.operation === 'capture' ? settled.amount_micros : 0) + (debit?.amount_micros ?? 0);
 }

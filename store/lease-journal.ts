@@ -48,11 +48,11 @@ export class LeaseJournal {
     return this.collection.findOne({ _id: reference });
   }
 
-  /** The journal's usage as usage records, less `shortfallMicros` of their spend: what its
-   * capture could not collect (a journal beyond its lease's hold). Records already there (its
-   * process's own settlement wrote them) are left as they are. */
-  async recordUsage(entry: LeaseJournalDocument, shortfallMicros = 0): Promise<void> {
-    await this.usage.recordMany(shortfallMicros > 0 ? withShortfall(entry.usage, shortfallMicros) : entry.usage);
+  /** The journal's usage as usage records, written over any under the same ids, less what of
+   * their spend the ledger did not collect: `collectedMicros` is what it took for the lease (its
+   * capture and any debit), which falls short of the journal beyond the lease's hold. */
+  async recordUsage(entry: LeaseJournalDocument, collectedMicros: number): Promise<void> {
+    await this.usage.replaceMany(withShortfall(entry.usage, entry.spent_micros - collectedMicros));
   }
 
   async remove(reference: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Collection, Db } from 'mongodb';
-import { isDuplicateKey, onlyDuplicateKeys } from './duplicate-keys.ts';
+import { isDuplicateKey } from './duplicate-keys.ts';
 
 // Usage records under deterministic ids, so a retried writer cannot count twice: one per video
 // task, and one per (spend lease, key, model, kind) for chat and images, which sums the calls
@@ -60,24 +60,14 @@ export class UsageStore {
     }
   }
 
-  /** Writes every record over what is there under its id: a spend lease's settlement, whose
-   * records are the whole of its calls, over any its journal gave (store/lease-journal.ts). */
+  /** Writes every record over what is there under its id: a spend lease's records, written to
+   * what the ledger collected by whoever settles it (its process, retired-leases.ts in
+   * api/services/billing, or store/expired-leases.ts), over those of whoever settled it first. */
   async replaceMany(records: ReadonlyArray<Omit<UsageRecord, 'day' | 'created_at'> & { at: Date }>): Promise<void> {
     if (records.length === 0) return;
     await this.collection.bulkWrite(
       records.map(({ at, ...fields }) => ({ replaceOne: { filter: { _id: fields._id }, replacement: { ...fields, day: utcDay(at), created_at: at }, upsert: true } })),
       { ordered: false },
     );
-  }
-
-  /** Inserts every record; ones already present (a retried settlement) are left as they are. */
-  async recordMany(records: ReadonlyArray<Omit<UsageRecord, 'day' | 'created_at'> & { at: Date }>): Promise<void> {
-    if (records.length === 0) return;
-    const documents = records.map(({ at, ...fields }) => ({ ...fields, day: utcDay(at), created_at: at }));
-    try {
-      await this.collection.insertMany(documents, { ordered: false });
-    } catch (error) {
-      if (!onlyDuplicateKeys(error)) throw error;
-    }
   }
 }

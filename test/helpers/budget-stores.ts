@@ -37,6 +37,9 @@ export async function budgetStores(label: string): Promise<BudgetStores> {
 export class LedgerHeldBack extends Ledger {
   private open!: () => void;
   private readonly gate = new Promise<void>((resolve) => (this.open = resolve));
+  private arrive!: () => void;
+  /** Settles once a movement of the held kind has come to the gate. */
+  readonly reached = new Promise<void>((resolve) => (this.arrive = resolve));
 
   constructor(
     db: Db,
@@ -50,7 +53,10 @@ export class LedgerHeldBack extends Ledger {
   }
 
   override async apply(input: Parameters<Ledger['apply']>[0]) {
-    if (input.operation === this.heldOperation) await this.gate;
+    if (input.operation === this.heldOperation) {
+      this.arrive();
+      await this.gate;
+    }
     return super.apply(input);
   }
 }

@@ -33,9 +33,9 @@ export class JournalWriter {
 
   /** Writes `lease`'s whole statement soon, one write at a time (so an older total never lands
    * over it), with every other lease asked for meanwhile in the same round trip: a settlement
-   * does, before its usage records. Should its process die before the capture, whoever releases
-   * the lease as expired charges what those records say, not the journal of a second or more
-   * before (a chaos review: usage records of 46 calls, $0.040414, beside a capture of
+   * does, before it moves any money. Should its process die before its capture, whoever
+   * releases the lease as expired charges its whole statement, not the journal of a second or
+   * more before (a chaos review: usage records of 46 calls, $0.040414, beside a capture of
    * $0.000252). Rejects when the write fails. */
   writeNow(lease: SpendLease): Promise<void> {
     // Written already as it now stands (or no call charged): nothing to add.

@@ -7,9 +7,10 @@ import type { JournalWriter } from './journal-writer.ts';
 import type { SpendLease } from './spend-lease.ts';
 
 // How a spend lease goes back to the ledger once it takes no more calls (account-budgets.ts
-// retires it): it settles when its last call has ended, with usage records first (idempotent
-// ids), then the capture of what its calls cost (the rest of the hold returns to the balance in
-// the same entry), then its lease document is deleted.
+// retires it): it settles when its last call has ended, with its journal first, then the
+// capture of what its calls cost (the rest of the hold returns to the balance in the same
+// entry) and a debit of any overage beyond it, then its usage records (idempotent ids) of what
+// the ledger collected, then its lease document is deleted.
 //
 // A caller short of money need not wait for the calls still running on a retired lease (a long
 // stream, say): the lease trims its unreserved rest back to the balance at once, and its
@@ -138,13 +139,10 @@ export class RetiredLeases {
   private async settleOnce(lease: SpendLease): Promise<void> {
     const { ledger, leases, usage, log } = this.stores;
     const statement = lease.statement(new Date());
-    // The journal first: a kill between the usage records and the capture otherwise left records
-    // of every call beside a capture of what an older journal said.
+    // The journal first, whole: should this process die before its capture (or after it, before
+    // its usage records), whoever releases the lease as expired captures and records what the
+    // statement says, not what an older journal did.
     await this.stores.journals?.writeNow(lease);
-    // Written over whatever is there: whoever released the lease as expired may have written the
-    // journal's records first (store/expired-leases.ts, insert-only), which can predate the last
-    // calls; this statement is the whole of them.
-    await usage.replaceMany(statement.usage);
     // The trim goes on the ledger before the settlement that counts on it: applied again here, a
     // trim that failed or is still under way lands now, one already applied moves nothing. A
     // sealed slot ('conflict') means the lease was released as expired: the capture conflicts too.
@@ -166,19 +164,27 @@ export class RetiredLeases {
     const capturedOnLedger = outcome === 'insufficient_balance' || (outcome === 'applied' && captured === 0) ? 0 : await capturedFor(ledger, lease.accountId, lease.reference);
     const settledElsewhere = outcome === 'conflict' || capturedOnLedger !== captured;
     const owed = outcome === 'insufficient_balance' ? 0 : statement.spentMicros - capturedOnLedger;
+    let debited = 0;
     if (owed > 0) {
       // The account's money this process holds elsewhere (the lease that replaced this one
       // took the whole free balance, say) goes back first: it was the account's all along.
       if ((await ledger.find(lease.accountId, lease.reference, 'debit')) === null && (await ledger.totals(lease.accountId)).balance_micros < owed) await this.makeRoom?.(lease.accountId, lease);
       // As far as the balance goes: a shortfall forgives only what the balance lacks.
       await ledger.apply({ ...base, operation: 'debit', amountMicros: owed, upToBalance: true });
-      const debited = (await ledger.find(lease.accountId, lease.reference, 'debit'))?.amount_micros ?? 0;
-      if (debited < owed) {
-        log.error({ lease: lease.reference, owed, debited, outcome }, "the balance could not cover all that a spend lease's calls cost beyond its hold; the rest is lost");
-        // The records then show what was collected, so per-key spend adds up to the ledger's.
-        await usage.replaceMany(withShortfall(statement.usage, owed - debited));
-      } else if (settledElsewhere) log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
+      debited = (await ledger.find(lease.accountId, lease.reference, 'debit'))?.amount_micros ?? 0;
+      if (debited < owed) log.error({ lease: lease.reference, owed, debited, outcome }, "the balance could not cover all that a spend lease's calls cost beyond its hold; the rest is lost");
+      else if (settledElsewhere) log.warn({ lease: lease.reference, owed }, 'a spend lease was released as expired before it settled; its calls were debited from the balance');
     }
+    // The usage records last, to what the ledger collected for the lease (what went uncollected
+    // comes off them), so per-key spend adds up to the ledger's. Written before the capture,
+    // records of every call stayed beside a capture of the hold alone when this process died
+    // before its capture or its debit of an overage. Nothing moves money after this, so this
+    // write is right whenever it lands; a kill before it leaves the lease's document to whoever
+    // releases it as expired, who writes them from the journal to the same amount
+    // (store/expired-leases.ts). They go over whatever is there: records of an older journal, by
+    // whoever released the lease first. (That release also removed the document, so a kill
+    // between this debit and this write, a round trip, leaves its records at the capture alone.)
+    await usage.replaceMany(withShortfall(statement.usage, statement.spentMicros - capturedOnLedger - debited));
     await leases.remove(lease.reference);
     await leases.journal.remove(lease.reference);
   }

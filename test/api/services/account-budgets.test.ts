@@ -361,23 +361,24 @@ describe('spend leases (account budgets)', () => {
     assert.equal(await leases.journal.collection.countDocuments({ account_id: account._id }), 0, 'the journal goes with its lease');
   });
 
-  it('charges what its usage records say when its process dies between writing them and its capture', async () => {
+  it('charges what its settlement wrote to the journal when its process dies between that and its capture', async () => {
     const account = await accounts.create({ name: 'killed-mid-settlement', balanceMicros: 1_000_000 });
-    // The process's capture never comes (it was killed right after the usage records) until the
-    // test lets it, once the lease was released as expired.
+    // The process's capture never comes (it was killed right after its journal) until the test
+    // lets it, once the lease was released as expired.
     const killedBeforeCapture = new LedgerHeldBack(database.db, 'capture');
     // The journal is written at the first tick after the first charge, then not for a minute.
     const dying = new AccountBudgets({ ledger: killedBeforeCapture, leases, usage, log: silent, timing: { idleMs: 300, smallLeaseIdleMs: 300, tickMs: 20, journalMs: 60_000, expiryMs: 60_000 } });
     (await dying.reserve(account._id, 10_000, chatCall, 'hint')).charge(4_000, { inputTokens: 7, outputTokens: 3 }, { allowOverage: false });
     await waitUntil(async () => (await leases.journal.collection.findOne({ account_id: account._id }))?.spent_micros === 4_000);
     (await dying.reserve(account._id, 10_000, chatCall, 'hint')).charge(2_500, { inputTokens: 7, outputTokens: 3 }, { allowOverage: false });
-    // Idle, the lease settles: its usage records are written, then the capture never comes.
-    await waitUntil(async () => (await usageOf(account._id)).reduce((sum, record) => sum + record.spend_micros, 0) === 6_500);
+    // Idle, the lease settles: its journal is written whole, then the capture never comes.
+    await killedBeforeCapture.reached;
+    assert.equal((await leases.journal.collection.findOne({ account_id: account._id }))?.spent_micros, 6_500);
 
     const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
     assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
     const after = (await accounts.find(account._id))!;
-    // The journal had the whole statement before the records: 4,000 from a journal a tick old
+    // The journal had the whole statement before the capture: 4,000 from a journal a tick old
     // was captured beside records of 6,500 before.
     assert.deepEqual([after.held_micros, after.spent_micros, after.balance_micros], [0, 6_500, 993_500]);
     assert.deepEqual((await usageOf(account._id)).map((record) => [record.requests, record.spend_micros]), [[2, 6_500]]);
