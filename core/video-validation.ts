@@ -86,8 +86,9 @@ function validateContent(model: VideoModel, content: NonNullable<SubmissionInput
 
 /** "@image2", in any case, standing as a word of its own: not inside an address
  * (bob@image1.com) and not the start of a longer word (@image1x, @image1é: letters and digits
- * of any script count as word characters). */
-const CITATION = /(?<![\p{L}\p{N}_])@image(\p{Nd}+)(?![\p{L}\p{N}_])/giu;
+ * of any script count as word characters, and so do combining marks, which is how an accent
+ * typed as its own character, "jose\u0301@image1.com", attaches to the letter before it). */
+const CITATION = /(?<![\p{L}\p{M}\p{N}_])@image(\p{Nd}+)(?![\p{L}\p{M}\p{N}_])/giu;
 
 /** Spec 4.1 rule 2: @image1 to @imageN cite the reference images (role reference_image), in the
  * order of their entries; first/last-frame images are not references and cannot be cited. */

@@ -224,7 +224,7 @@ describe('@imageN citations', () => {
   const seedance = models.find((model) => model.id === 'seedance-2.0')!;
   const oneImage = { content: [entry('image_url', 'reference_image', 0)] };
   // Without reference images any citation is refused: these cite nothing.
-  for (const prompt of ['mail bob@image1.com', 'see @image1x and @images', 'no @image here', 'un café @image1é', 'x@image1 y', 'ß@image1']) {
+  for (const prompt of ['mail bob@image1.com', 'see @image1x and @images', 'no @image here', 'un café @image1é', 'x@image1 y', 'ß@image1', 'mail jose\u0301@image1.com', 'see @image1\u0301 here']) {
     it(`reads ${JSON.stringify(prompt)} as citing nothing`, () => {
       assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt }));
     });
