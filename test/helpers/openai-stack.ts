@@ -71,7 +71,7 @@ async function startApi(label: string, overrides: Partial<Record<keyof Config, s
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     },
-    settledAccount: (accountId, timeoutMs) => settledAccount(accounts, accountId, timeoutMs),
+    settledAccount: (accountId, timeoutMs) => settledAccount(accounts, accountId, timeoutMs, db),
   };
   return stack;
 }
