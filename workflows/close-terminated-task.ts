@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope, patched } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, patched, sleep } from '@temporalio/workflow';
 import type { CloseTerminatedTaskInput, TaskError, VideoTaskWorkflowResult } from '../core/video-task.ts';
 import { bookkeeping, polling } from './activity-proxies.ts';
 import { deliverWebhook } from './webhook-schedule.ts';
@@ -17,6 +17,10 @@ import { PATCHES } from './patches.ts';
 // without this code fails the workflow task (unknown type) and leaves it to one with it, where
 // a flag it did not know would have made it generate, and bill, the clip.
 
+/** Pauses before reading the vendor again for a paid task's clip, after a read failed (each read
+ * is an activity with its own three tries): about nine minutes in all, for a vendor's blip. */
+const PAID_REREAD_PAUSES = ['5s', '15s', '30s', '1m', '2m', '5m'] as const;
+
 const STOPPED: TaskError = { code: 'cancelled', message: 'The task was stopped by an operator (its workflow was terminated); nothing was charged.' };
 
 export async function closeTerminatedTaskWorkflow(input: CloseTerminatedTaskInput): Promise<VideoTaskWorkflowResult> {
@@ -28,7 +32,15 @@ export async function closeTerminatedTaskWorkflow(input: CloseTerminatedTaskInpu
     if (patched(PATCHES.paidCloseRecordsUsage)) {
       await bookkeeping.settleHold({ taskId: task.taskId, accountId: task.accountId, keyId: task.keyId, modelId: task.modelId, amountMicros: task.holdMicros, outcome: 'capture', videoSeconds: task.request.seconds ?? 0 });
     }
-    const status = vendorTaskId ? await polling.readVendorStatus({ upstream: task.upstream, vendorTaskId }).catch(() => undefined) : undefined;
+    const read = () => (vendorTaskId ? polling.readVendorStatus({ upstream: task.upstream, vendorTaskId }).catch(() => undefined) : Promise.resolve(undefined));
+    let status = await read();
+    if (vendorTaskId && patched(PATCHES.paidCloseRereadsVendor)) {
+      for (const pause of PAID_REREAD_PAUSES) {
+        if (status !== undefined) break;
+        await sleep(pause);
+        status = await read();
+      }
+    }
     const url = status?.state === 'succeeded' ? status.videoUrl : undefined;
     await bookkeeping.finishTask({ taskId: task.taskId, outcome: url ? { status: 'succeeded', url } : { status: 'succeeded' } });
     return url ? { status: 'succeeded', url } : { status: 'succeeded' };

@@ -41,4 +41,8 @@ export const PATCHES = {
    * record too: a run stopped between its capture and that record (a worker killed inside the
    * settlement) left the key's usage without the task's spend. */
   paidCloseRecordsUsage: 'paid-close-records-usage',
+  /** That task's vendor read, for the clip's link, is tried again over minutes when it fails: one
+   * read failed by a vendor blip recorded a Seedance task succeeded with a link to the gateway's
+   * /content, which has no clip to stream for Seedance (404), for a clip the caller paid for. */
+  paidCloseRereadsVendor: 'paid-close-rereads-vendor',
 } as const;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as pause } from 'node:timers/promises';
 import { request } from 'undici';
+import { VendorTransientError } from '../../vendors/types.ts';
 import { Ledger } from '../../store/ledger.ts';
 import { SweeperCursorStore } from '../../store/sweeper-cursors.ts';
 import { TaskStore } from '../../store/tasks.ts';
@@ -218,6 +219,46 @@ describe('closing terminated tasks, the harder cases', () => {
     } finally {
       // A submission still waiting would hold the worker's shutdown for good.
       answered.fire();
+      await worker.stop();
+    }
+  });
+  it("reads the vendor again, over minutes, for the clip of a paid task whose first read failed: its link is the vendor's, not a /content with nothing behind it", async () => {
+    // Seedance has no clip for the gateway to stream (no openContent): recorded without the
+    // vendor's link, a task it was paid for pointed at a /content that answers 404.
+    let failingReads = 0;
+    const worker = await startStackWorker(stack, {
+      vendorOverrides: (vendor) => ({
+        async status(vendorTaskId) {
+          if (failingReads > 0) {
+            failingReads--;
+            throw new VendorTransientError('seedance answered 503 (simulated)', 503);
+          }
+          return vendor.status(vendorTaskId);
+        },
+      }),
+    });
+    try {
+      const account = await createAccount(stack.app, { name: 'paid-blip', balance_usd: 5 });
+      const client = videoClient(stack.baseUrl, (await createKey(stack.app, account.id)).key);
+      const submitted = await client.submit({ model: 'seedance-2.0', prompt: 'paid, then stopped [sim:delay=2]', seconds: '4', metadata: { resolution: '480p' } });
+      const taskId = submitted.json.task_id as string;
+      for (const begun = Date.now(); !(await tasks.find(taskId))?.vendor_task_id; await pause(50)) assert.ok(Date.now() - begun < 10_000, 'the vendor never got the task');
+      await stack.temporal.client.workflow.getHandle(taskId).terminate('an operator stops it');
+      const vendorTaskId = (await tasks.find(taskId))!.vendor_task_id!;
+      const vendorState = async () => ((await (await request(`${stack.simulatorUrl}/api/v3/contents/generations/tasks/${vendorTaskId}`, { headers: { authorization: 'Bearer sim' } })).body.json()) as { status: string }).status;
+      for (const begun = Date.now(); (await vendorState()) !== 'succeeded'; await pause(200)) assert.ok(Date.now() - begun < 10_000, 'the vendor never finished the clip');
+      // As if the run was stopped between capturing the price and recording the task.
+      const { workflow_input: input } = (await tasks.find(taskId))!;
+      assert.equal(await new Ledger(stack.database.db).apply({ accountId: input.accountId, keyId: input.keyId, reference: taskId, operation: 'capture', amountMicros: input.holdMicros }), 'applied');
+      // The closing run's first read fails in all three of its tries.
+      failingReads = 3;
+      await sweepUntil(1);
+      const task = await client.waitForFinal(taskId, 30_000);
+      await recordHistoryIfAsked(taskId, 'close-terminated-task-paid-reread');
+      assert.equal(failingReads, 0, 'the first read failed');
+      assert.equal(task.status, 'succeeded');
+      assert.match(task.url ?? '', new RegExp(`^${stack.simulatorUrl}/`), `the vendor's link, not the gateway's: ${task.url}`);
+    } finally {
       await worker.stop();
     }
   });
