@@ -58,12 +58,17 @@ const SOMETHING_VISIBLE_BEYOND_PLANE_14 = new RegExp(`[^${WHITESPACE_CLASS}${INV
 const EMPTY_MESSAGE = 'must not be empty (only whitespace, control or invisible characters)';
 
 /** Required text with something besides whitespace and control characters, at most `max`
- * characters, trimmed. */
-export function visibleText(max: number) {
+ * characters, left as it came: for text the gateway passes on (an image prompt), which the
+ * provider reads as the caller wrote it. */
+export function visibleUntrimmedText(max: number) {
   return atMostCharacters(z.string({ error: requiredAs('a string') }), max, `is longer than ${max} characters`)
     .regex(SOMETHING_VISIBLE, EMPTY_MESSAGE)
-    .refine((text) => SOMETHING_VISIBLE_BEYOND_PLANE_14.test(text), EMPTY_MESSAGE)
-    .trim();
+    .refine((text) => SOMETHING_VISIBLE_BEYOND_PLANE_14.test(text), EMPTY_MESSAGE);
+}
+
+/** As visibleUntrimmedText, trimmed. */
+export function visibleText(max: number) {
+  return visibleUntrimmedText(max).trim();
 }
 
 // Control characters (C0, DEL, C1: a newline, a NUL) and the bidirectional overrides and

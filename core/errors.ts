@@ -12,6 +12,8 @@ export const errorCatalog = {
   content_policy_violation: { status: 400, type: 'invalid_request_error' },
   unsupported_parameter: { status: 400, type: 'invalid_request_error' },
   unsupported_value: { status: 400, type: 'invalid_request_error' },
+  // gpt-image-1's refusal of a prompt by its safety system.
+  moderation_blocked: { status: 400, type: 'invalid_request_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   invalid_admin_token: { status: 401, type: 'authentication_error' },
   invalid_metrics_token: { status: 401, type: 'authentication_error' },

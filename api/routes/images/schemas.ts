@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Catalog, ImageModel } from '../../../core/catalog.ts';
-import { requiredAs, visibleText } from '../../../core/characters.ts';
+import { requiredAs, visibleUntrimmedText } from '../../../core/characters.ts';
 import { modelIdField } from '../model-resolution.ts';
 
 // OpenAI's image generation request (spec 4.5 leaves the shape to OpenAI's). Loose, so vendor
@@ -8,7 +8,8 @@ import { modelIdField } from '../model-resolution.ts';
 
 export const imageGenerationBody = z.looseObject({
   model: z.string({ error: requiredAs('a string') }).min(1, 'is required'),
-  prompt: visibleText(32_000),
+  // Passed on as written: OpenAI does not trim a prompt.
+  prompt: visibleUntrimmedText(32_000),
   n: z.number({ error: 'must be an integer from 1 to 10' }).int('must be an integer from 1 to 10').min(1, 'must be from 1 to 10').max(10, 'must be from 1 to 10').nullish(),
   size: z.string({ error: 'must be a string such as "1024x1024"' }).regex(/^(auto|\d{2,5}x\d{2,5})$/, 'must be "auto" or WIDTHxHEIGHT, e.g. "1024x1024"').nullish(),
   response_format: z.enum(['url', 'b64_json'], { error: "must be 'url' or 'b64_json'" }).nullish(),

@@ -104,8 +104,12 @@ export class OpenAiUpstreams {
   async postForJson(upstreamName: string, path: string, payload: string, options: { signal: ClientDisconnect; what: string }): Promise<{ text: string; json: unknown }> {
     const answer = await this.postJsonWhole(upstreamName, path, payload, { signal: options.signal, accept: 'application/json' });
     if (answer.statusCode < 200 || answer.statusCode >= 300) throw upstreamRefusal(answer, upstreamName);
+    // A byte order mark before the JSON is dropped, as fetch's json() (which the OpenAI clients
+    // read with) drops it: left in, JSON.parse refused an answer the provider had made, and
+    // charged the operator for, and the caller got a 502 and retried into paying again.
+    const text = answer.text.charCodeAt(0) === 0xfeff ? answer.text.slice(1) : answer.text;
     try {
-      return { text: answer.text, json: JSON.parse(answer.text) };
+      return { text, json: JSON.parse(text) };
     } catch {
       throw malformedUpstreamAnswer(options.what);
     }

@@ -25,7 +25,7 @@ import type { WholeAnswer } from './whole-answer.ts';
 const MAX_ERROR_BODY_CHARACTERS = 16_384;
 
 /** OpenAI's codes for a 400 that are passed on as they came (core/errors.ts lists them). */
-const providerCodes = new Set<string>(['context_length_exceeded', 'content_policy_violation', 'unsupported_parameter', 'unsupported_value']);
+const providerCodes = new Set<string>(['context_length_exceeded', 'content_policy_violation', 'moderation_blocked', 'unsupported_parameter', 'unsupported_value']);
 
 /** What the operator must fix, by upstream status: the end of the caller's message. */
 const operatorFaults: Partial<Record<number, string>> = {
