@@ -96,7 +96,8 @@ export function drained(response: ServerResponse, gone: ClientDisconnect, within
       resolve(took);
     };
     const onMore = () => settle(true);
-    const timer = setTimeout(settle, withinMs, false);
+    // unref: a wait left pending must not keep a closing process alive.
+    const timer = setTimeout(settle, withinMs, false).unref();
     response.once('drain', onMore);
     gone.once('abort', onMore);
   });
