@@ -1,4 +1,5 @@
 import type { BudgetLeaseDocument, BudgetLeaseStore } from './budget-leases.ts';
+import { collectedFor } from './lease-collections.ts';
 import type { Ledger, LedgerOutcome } from './ledger.ts';
 
 // A spend lease past its `expires_at` belongs to an api process that died, or one that lost
@@ -73,12 +74,4 @@ export async function releaseExpiredLease(stores: { ledger: Ledger; leases: Budg
   await stores.leases.remove(lease._id);
   await stores.leases.journal.remove(lease._id);
   return outcome;
-}
-
-/** What the ledger collected for a spend lease: its capture (none when its hold was released
- * instead) and its process's debit of what its calls cost beyond that. */
-async function collectedFor(ledger: Ledger, accountId: string, reference: string): Promise<number> {
-  const settled = await ledger.find(accountId, reference, 'capture');
-  const debit = await ledger.find(accountId, reference, 'debit');
-  return (settled?.operation === 'capture' ? settled.amount_micros : 0) + (debit?.amount_micros ?? 0);
 }

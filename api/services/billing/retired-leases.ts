@@ -1,6 +1,7 @@
 import { failureFields } from '../../../core/dependency-errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BudgetLeaseStore } from '../../../store/budget-leases.ts';
+import { capturedFor } from '../../../store/lease-collections.ts';
 import type { Ledger, LedgerOutcome } from '../../../store/ledger.ts';
 import { withShortfall, type UsageStore } from '../../../store/usage.ts';
 import type { JournalWriter } from './journal-writer.ts';
@@ -188,10 +189,4 @@ export class RetiredLeases {
     await leases.remove(lease.reference);
     await leases.journal.remove(lease.reference);
   }
-}
-
-/** What the ledger captured for a lease: nothing when its hold was released instead. */
-async function capturedFor(ledger: Ledger, accountId: string, reference: string): Promise<number> {
-  const settled = await ledger.find(accountId, reference, 'capture');
-  return settled?.operation === 'capture' ? settled.amount_micros : 0;
 }

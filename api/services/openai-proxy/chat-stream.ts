@@ -35,7 +35,7 @@ export interface ChatStreamOptions {
   /** performance.now() when the request arrived, for the time-to-first-token metric. */
   receivedAt: number;
   /** How long the caller may take nothing before the call ends (sse-relay.ts). */
-  maxCallerStallMs?: number;
+  maxCallerStallMs: number;
 }
 
 /** Output tokens of what a stream delivered, when the upstream did not say. */
@@ -69,7 +69,7 @@ export class ChatStream {
         modelId: model.id,
         choices: this.options.choices,
         onFirstText: () => observeTimeToFirstToken(model.id, this.options.receivedAt),
-        ...(this.options.maxCallerStallMs === undefined ? {} : { maxCallerStallMs: this.options.maxCallerStallMs }),
+        maxCallerStallMs: this.options.maxCallerStallMs,
       });
     } catch (error) {
       outcome = { end: 'upstream_failed', delivered: { pieces: 0, characters: 0 }, failure: error instanceof Error ? error.message : String(error) };
