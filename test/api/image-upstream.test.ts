@@ -56,3 +56,35 @@ describe('an image call against a scripted provider', () => {
     assert.equal((await stack.settledAccount(caller.accountId)).spent_micros, 80_000);
   });
 });
+
+describe('an image answer larger than the api reads whole', () => {
+  const MAX_ANSWER_BYTES = 64 * 1024;
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let stack: OpenAiStack;
+  before(async () => {
+    upstream = await startFakeUpstream((_recorded, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1, data: [{ b64_json: 'A'.repeat(2 * MAX_ANSWER_BYTES) }] }));
+    });
+    stack = await startApiBeforeUpstream('image-upstream-too-large', upstream.url, { upstreamClient: { maxAnswerBytes: MAX_ANSWER_BYTES } });
+  });
+  after(async () => {
+    await stack.close();
+    await upstream.close();
+  });
+
+  it('is a 502 the OpenAI client does not retry into paying the provider again, unbilled', async () => {
+    const caller = await stack.newCaller('too-large');
+    // The client's own retries on, as a caller has them: two more tries of a 502 unless told not to.
+    const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: caller.key, maxRetries: 2, timeout: 20_000 });
+    const sentBefore = upstream.received.length;
+    await assert.rejects(client.images.generate({ model: 'gpt-image-1', prompt: 'a huge kite', response_format: 'b64_json' }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError);
+      assert.equal(error.status, 502);
+      assert.equal(error.headers.get('x-should-retry'), 'false');
+      assert.match(error.message, /was cut off; nothing was charged/);
+      return true;
+    });
+    assert.equal(upstream.received.length - sentBefore, 1);
+    assert.equal((await stack.settledAccount(caller.accountId)).spent_micros, 0);
+  });
+});

@@ -123,7 +123,9 @@ export class OpenAiUpstreams {
       return await this.withRetries(options.signal, () => readWholeAnswer(pool, request, options.signal, this.maxAnswerBytes));
     } catch (error) {
       if (error instanceof AnswerTooLarge) {
-        throw new GatewayError('upstream_error', `The model provider's answer was larger than ${error.maxBytes / 1_048_576} MiB and was cut off; nothing was charged.`);
+        // The same request asks for the same answer again, and the provider charges the
+        // operator for each one it makes: the OpenAI SDKs' two retries of a 502 would triple it.
+        throw new GatewayError('upstream_error', `The model provider's answer was larger than ${error.maxBytes / 1_048_576} MiB and was cut off; nothing was charged. Ask for less (fewer or smaller images, or urls instead of b64_json).`, undefined, { 'x-should-retry': 'false' });
       }
       if (!(error instanceof AnswerBrokeOff)) throw error;
       throw new GatewayError('upstream_error', `The model provider's answer broke off (${describe(error.cause)}); nothing was charged. Retry later.`);
