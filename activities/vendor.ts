@@ -76,6 +76,24 @@ function asFailure(error: unknown, upstream: string): unknown {
   return error;
 }
 
+/** How long after a submission's first try a vendor's 409 to a later try is taken as the
+ * earlier try still being worked on, not as a refusal: beyond one try's 60 s, with room. */
+export const IN_FLIGHT_CONFLICT_MS = 5 * 60_000;
+
+/**
+ * A 409 to a submission's second or later try, within IN_FLIGHT_CONFLICT_MS of its first: a
+ * vendor that keys creates by Idempotency-Key answers 409 while a request under the same key
+ * is still being processed (the earlier try, whose answer this activity lost or gave up on).
+ * Taken as a refusal it failed the task while the vendor went on to generate its clip, paid
+ * by the operator and never delivered; tried again later, the key gets that task back. On the
+ * first try there is no earlier request, so a 409 there is the vendor's word on the request.
+ */
+export function asEarlierTryInFlight(error: unknown, info: Pick<Info, 'attempt' | 'scheduledTimestampMs'>): unknown {
+  if (!(error instanceof VendorRejectedError) || error.status !== 409 || info.attempt < 2) return error;
+  if (Date.now() - info.scheduledTimestampMs > IN_FLIGHT_CONFLICT_MS) return error;
+  return new VendorTransientError(`${error.message} (taken as an earlier try under the same Idempotency-Key still in progress)`, 409);
+}
+
 export function createVendorActivities(vendorFor: VendorLookup, tasks?: Pick<TaskStore, 'recordVendorTask'>) {
   return {
     async submitToVendor(input: { taskId: string; upstream: string; request: VideoGenerationRequest }): Promise<{ vendorTaskId: string }> {
@@ -89,7 +107,7 @@ export function createVendorActivities(vendorFor: VendorLookup, tasks?: Pick<Tas
         await tasks?.recordVendorTask(input.taskId, started.vendorTaskId).catch(() => undefined);
         return started;
       } catch (error) {
-        throw asFailure(error, input.upstream);
+        throw asFailure(asEarlierTryInFlight(error, Context.current().info), input.upstream);
       }
     },
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { callerWording } from '../../activities/vendor.ts';
+import { asEarlierTryInFlight, callerWording, IN_FLIGHT_CONFLICT_MS } from '../../activities/vendor.ts';
 import { VendorRejectedError, VendorTransientError } from '../../vendors/types.ts';
 
 // What a task's caller reads of a vendor's failure (the workflow puts it in the task's error):
@@ -24,5 +24,19 @@ describe('a vendor failure in the caller\'s words', () => {
       [new VendorTransientError('seedance: POST /api/v3/contents/generations/tasks got no answer: ECONNREFUSED: connect ECONNREFUSED 10.0.0.7:443'), 'it did not answer'],
     ];
     for (const [error, words] of cases) assert.equal(callerWording(error), words, error.message);
+  });
+
+  it('reads a 409 as an earlier try still in progress only on a retry within the window', () => {
+    const conflict = new VendorRejectedError('seedance answered 409 IdempotencyKeyInUse: in progress', 409, 'IdempotencyKeyInUse');
+    const firstScheduled = Date.now() - 10_000;
+    const retried = asEarlierTryInFlight(conflict, { attempt: 2, scheduledTimestampMs: firstScheduled });
+    assert.ok(retried instanceof VendorTransientError);
+    assert.equal(retried.status, 409);
+    // The first try has no earlier request: its 409 is the vendor's word on the request.
+    assert.equal(asEarlierTryInFlight(conflict, { attempt: 1, scheduledTimestampMs: firstScheduled }), conflict);
+    // Past the window no earlier try can still run: a refusal after all, in the vendor's words.
+    assert.equal(asEarlierTryInFlight(conflict, { attempt: 9, scheduledTimestampMs: Date.now() - IN_FLIGHT_CONFLICT_MS - 1_000 }), conflict);
+    const badRequest = new VendorRejectedError('seedance answered 400 InvalidParameter', 400, 'InvalidParameter');
+    assert.equal(asEarlierTryInFlight(badRequest, { attempt: 3, scheduledTimestampMs: firstScheduled }), badRequest);
   });
 });
