@@ -7,6 +7,7 @@ import { VerbatimInteger } from '../../core/verbatim-integers.ts';
 import { lastSignOfLife, type IdempotencyRecord, type IdempotencyStore } from '../../store/idempotency.ts';
 import type { CallsInFlight } from '../services/openai-proxy/calls-in-flight.ts';
 import { principalOf } from './api-key-auth.ts';
+import { LaterRecordWrites } from './idempotency-later-writes.ts';
 import { TIMED_OUT, withinWait } from '../services/rate-limits/store-wait.ts';
 
 // `Idempotency-Key` on the POST routes that create something billable. Scoped per API key and
@@ -93,14 +94,6 @@ export function retryAfterSeconds(staleAfterMs: number, silentMs: number): numbe
   return alive ? 1 : Math.max(1, Math.ceil((staleAfterMs - silentMs) / 1000));
 }
 
-/** Pauses before writing a record again that the store refused as its request ended: about
- * a minute in all, past the stale window of every route. */
-const LATER_WRITE_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
-/** How long those tries go on, whatever their pauses: a close shortens the pauses, not this. */
-const LATER_WRITES_FOR_MS = LATER_WRITE_DELAYS_MS.reduce((sum, delayMs) => sum + delayMs, 0);
-/** The pause between those tries once the app is closing: the close waits for them, bounded by
- * its force deadline (graceful-close.ts), and the store is likely back by then. */
-const CLOSING_RETRY_MS = 250;
 /** How long a route's refusal before the claim waits for a look at the key's record. */
 const REFUSAL_LOOKUP_MS = 250;
 /** What an Idempotency-Key may be; the OpenAPI document shows the same pattern. */
@@ -144,6 +137,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     return write;
   };
   app.decorateRequest('idempotency', null);
+  /** Records the store refused as their request ended, written once it is back. */
+  const laterWrites = new LaterRecordWrites();
+  app.addHook('onClose', async () => laterWrites.close());
 
   /** The request now holds the record: refresh it until the request is finished. */
   const hold = (route: IdempotentRoute, request: FastifyRequest, claim: { recordId: string; claimedAt: Date; taskId: string }): IdempotentRequest => {
@@ -253,44 +249,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       request.log.warn({ err: error }, 'could not write an Idempotency-Key record; the answer goes out and the record is written once the store is back');
       // Kept like the first write: a close (a restart) waits for it, bounded by its force
       // deadline, before the store closes under it.
-      void kept(writeLater(write, request));
+      void kept(laterWrites.write(write, request.log));
     }
     return payload;
-  };
-
-  // A write paused for 16 s when the close began held an idle process's close until its force
-  // deadline though the store was back: the close wakes the paused writes, and later pauses
-  // are short.
-  const pausedWrites = new Set<() => void>();
-  let closing = false;
-  app.addHook('onClose', async () => {
-    closing = true;
-    for (const wake of [...pausedWrites]) wake();
-  });
-  const pauseBeforeRetry = (delayMs: number) =>
-    new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        pausedWrites.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, closing ? CLOSING_RETRY_MS : delayMs);
-      timer.unref();
-      pausedWrites.add(wake);
-    });
-
-  const writeLater = async (write: () => Promise<unknown>, request: FastifyRequest) => {
-    const giveUpAt = Date.now() + LATER_WRITES_FOR_MS;
-    for (let attempt = 0; Date.now() < giveUpAt; attempt++) {
-      await pauseBeforeRetry(LATER_WRITE_DELAYS_MS[Math.min(attempt, LATER_WRITE_DELAYS_MS.length - 1)]!);
-      try {
-        await write();
-        return;
-      } catch {
-        // The store is still away: try again after a longer pause.
-      }
-    }
-    request.log.error('gave up writing an Idempotency-Key record; a retry under its key may run again once the record is stale');
   };
 
   // A reply that ended without onSend: no answer exists to keep. Not on the caller's leaving
