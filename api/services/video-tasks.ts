@@ -11,16 +11,15 @@ import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { validateVideoSubmission, type SubmissionInput } from '../../core/video-validation.ts';
 import type { AccountStore } from '../../store/accounts.ts';
-import { MovementWithdrawn, type Ledger } from '../../store/ledger.ts';
+import type { Ledger } from '../../store/ledger.ts';
 import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
 import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
 import { outcomeUnknown } from '../plugins/idempotency.ts';
-import { balanceRefusal, formatUsd } from './billing/insufficient-balance.ts';
 import { HoldAdmission, RETRY_AFTER_SECONDS } from './hold-admission.ts';
 import { internalAddressIn } from './submission-addresses.ts';
 import type { AccountBudgets } from './billing/account-budgets.ts';
-import type { UnansweredLeases } from './billing/lease-recall.ts';
+import { holdTaskPrice } from './task-price-hold.ts';
 
 export interface VideoTaskServiceOptions {
   catalog: Catalog;
@@ -160,7 +159,7 @@ export class VideoTaskService {
         const stored = await tasks.find(taskId);
         if (stored) ({ workflow_input: input, price_micros: priceMicros } = stored);
       }
-      return this.hold(principal, taskId, priceMicros, () => !answered503);
+      return holdTaskPrice(this.options, principal, taskId, priceMicros, () => !answered503);
     })();
     storing.then(
       (hold) => leaveQueue(Date.now(), hold === 'withdrawn'),
@@ -255,36 +254,6 @@ export class VideoTaskService {
       if (recorded) return recorded;
       this.options.log?.warn({ err: error, taskId: input.taskId }, recoverable ? 'could not claim the task for its caller; its workflow will' : 'could not claim the task for its caller; it is not answered, and its workflow closes it');
       return recoverable ? 'run' : 'unknown';
-    }
-  }
-
-  /** Holds the task's price, or removes the task and throws 403 when the balance is short (503
-   * when the shortfall is held by leases of an api process that stopped answering). Nothing,
-   * once `stillWanted` says no (the caller was answered meanwhile): the task is then closed
-   * by the submission's abandon. */
-  private async hold(principal: Principal, taskId: string, priceMicros: number, stillWanted: () => boolean): Promise<'held' | 'withdrawn'> {
-    const { ledger, tasks } = this.options;
-    const hold = () => ledger.apply({ accountId: principal.accountId, keyId: principal.keyId, reference: taskId, operation: 'hold', amountMicros: priceMicros, stillWanted });
-    try {
-      let held = await hold();
-      let unanswered: UnansweredLeases | null = null;
-      // Asking leases back costs other processes' settlements: not for a caller already answered
-      // (asked again after takeWithLeasesBack's waits).
-      if (held === 'insufficient_balance' && this.options.budgets && stillWanted()) {
-        // Part of the balance may be leased to chat calls (here or in another process) without
-        // being spent.
-        ({ result: held, unanswered } = await this.options.budgets.takeWithLeasesBack(principal.accountId, priceMicros, hold, stillWanted));
-      }
-      if (held !== 'applied') {
-        await tasks.remove(taskId);
-        const account = await this.options.accounts.find(principal.accountId);
-        const totals = { availableMicros: account?.balance_micros ?? 0, heldMicros: account?.held_micros ?? 0, unanswered };
-        throw balanceRefusal(priceMicros, `this task costs ${formatUsd(priceMicros)}`, totals, 'Add credits and retry.');
-      }
-      return 'held';
-    } catch (error) {
-      if (error instanceof MovementWithdrawn) return 'withdrawn';
-      throw error;
     }
   }
 
