@@ -128,6 +128,8 @@ export function validateVideoSubmission(model: VideoModel, input: SubmissionInpu
   validateCitations(input.prompt, content.filter((item) => item.role === 'reference_image').length);
 
   const request: VideoGenerationRequest = { upstreamModel: model.upstream_model, prompt: input.prompt, seconds, ratio, resolution, content };
-  if (metadata.generate_audio !== undefined) request.generateAudio = metadata.generate_audio;
+  // Only to a model that makes audio: for one that does not, `false` is all it can be and its
+  // own default, and older Seedance models refuse the field itself (seedance-wire.ts).
+  if (metadata.generate_audio !== undefined && model.audio) request.generateAudio = metadata.generate_audio;
   return { seconds, resolution, ratio, request };
 }

@@ -244,3 +244,17 @@ describe('@imageN citations', () => {
     }
   });
 });
+
+describe('generate_audio on the way to the vendor', () => {
+  it('is passed to a model that makes audio, and left out for one that does not', () => {
+    const withAudio = models.find((model) => model.audio)!;
+    const silent = models.find((model) => !model.audio)!;
+    for (const value of [true, false]) {
+      const request = validateVideoSubmission(withAudio, { model: withAudio.id, prompt: 'a fox', metadata: { generate_audio: value } }).request;
+      assert.equal(request.generateAudio, value, withAudio.id);
+    }
+    // false is a silent model's only value and its default: older Seedance models refuse the field.
+    const request = validateVideoSubmission(silent, { model: silent.id, prompt: 'a fox', metadata: { generate_audio: false } }).request;
+    assert.equal('generateAudio' in request, false, silent.id);
+  });
+});
