@@ -28,17 +28,22 @@ export interface StreamSettings extends CompletionIdentity {
   /** top_logprobs for each piece's chunk; undefined when logprobs were not asked for. */
   logprobs?: number;
   gapMs: number;
+  /** Drop the connection after this many pieces, unfinished ([sim:break_after=N]). */
+  breakAfter?: number;
   /** Aborted when the client disconnects before the stream ends. */
   signal: AbortSignal;
 }
 
 export const systemFingerprint = 'fp_simulator';
 
+/** Streams the simulator broke off itself: their close is not the client leaving. */
+const brokenOff = new WeakSet<ServerResponse>();
+
 /** Aborts the returned signal, and calls `onAbandoned` once, if the client leaves before the end. */
 export function watchClient(response: ServerResponse, onAbandoned: () => void): AbortSignal {
   const controller = new AbortController();
   response.on('close', () => {
-    if (response.writableFinished) return;
+    if (response.writableFinished || brokenOff.has(response)) return;
     onAbandoned();
     controller.abort();
   });
@@ -70,6 +75,12 @@ function pieceDelta(answer: ChatAnswer, piece: string) {
   return answer.kind === 'text' ? { content: piece } : { tool_calls: [{ index: 0, function: { arguments: piece } }] };
 }
 
+/** A provider failing mid-answer: what was written goes out, then the connection drops. */
+function breakOff(response: ServerResponse): void {
+  brokenOff.add(response);
+  response.socket?.end(() => response.destroy());
+}
+
 export async function streamAnswer(reply: FastifyReply, answer: ChatAnswer, settings: StreamSettings): Promise<void> {
   reply.hijack();
   const response = reply.raw;
@@ -90,9 +101,11 @@ export async function streamAnswer(reply: FastifyReply, answer: ChatAnswer, sett
 
   chunk((index) => firstDelta(answer, index));
   for (const [position, piece] of answer.pieces.entries()) {
+    if (position === settings.breakAfter) return breakOff(response);
     if (!(await pause(settings.gapMs, settings.signal))) return;
     chunk(pieceDelta(answer, piece), null, withLogprobs === undefined ? null : choiceLogprobs([piece], withLogprobs, position));
   }
+  if (settings.breakAfter !== undefined && settings.breakAfter >= answer.pieces.length) return breakOff(response);
   chunk({}, answer.finishReason);
   if (settings.includeUsage) send({ ...identity, choices: [], usage: settings.usage });
   response.end('data: [DONE]\n\n');

@@ -27,6 +27,8 @@
  * - `[sim:slow]`                   stream with 200 ms between chunks.
  * - `[sim:delay_ms=N]`             wait N ms before the first byte.
  * - `[sim:chunks=N gap_ms=M]`      the reply is exactly N content chunks, M ms apart.
+ * - `[sim:break_after=N]`          chat streams: the connection drops after N pieces of the
+ *                                  answer, with no finish and no `[DONE]` (0: after the role).
  * - `[sim:image_kib=N]`            images: each PNG carries N KiB more (an ancillary chunk
  *                                  decoders skip), as large as a real high-resolution image.
  */
@@ -44,6 +46,7 @@ export interface Markers {
   delayMs?: number;
   chunks?: number;
   gapMs?: number;
+  breakAfter?: number;
   imageKib?: number;
 }
 
@@ -102,6 +105,11 @@ export function parseMarkers(text: string): Markers {
         case 'chunks': {
           const count = nonNegativeInteger(value);
           if (count !== undefined && count > 0) markers.chunks = count;
+          break;
+        }
+        case 'break_after': {
+          const count = nonNegativeInteger(value);
+          if (count !== undefined) markers.breakAfter = count;
           break;
         }
         case 'image_kib': {

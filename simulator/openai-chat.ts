@@ -97,6 +97,7 @@ export async function chatRoutes(app: FastifyInstance, options: ChatOptions): Pr
       includeUsage: body.stream_options?.include_usage === true,
       logprobs,
       gapMs: markers.gapMs ?? (markers.slow ? slowGapMs : 0),
+      ...(markers.breakAfter !== undefined ? { breakAfter: markers.breakAfter } : {}),
       signal,
     });
   });

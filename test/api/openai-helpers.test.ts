@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type OpenAI from 'openai';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { APIError, type OpenAI } from 'openai';
+import { projectRoot } from '../../scripts/lib/engines.ts';
 import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
@@ -74,5 +78,41 @@ describe('the openai client helpers (parse, runTools) through the gateway', () =
     assert.equal(calls.length, 1, 'the tool ran once, with arguments that passed its schema');
     assert.equal((calls[0] as { priority: number }).priority % 10, 0);
     assert.match(answer ?? '', /filed as R-7/);
+  });
+
+  // [sim:break_after=N]: the provider drops the connection after N pieces of the answer, so a
+  // caller's handling of a stream that fails midway can be tried against the local stack.
+  it('the stream helper rejects with an APIError after the text delivered when the provider breaks off, and nothing is charged', async () => {
+    const caller = await stack.newCaller('break-after');
+    const stream = stack.client(caller.key).chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'one two three four five six [sim:break_after=3]' }] });
+    let text = '';
+    stream.on('content', (delta) => (text += delta));
+    const error = await stream.finalChatCompletion().then(() => undefined, (caught: unknown) => caught);
+    assert.ok(error instanceof APIError, `an APIError, not ${String(error)}`);
+    assert.equal(error.code, 'upstream_error');
+    assert.match(error.message, /mid-stream/);
+    assert.equal(text.split(' ').filter(Boolean).length, 3, `three pieces delivered: ${JSON.stringify(text)}`);
+    const account = await stack.settledAccount(caller.accountId);
+    assert.equal(account.spent_micros, 0);
+    assert.equal(account.held_micros, 0);
+  });
+
+  it('the Python stream helper raises openai.APIError when the provider breaks off', async () => {
+    const caller = await stack.newCaller('break-after-python');
+    const code = [
+      'import json, openai, sys',
+      'c = openai.OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)',
+      'try:',
+      '    with c.chat.completions.stream(model="gpt-4o-mini", messages=[{"role": "user", "content": "a b c d [sim:break_after=2]"}]) as s:',
+      '        for e in s: pass',
+      '    print(json.dumps({"raised": None}))',
+      'except openai.APIError as e:',
+      '    print(json.dumps({"raised": type(e).__name__, "code": e.code, "message": e.message}))',
+    ].join('\n');
+    const { stdout } = await promisify(execFile)(path.join(projectRoot, '.tools/venv/bin/python'), ['-c', code, `${stack.baseUrl}/v1`, caller.key], { timeout: 60_000 });
+    const seen = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    assert.equal(seen.raised, 'APIError');
+    assert.equal(seen.code, 'upstream_error');
+    assert.match(seen.message, /mid-stream/);
   });
 });

@@ -19,6 +19,10 @@ describe('simulator: prompt markers', () => {
     assert.deepEqual([parseMarkers('[sim:image_kib=512]').imageKib, parseMarkers('[sim:image_kib=99999999]').imageKib, parseMarkers('[sim:image_kib=1.5]').imageKib], [512, 65_536, undefined]);
   });
 
+  it('reads break_after, zero included, and ignores a count that is no integer', () => {
+    assert.deepEqual([parseMarkers('[sim:break_after=3]').breakAfter, parseMarkers('[sim:break_after=0]').breakAfter, parseMarkers('[sim:break_after=1.5]').breakAfter], [3, 0, undefined]);
+  });
+
   it('strips markers from text for echoing', () => {
     assert.equal(stripMarkers('hello [sim:slow] there  [sim:chunks=3 gap_ms=1]'), 'hello there');
   });
