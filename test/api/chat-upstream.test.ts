@@ -439,6 +439,15 @@ describe('chat against a scripted upstream', () => {
       return true;
     });
 
+    // A 409 keeps its status and words, and the SDKs, which retry a 409 of their own accord,
+    // are told not to: spec 7 rule 3, no retry below 500.
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'conflict' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.ConflictError, String(error));
+      assert.equal(error.message, '409 Another request with these parameters is in progress.');
+      assert.equal(error.headers?.get('x-should-retry'), 'false');
+      return true;
+    });
+
     // A proxy's error page in front of the provider stays out of the answer.
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'provider down' }] }), (error: unknown) => {
       assert.ok(error instanceof OpenAI.InternalServerError, String(error));

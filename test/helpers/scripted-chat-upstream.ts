@@ -124,6 +124,10 @@ export async function answerScripted(recorded: RecordedRequest, response: Server
     response.writeHead(429, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } }));
     return;
   }
+  if (said === 'conflict') {
+    response.writeHead(409, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'Another request with these parameters is in progress.', type: 'invalid_request_error', param: null, code: 'conflict' } }));
+    return;
+  }
   if (said === 'provider down') {
     response.writeHead(503, { 'content-type': 'text/html' }).end('<html><body>upstream connect error: 10.0.7.12:8443 pool overflow</body></html>');
     return;

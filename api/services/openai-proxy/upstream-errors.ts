@@ -86,7 +86,9 @@ export function upstreamRefusal(answer: WholeAnswer, upstream: string): GatewayE
     return new GatewayError('rate_limit_exceeded', `The model provider is rate limiting calls to this model right now; nothing was charged. ${wait}`, undefined, headers);
   }
   const code = status === 400 && detail.code !== undefined && providerCodes.has(detail.code) ? (detail.code as ErrorCode) : codeByStatus[status];
-  if (code) return new GatewayError(code, detail.message, detail.param, headers);
+  // The OpenAI SDKs retry a 409 unless told not to; the provider's refusal stands (spec 7
+  // rule 3: nothing below 500 is retried).
+  if (code) return new GatewayError(code, detail.message, detail.param, status === 409 ? { ...headers, ...noRetry } : headers);
   // Any other status (402, 407, 451, ...): unexpected from a model provider, and a proxy's
   // page in front of it may name hosts; its words go to the log. Another try gets the same
   // answer (and the OpenAI SDKs make two on a 502 unless told not to), except after a 408.
