@@ -48,7 +48,7 @@ const UPSTREAM_OPERATIONS = new Set(['createChatCompletion', 'createImage']);
 /** On 502s a retry cannot cure (the operator's upstream setup; api/services/openai-proxy/upstream-errors.ts),
  * on a clip asked for before its task succeeded (api/services/task-clips.ts), and on a chat
  * call larger than its key's whole minute of tokens (api/services/rate-limits/rate-limiter.ts). */
-const shouldRetry = { 'x-should-retry': { description: '`false` when retrying at once cannot help: the operator must fix the upstream setup, the task has no clip yet (or ever), the provider\'s answer was too large to read whole, or a chat call\'s prompt alone is more than its key\'s tokens per minute.', schema: { type: 'string', enum: ['false'] } } satisfies Header };
+const shouldRetry = { 'x-should-retry': { description: '`false` when retrying at once cannot help: the operator must fix the upstream setup, the task has no clip yet (or ever), the provider\'s answer was too large to read whole or a conflict (409) of its own, or a chat call\'s prompt alone is more than its key\'s tokens per minute.', schema: { type: 'string', enum: ['false'] } } satisfies Header };
 
 /** On a clip streamed through the gateway (api/clip-reply.ts): the vendor's, when it sent them. */
 const clipHeaders = {
