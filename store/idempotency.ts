@@ -173,7 +173,8 @@ export class IdempotencyStore {
 
   /** Whether a record still names `taskId`: a retry under its key would reach that task. A
    * refused attempt's record is released, and a retry that went on under a new id names that.
-   * By the by_task index (store/database.ts), asked only for a task a crash left unstarted. */
+   * By the by_task index (store/database.ts). The sweeper no longer asks: a record an error
+   * answer could not release names its task too (worker/sweeper.ts). */
   async leadsTo(taskId: string): Promise<boolean> {
     return (await this.collection.countDocuments({ task_id: taskId }, { limit: 1 })) > 0;
   }

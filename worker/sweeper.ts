@@ -16,12 +16,16 @@ import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 // An api process that dies between storing a task and starting its workflow leaves a task in
 // `submitted` that nothing will move. The sweeper finds such tasks once they are older than a
 // grace period. The api answers a submission only after its workflow started, so the caller of
-// such a task got no answer, only a dropped connection: a task whose submission carried an
-// Idempotency-Key has its workflow started (idempotently: the workflow id is the task id), and
-// the caller's retry under that key gets it, as long as the key's record still names the task;
-// any other is closed unbilled (store/abandoned-tasks.ts), since its caller will never know its
-// id and may well have submitted again. So is a task whose close unstarted was cut short (it
-// still reads `submitted`): the close is finished. An api that was only stalled past the grace
+// such a task got no answer it can act on: a dropped connection, or an error (a 503 saying that
+// nothing was charged) whose close of the task died with the process. The two look the same
+// here, also under an Idempotency-Key (the error's release of the key's record may not have
+// reached the store), so every such task is closed unbilled (store/abandoned-tasks.ts). A caller
+// who retries under its key within the grace resumes the task (api/routes/idempotent-routes.ts);
+// one who retries later gets a task of its own under a new id. Started here instead, a keyed
+// task answered 503 ran and was billed, its webhook sent, though its caller had been told it
+// failed (a crash review: 59 of 60 keyed 503s charged after a store stall and a kill -9 of the
+// api). So is a task whose close unstarted was cut short (it still reads `submitted`): the close
+// is finished. An api that was only stalled past the grace
 // finds its task closed when it claims it for its caller, and answers 503 instead of handing
 // out a failed task (api/services/video-tasks.ts). A workflow that did start (the api died before recording it)
 // is recorded; it runs only once the api claimed its task for the caller, and closes the task
@@ -37,8 +41,6 @@ import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 export interface SweeperOptions {
   tasks: TaskStore;
   ledger: Ledger;
-  /** Whether an Idempotency-Key record still leads a retry to a task. */
-  idempotency: Pick<IdempotencyStore, 'leadsTo'>;
   client: Client;
   taskQueue: string;
   graceMs?: number;
@@ -63,13 +65,10 @@ export async function sweepUnstartedTasks(options: SweeperOptions): Promise<numb
 }
 
 async function sweepUnstartedTask(options: SweeperOptions, task: TaskDocument): Promise<void> {
-  // Under an Idempotency-Key the caller's retry reaches the task through the key's record, as
-  // long as the record names it. An attempt answered with an error released its record (the
-  // api closes its task in the background, which a kill can cut short), and a retry then went
-  // on under a new task id: started here, the first task ran and was billed beside the second
-  // (a chaos review: 16 keys billed twice after kill -9s of the api).
-  const reachable = task.recoverable !== false && (await options.idempotency.leadsTo(task._id));
-  if (!reachable && !(await workflowExists(options.client, task._id))) {
+  // Whether or not it carried an Idempotency-Key, and whether or not the key's record still
+  // names it: a record an error answer could not release names it as well as one whose caller
+  // saw the connection drop (see above).
+  if (!(await workflowExists(options.client, task._id))) {
     const outcome = await closeAbandonedTask(options, task.workflow_input, 'The gateway stopped, stalled or answered an error before this submission\'s task id reached its caller; nothing was charged.');
     options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose id never reached its caller` : `sweeper found task ${task._id} claimed by its workflow`);
     return;

@@ -24,8 +24,8 @@ export function idempotentRoutes(tasks: TaskStore, videoTasks?: Pick<VideoTaskSe
         // Stored, never started: the first attempt died between storing the task and starting
         // its workflow (or before marking it started). The submission goes on under the same id
         // (each step is idempotent), so the price is held and the balance checked now, a 403
-        // if it no longer covers the task, instead of a 200 for a task that would only be
-        // started by the sweeper a minute later and could then fail for want of money.
+        // if it no longer covers the task, instead of a 200 for a task the sweeper would close
+        // unstarted a minute later.
         if (task.status === 'submitted' && !(await tasks.workflowStarted(task._id))) return { rerun: 'same-task' };
         return { replay: { statusCode: 200, body: JSON.stringify({ task_id: task._id, status: 'submitted' }) } };
       },

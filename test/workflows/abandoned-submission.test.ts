@@ -152,7 +152,7 @@ describe('video submissions that fail halfway', () => {
       return task?.status === 'failed' && (await tasks.workflowStarted(taskId));
     }, 'the stored task is closed');
     assert.equal((await tasks.find(taskId))?.error?.code, 'gateway_unavailable');
-    assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0, 'nothing for the sweeper');
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0, 'nothing for the sweeper');
     const totals = await ledger.totals(principal.accountId);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
 
@@ -203,7 +203,7 @@ describe('video submissions that fail halfway', () => {
       return stored.length === 4 && stored.every((task, index) => task.status === 'failed' && started[index]);
     }, 'the four stored tasks are closed');
     await eventually(async () => (await ledger.totals(principal.accountId)).held_micros === 0, 'nothing stays held');
-    assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0);
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 0);
     // Their holds, still queued when their callers were answered, were withdrawn when their turn
     // came: held and released, they would have put two movements each into the queue that made
     // those callers wait.
@@ -216,6 +216,31 @@ describe('video submissions that fail halfway', () => {
     assert.equal((await stack.temporal.client.workflow.getHandle(accepted.task_id).result()).status, 'succeeded');
     const totals = await ledger.totals(principal.accountId);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [10_000_000 - PRICE, 0, PRICE]);
+  });
+
+  it('a keyed submission answered the hold deadline\'s 503 ("nothing was charged") whose api died before it could close the task or free its key: the sweeper does not start it, and nothing is charged', async () => {
+    const principal = await fundedPrincipal('keyed-503-api-died');
+    const taskId = newId('task');
+    // The key's record, as the api claimed it for this attempt (api/plugins/idempotency.ts).
+    const idempotency = new IdempotencyStore(stack.database.db);
+    await idempotency.claim({ id: `${principal.keyId}:keyed-503`, fingerprint: 'keyed-503', taskId, now: new Date() });
+    // The store hangs at the hold: the caller gets the deadline's 503, which says nothing was charged.
+    const stuck = new LedgerHeldBack(stack.database.db, 'hold');
+    await assert.rejects(service({ ledger: stuck }).submit(principal, body, 'req_keyed_503', taskId), (error: GatewayError) => error.code === 'service_unavailable' && /nothing was charged/.test(error.message));
+    // The process is killed now (kill -9, or a stop of the stack): its close of the task, queued
+    // behind the hold, never runs, and the release of the key's record never reached the store
+    // either, so the record still names the task. The hold never lands (the gate stays shut).
+    assert.equal((await tasks.find(taskId))?.status, 'submitted');
+    assert.equal(await idempotency.leadsTo(taskId), true);
+
+    await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 });
+    const handle = stack.temporal.client.workflow.getHandle(taskId);
+    const run = await handle.describe().then(() => handle.result(), () => undefined);
+    assert.notEqual(run?.status, 'succeeded', 'a submission answered "nothing was charged" ran');
+    const task = await tasks.find(taskId);
+    assert.deepEqual([task?.status, task?.error?.code], ['failed', 'gateway_unavailable']);
+    const totals = await ledger.totals(principal.accountId);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
 
   it('holds that come slowly but steadily: a submission joining a queue whose oldest waited past the stall limit is accepted', async () => {
@@ -253,7 +278,7 @@ describe('video submissions that fail halfway', () => {
     const answer = await service({ tasks: new TasksLosingTheStoreOnFlag(stack.database.db) }).submit(principal, body, 'req_flag_lost');
     assert.equal(answer.status, 'submitted');
     // The sweeper sees a task whose start was never confirmed and starts it again: no twin.
-    await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 });
+    await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 });
     const result = await stack.temporal.client.workflow.getHandle(answer.task_id).result();
     assert.equal(result.status, 'succeeded');
     const charges = await ledger.entries.find({ reference: answer.task_id, operation: 'capture' }).toArray();
@@ -361,7 +386,7 @@ describe('video submissions that fail halfway', () => {
       workflow: {
         start: async (...args: Parameters<typeof stack.temporal.client.workflow.start>) => {
           taskId = args[1].workflowId;
-          assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 1);
+          assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 0 }), 1);
           return stack.temporal.client.workflow.start(...args);
         },
       },

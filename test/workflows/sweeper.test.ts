@@ -12,14 +12,15 @@ import { KeyCreationStore } from '../../store/key-creations.ts';
 import { RateLimitBlockStore } from '../../store/rate-limit-blocks.ts';
 import { SweeperCursorStore } from '../../store/sweeper-cursors.ts';
 import { sweepOnce, sweepUnstartedTasks } from '../../worker/sweeper.ts';
+import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import { closeAbandonedTask } from '../../store/abandoned-tasks.ts';
 import { recordHistoryIfAsked } from '../helpers/histories.ts';
 import { startVideoStack, type VideoStack } from '../helpers/video-stack.ts';
 
 // An api that dies after storing a task but before starting its workflow leaves a `submitted`
-// task nothing would move, and a caller who got no answer. A task submitted under an
-// Idempotency-Key (its caller's retry finds it) is started, and the workflow places the hold the
-// api never did, so it is still paid for exactly once; any other is closed unbilled.
+// task nothing would move, and a caller who got no answer it can act on (a dropped connection,
+// or an error whose close of the task died with the process). It is closed unbilled, with or
+// without an Idempotency-Key; a workflow that did start is only recorded.
 
 describe('sweeper for tasks an api crash left unstarted', () => {
   let stack: VideoStack;
@@ -55,7 +56,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     return { account, taskId, input };
   }
 
-  const sweep = () => sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
+  const sweep = () => sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
 
   it('closes unbilled a keyed task its key no longer leads to: the attempt was answered an error, and a retry went on under another id', async () => {
     const { account, taskId, input } = await strandedTask('refused-keyed', true, 600, 'https://hooks.example/framegate', false);
@@ -99,28 +100,35 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     });
   }
 
-  it('starts a stranded task its caller can recover (an Idempotency-Key), which then succeeds and is charged once', async () => {
-    const { account, taskId } = await strandedTask('stranded', true);
-    const tasks = new TaskStore(stack.database.db);
-    const ledger = new Ledger(stack.database.db);
+  it('closes unbilled a stranded keyed task even while its key\'s record names it: its caller may have been answered an error the process died before settling', async () => {
+    const { account, taskId } = await strandedTask('stranded', true, 600, 'https://hooks.example/framegate');
+    assert.equal(await new IdempotencyStore(stack.database.db).leadsTo(taskId), true);
+    assert.equal(await sweep(), 1);
+    const task = await tasks().find(taskId);
+    assert.deepEqual([task?.status, task?.error?.code, task?.webhook?.state], ['failed', 'gateway_unavailable', 'stopped']);
+    await assert.rejects(stack.temporal.client.workflow.getHandle(taskId).describe(), /not found/i);
+    assert.equal(await sweep(), 0, 'a second sweep finds nothing');
+    const totals = await ledger().totals(account._id);
+    assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
+  });
 
-    const started = await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 });
-    assert.equal(started, 1);
-    assert.equal(await tasks.workflowStarted(taskId), true);
-    assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue }), 0, 'a second sweep finds nothing');
-
-    const result = await stack.temporal.client.workflow.getHandle(taskId).result();
-    assert.equal(result.status, 'succeeded');
-    assert.equal((await tasks.find(taskId))?.status, 'succeeded');
-    const totals = await ledger.totals(account._id);
+  it('records a stranded task whose workflow the api did start (it died before recording the start), and leaves its run alone', async () => {
+    const { account, taskId, input } = await strandedTask('started-unrecorded', true);
+    await startTaskWorkflow(stack.temporal.client, stack.taskQueue, input);
+    assert.equal(await sweep(), 1);
+    assert.equal(await tasks().workflowStarted(taskId), true);
+    assert.equal(await sweep(), 0, 'a second sweep finds nothing');
+    assert.equal((await stack.temporal.client.workflow.getHandle(taskId).result()).status, 'succeeded');
+    const totals = await ledger().totals(account._id);
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [840_000, 0, 160_000]);
   });
 
   it('counts a started task\'s deadline from its submission, not from the sweep', async () => {
     // Submitted 5 minutes ago with a 2-minute deadline: the caller was promised an answer by
     // then, so the task fails unbilled instead of running a vendor job the caller gave up on.
-    const { account, taskId } = await strandedTask('stranded past its deadline', true, 120);
-    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
+    const { account, taskId, input } = await strandedTask('stranded past its deadline', true, 120);
+    // Started late, as the sweeper started such tasks before it closed them all unstarted.
+    await startTaskWorkflow(stack.temporal.client, stack.taskQueue, { ...input, submittedAt: (await tasks().find(taskId))!.created_at.getTime() });
 
     const result = await stack.temporal.client.workflow.getHandle(taskId).result();
     assert.equal(result.status, 'failed');
@@ -135,7 +143,7 @@ describe('sweeper for tasks an api crash left unstarted', () => {
     const { account, taskId, input } = await strandedTask('unanswered', false, 600, 'https://hooks.example/framegate');
     // The api placed the hold, then died before starting the workflow and answering.
     assert.equal(await ledger().apply({ accountId: account._id, keyId: 'key_stranded', reference: taskId, operation: 'hold', amountMicros: input.holdMicros }), 'applied');
-    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
+    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 1);
     const task = await tasks().find(taskId);
     assert.deepEqual([task?.status, task?.error?.code], ['failed', 'gateway_unavailable']);
     // Its webhook is never sent (nobody knows the task): it no longer reads as pending.
@@ -156,21 +164,26 @@ describe('sweeper for tasks an api crash left unstarted', () => {
       metadata: {}, price_micros: 1, progress: 0, request_id: 'req_fresh', workflow_started: false, workflow_input: {} as VideoTaskWorkflowInput,
       created_at: now, updated_at: now,
     });
-    assert.equal(await sweepUnstartedTasks({ tasks, ledger, idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
+    assert.equal(await sweepUnstartedTasks({ tasks, ledger, client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000 }), 0);
     assert.equal(await tasks.workflowStarted(taskId), false);
   });
   // These two leave a task the sweeper cannot start behind them: they come last.
-  it('moves the other stranded tasks when one of them cannot be started', async () => {
+  it('moves the other stranded tasks when one of them cannot be moved', async () => {
     const broken = await strandedTask('broken', true);
-    // A task whose stored input lost its id: Temporal refuses a workflow without one.
-    await tasks().collection.updateOne({ _id: broken.taskId }, { $set: { 'workflow_input.taskId': '' } });
     const good = await strandedTask('good', true);
+    // Temporal refuses to say whether the broken one's workflow exists (and only its).
+    const real = stack.temporal.client;
+    const client = {
+      workflow: {
+        start: real.workflow.start.bind(real.workflow),
+        getHandle: (workflowId: string) => (workflowId === broken.taskId ? { describe: async () => Promise.reject(new Error('refused (simulated)')) } : real.workflow.getHandle(workflowId)),
+      },
+    } as unknown as Client;
     const lines: string[] = [];
-    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), idempotency: new IdempotencyStore(stack.database.db), client: stack.temporal.client, taskQueue: stack.taskQueue, graceMs: 60_000, log: (line) => lines.push(line) }), 2);
-    assert.equal(await tasks().workflowStarted(good.taskId), true, 'the good task started whatever the order');
-    assert.equal(await tasks().workflowStarted(broken.taskId), false, 'the broken one waits for the next sweep');
+    assert.equal(await sweepUnstartedTasks({ tasks: tasks(), ledger: ledger(), client, taskQueue: stack.taskQueue, graceMs: 60_000, log: (line) => lines.push(line) }), 2);
+    assert.deepEqual([(await tasks().find(good.taskId))?.status, await tasks().workflowStarted(good.taskId)], ['failed', true], 'the good task closed whatever the order');
+    assert.deepEqual([(await tasks().find(broken.taskId))?.status, await tasks().workflowStarted(broken.taskId)], ['submitted', false], 'the broken one waits for the next sweep');
     assert.ok(lines.some((line) => line.includes(broken.taskId) && line.includes('next sweep')), lines.join('\n'));
-    assert.equal((await stack.temporal.client.workflow.getHandle(good.taskId).result()).status, 'succeeded');
   });
 
   it('clears expired records (and scrubs key plaintexts past their time) first, and stops at the first unstarted task when Temporal cannot be reached', async () => {
