@@ -92,6 +92,12 @@ export class TaskStore {
     }
   }
 
+  /** Which of the tasks were decided to run (claimed for their caller, or by their workflow). */
+  async claimedAmong(taskIds: string[]): Promise<Set<string>> {
+    const found = await this.decisions.find({ _id: { $in: taskIds }, decision: 'run' }, { projection: { _id: 1 } }).toArray();
+    return new Set(found.map((record) => record._id));
+  }
+
   /** The decision on a task, if one was made. */
   async decisionOf(taskId: string): Promise<TaskDecision | null> {
     return (await this.decisions.findOne({ _id: taskId }))?.decision ?? null;

@@ -24,18 +24,41 @@ export class VideoTaskReads {
       after = task;
     }
     const visibleTo = principal.models === null ? undefined : { keyId: principal.keyId, models: principal.models };
-    return this.tasks.listPage({ accountId: principal.accountId, limit: page.limit, after, status: page.status, ...(visibleTo ? { visibleTo } : {}) });
+    // Pages read on past tasks not shown yet (unclaimed: see shownTask), so that a page is short
+    // only at the end.
+    const shown: TaskDocument[] = [];
+    for (;;) {
+      const read = await this.tasks.listPage({ accountId: principal.accountId, limit: page.limit - shown.length, after, status: page.status, ...(visibleTo ? { visibleTo } : {}) });
+      const unclaimed = await this.unclaimed(read.tasks);
+      shown.push(...read.tasks.filter((task) => !unclaimed.has(task._id)));
+      after = read.tasks.at(-1);
+      if (shown.length >= page.limit || !read.hasMore || after === undefined) return { tasks: shown, hasMore: read.hasMore };
+    }
+  }
+
+  /** The ids among `tasks` that no caller has been answered yet: a task stored without an
+   * Idempotency-Key runs, and is shown, only once its api claimed it for its caller, the last step
+   * before answering (store/tasks.ts decide). One whose api died before that is closed unbilled a
+   * minute later (worker/sweeper.ts, activities/billing.ts); until then it read `submitted`, was
+   * listed, and then vanished (404), and its hold showed as held (a crash review). */
+  private async unclaimed(tasks: TaskDocument[]): Promise<Set<string>> {
+    const waiting = tasks.filter((task) => task.status === 'submitted' && task.recoverable === false).map((task) => task._id);
+    if (waiting.length === 0) return new Set();
+    const claimed = await this.tasks.claimedAmong(waiting);
+    return new Set(waiting.filter((id) => !claimed.has(id)));
   }
 
   /** The account's task as the api shows it, or null. Another account's task is
    * indistinguishable from a missing one; so is an id no task can have (spec 7: an unknown
    * task_id is a 404), which needs no store read, and a task closed because its submission never
    * got its answer: to its caller that submission was refused (spec 3: a task exists once its
-   * submission is accepted), and it is never listed. */
+   * submission is accepted), and it is never listed. Nor is one still waiting for that answer
+   * (unclaimed), whose caller does not know it yet and may never. */
   private async shownTask(taskId: string, accountId: string): Promise<TaskDocument | null> {
     if (taskId === '' || taskId.length > MAX_TASK_ID_LENGTH) return null;
     const task = await this.tasks.findForAccount(taskId, accountId);
-    return task && !neverAnswered(task) ? task : null;
+    if (!task || neverAnswered(task)) return null;
+    return (await this.unclaimed([task])).size === 0 ? task : null;
   }
 
   async find(principal: Principal, taskId: string): Promise<TaskDocument> {

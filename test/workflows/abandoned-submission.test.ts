@@ -516,6 +516,28 @@ describe('video submissions that fail halfway', () => {
     assert.deepEqual([totals.balance_micros, totals.held_micros, totals.spent_micros], [1_000_000, 0, 0]);
   });
 
+  it('a task whose api died before claiming it for its caller is neither read nor listed while it waits, and its neighbours page as before', async () => {
+    const principal = await fundedPrincipal('unclaimed-unlisted', 10_000_000);
+    const accepted = [];
+    for (let index = 0; index < 2; index++) accepted.push((await service().submit(principal, body, `req_unclaimed_before_${index}`)).task_id);
+    let taskId = '';
+    void serviceRecordingStarts(new TasksDyingOnClaim(stack.database.db), (id) => (taskId = id)).submit(principal, body, 'req_unclaimed_died');
+    await eventually(async () => taskId !== '' && (await stack.temporal.client.workflow.getHandle(taskId).describe().then(() => true, () => false)), 'the workflow started');
+    accepted.push((await service().submit(principal, body, 'req_unclaimed_after')).task_id);
+    // Its caller saw the connection drop and never learnt the id: to it, and to anyone listing
+    // the account's tasks, the submission does not exist (it closes unbilled after the grace).
+    assert.equal((await tasks.find(taskId))?.status, 'submitted');
+    const reads = new VideoTaskReads(tasks);
+    await assert.rejects(reads.find(principal, taskId), (error: unknown) => error instanceof GatewayError && error.code === 'task_not_found');
+    assert.deepEqual((await reads.list(principal, { limit: 20 })).tasks.map((task) => task._id), [...accepted].reverse());
+    // A page of one right after it still holds a task.
+    const first = await reads.list(principal, { limit: 1 });
+    assert.deepEqual([first.tasks.map((task) => task._id), first.hasMore], [[accepted[2]], true]);
+    const second = await reads.list(principal, { limit: 1, after: accepted[2] });
+    assert.deepEqual([second.tasks.map((task) => task._id), second.hasMore], [[accepted[1]], true]);
+    assert.deepEqual((await stack.temporal.client.workflow.getHandle(taskId).result()).error?.code, 'gateway_unavailable');
+  });
+
   it('a claim the store cannot record: 503 for a task without an Idempotency-Key, and its workflow closes it unbilled', async () => {
     const principal = await fundedPrincipal('claim-failed');
     let taskId = '';
