@@ -66,8 +66,6 @@ async function ensureIndexes(db: Db): Promise<void> {
   await KeyCreationStore.ensureIndexes(db);
   await IdempotencyAnswerPieces.ensureIndexes(db);
   await IdempotencyTurns.ensureIndexes(db);
-  // The sweeper asks, of a task a crash left unstarted, whether a key's record still names it.
-  await db.collection('idempotency_keys').createIndex({ task_id: 1 }, { name: 'by_task' });
   await db.collection('usage').createIndex({ account_id: 1, day: 1 }, { name: 'by_account_day' });
   await db.collection('usage').createIndex({ key_id: 1, day: 1 }, { name: 'by_key_day' });
   // The operator pages, and the expiry sweep on MongoDB: FerretDB narrows a query by strings and

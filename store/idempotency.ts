@@ -171,14 +171,6 @@ export class IdempotencyStore {
     await guardedDelete(this.collection, id, { state: 'in_flight', created_at: claimedAt }, turn);
   }
 
-  /** Whether a record still names `taskId`: a retry under its key would reach that task. A
-   * refused attempt's record is released, and a retry that went on under a new id names that.
-   * By the by_task index (store/database.ts). The sweeper no longer asks: a record an error
-   * answer could not release names its task too (worker/sweeper.ts). */
-  async leadsTo(taskId: string): Promise<boolean> {
-    return (await this.collection.countDocuments({ task_id: taskId }, { limit: 1 })) > 0;
-  }
-
   /** Deletes the records, answer pieces and turns past their time: by the store's clock, which
    * wrote those times, unless `now` is given (tests). Judged on the sweeping worker's own clock,
    * one running an hour ahead would delete turns that still decide live claims. */
