@@ -45,4 +45,8 @@ export const PATCHES = {
    * read failed by a vendor blip recorded a Seedance task succeeded with a link to the gateway's
    * /content, which has no clip to stream for Seedance (404), for a clip the caller paid for. */
   paidCloseRereadsVendor: 'paid-close-rereads-vendor',
+  /** A webhook attempt that was itself lost (its worker killed, the store unreadable) is made
+   * again in its slot after 10 s and then 1 minute, before the schedule moves on: a restart
+   * had put the schedule's next delay (up to hours) between the receiver and its webhook. */
+  webhookLostAttemptRepeated: 'webhook-lost-attempt-repeated',
 } as const;

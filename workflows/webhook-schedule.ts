@@ -13,6 +13,11 @@ const attemptOptions: ActivityOptions = { startToCloseTimeout: '45s', retry: { m
 const deliveryOnTaskQueue = proxyActivities<Activities>(attemptOptions);
 
 const WEBHOOK_MAX_DELAY_MS = 24 * 3600 * 1000;
+/** Pauses before an attempt that was itself lost (its worker killed mid-way, the store
+ * unreadable) is made again in the same slot of the schedule. Moving on to the next slot instead
+ * put a worker's restart between a receiver and its webhook for up to the schedule's next delay:
+ * 30 minutes after the third attempt, hours after the fifth (a crash review). */
+const LOST_ATTEMPT_PAUSES = ['10s', '1m'] as const;
 
 export async function deliverWebhook(taskId: string): Promise<NonNullable<VideoTaskWorkflowResult['webhook']>> {
   // Attempts run on a queue of their own, with slots of their own in every worker: on the task's
@@ -21,9 +26,12 @@ export async function deliverWebhook(taskId: string): Promise<NonNullable<VideoT
   // status reads of every other account needed.
   const webhookDelivery = patched(PATCHES.webhooksOwnQueue) ? proxyActivities<Activities>({ ...attemptOptions, taskQueue: webhookTaskQueue(workflowInfo().taskQueue) }) : deliveryOnTaskQueue;
   let retryAfterMs = 0;
+  /** Lost attempts of the current slot so far (see LOST_ATTEMPT_PAUSES). */
+  let lostInSlot = 0;
   for (let index = 0; index < WEBHOOK_RETRY_SCHEDULE_SECONDS.length; index++) {
-    const delay = Math.min(Math.max(WEBHOOK_RETRY_SCHEDULE_SECONDS[index]! * 1000, retryAfterMs), WEBHOOK_MAX_DELAY_MS);
     const attempt = `${index + 1} of ${WEBHOOK_RETRY_SCHEDULE_SECONDS.length}`;
+    // A lost attempt made again has had its pause; a slot's own delay comes before its first try.
+    const delay = lostInSlot > 0 ? 0 : Math.min(Math.max(WEBHOOK_RETRY_SCHEDULE_SECONDS[index]! * 1000, retryAfterMs), WEBHOOK_MAX_DELAY_MS);
     // What the operator reads on the workflow's page while it waits (no history event of its own).
     if (delay > 0) {
       setCurrentDetails(`Webhook: attempt ${attempt} at ${new Date(Date.now() + delay).toISOString()}`);
@@ -36,8 +44,18 @@ export async function deliverWebhook(taskId: string): Promise<NonNullable<VideoT
       if (answer.outcome !== 'retry') return answer.outcome;
       retryAfterMs = answer.retryAfterMs ?? 0;
     } catch {
-      retryAfterMs = 0; // the attempt itself failed (worker lost, store down): next slot of the schedule
+      // The attempt itself failed (worker lost, store down), which says nothing of the receiver.
+      retryAfterMs = 0;
+      const pause = LOST_ATTEMPT_PAUSES[lostInSlot];
+      if (pause !== undefined && patched(PATCHES.webhookLostAttemptRepeated)) {
+        lostInSlot++;
+        setCurrentDetails(`Webhook: attempt ${attempt} was lost (worker or store); made again after ${pause}`);
+        await sleep(pause);
+        index--;
+        continue;
+      }
     }
+    lostInSlot = 0;
   }
   // The last attempt records the webhook given up itself; one cut off (or whose record the store
   // would not take) left the task reading `pending` for good, uncounted by the metric operators

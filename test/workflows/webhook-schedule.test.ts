@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Webhook } from 'standardwebhooks';
 import { loadCatalog } from '../../core/catalog.ts';
@@ -8,7 +9,7 @@ import { webhookAttempts } from '../../core/metrics.ts';
 import { newId } from '../../core/ids.ts';
 import { WEBHOOK_RETRY_SCHEDULE_SECONDS, type VideoTaskWorkflowInput } from '../../core/video-task.ts';
 import { buildSimulator } from '../../simulator/app.ts';
-import { AccountStore } from '../../store/accounts.ts';
+import { AccountStore, type AccountDocument } from '../../store/accounts.ts';
 import { Ledger } from '../../store/ledger.ts';
 import { TaskStore } from '../../store/tasks.ts';
 import { createVideoWorker, type VideoWorker } from '../../worker/create-worker.ts';
@@ -55,7 +56,7 @@ describe('webhook delivery schedule (time-skipping server)', () => {
   });
 
   /** Stores a task the way the api does (snapshot + hold) and runs its workflow to the end. */
-  async function runTask(callbackUrl: string, withAccount?: (accountId: string) => void) {
+  async function runTask(callbackUrl: string, withAccount?: (accountId: string) => void, whileRunning?: (handle: WorkflowHandle) => Promise<void>) {
     const accounts = new AccountStore(database.db);
     const account = await accounts.create({ name: 'hooks', balanceMicros: 1_000_000 });
     withAccount?.(account._id);
@@ -79,7 +80,10 @@ describe('webhook delivery schedule (time-skipping server)', () => {
       webhook: { url: callbackUrl, state: 'pending', attempts: [] }, created_at: now, updated_at: now,
     });
     await new Ledger(database.db).apply({ accountId: account._id, keyId: 'key_test', reference: taskId, operation: 'hold', amountMicros: 160_000 });
-    const result = await environment.client.workflow.execute<typeof videoTaskWorkflow>('videoTaskWorkflow', { workflowId: taskId, taskQueue, args: [input] });
+    const handle = await environment.client.workflow.start<typeof videoTaskWorkflow>('videoTaskWorkflow', { workflowId: taskId, taskQueue, args: [input] });
+    // Time skips only while the result is awaited: until then the server's clock is moved by hand.
+    await whileRunning?.(handle);
+    const result = await handle.result();
     const history = await environment.client.workflow.getHandle(taskId).fetchHistory();
     const timerSeconds = (history.events ?? [])
       .map((event) => event.timerStartedEventAttributes?.startToFireTimeout?.seconds)
@@ -129,6 +133,34 @@ describe('webhook delivery schedule (time-skipping server)', () => {
       assert.equal(task?.webhook?.state, 'exhausted');
       assert.equal((await counted()) - exhaustedBefore, 1, 'counted once, for the alert');
       await recordFetchedHistoryIfAsked(environment.client, workflowId, 'video-task-webhook-last-attempt-cut-off');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("makes a lost attempt again in its own slot after a short pause, not the schedule's next one", async () => {
+    // The first answer takes the account away: the second attempt cannot read its secrets and
+    // fails, as one whose worker was killed does, sending nothing. The account is back before
+    // the pause ends; the schedule's third slot would have been 5 minutes on (30, hours later on).
+    let accountId = '';
+    let taken: AccountDocument | null = null;
+    const accounts = database.db.collection<AccountDocument>('accounts');
+    const receiver = await startWebhookReceiver([500, 200], async (received) => {
+      if (received === 1) taken = await accounts.findOneAndDelete({ _id: accountId });
+    });
+    try {
+      const { result, timerSeconds, task, workflowId } = await runTask(receiver.url, (account) => (accountId = account), async (handle) => {
+        for (;;) {
+          if ((await handle.fetchHistory()).events?.some((event) => event.activityTaskFailedEventAttributes)) break;
+          await environment.sleep(500);
+        }
+        await accounts.insertOne(taken!);
+      });
+      assert.equal(result.webhook, 'delivered');
+      assert.equal(receiver.received.length, 2);
+      assert.deepEqual(timerSeconds.filter((seconds) => seconds >= 5), [5, 10]);
+      assert.deepEqual(task?.webhook?.attempts.map((attempt) => [attempt.attempt, attempt.status, attempt.outcome]), [[1, 500, 'retry'], [2, 200, 'delivered']]);
+      await recordFetchedHistoryIfAsked(environment.client, workflowId, 'video-task-webhook-lost-attempt');
     } finally {
       await receiver.close();
     }
