@@ -16,6 +16,13 @@ import type { Db } from 'mongodb';
 // some reading succeeded.
 
 const RESYNC_MS = 30_000;
+/** A reading whose round trip took longer is not taken: the store's time lies anywhere in the
+ * round trip, and the midpoint can be off by half of it. A process paused (a stopped VM, a
+ * blocked event loop) between sending its `hello` and reading the answer took the store for 20 s
+ * behind after a 40 s pause, and judged its spend leases 20 s short of their real expiry: it
+ * kept spending from, and extending, leases a sweeper was releasing. Half of this bound is well
+ * inside the quarter of the lease expiry a process keeps in reserve (7.5 s). */
+const MAX_ROUND_TRIP_MS = 2_000;
 
 export class StoreClock {
   private offsetMs = 0;
@@ -58,18 +65,30 @@ export class StoreClock {
   }
 
   private async readNow(): Promise<void> {
-    const sentAt = this.localNow();
-    try {
-      const hello = await this.db.command({ hello: 1 });
-      const answeredAt = this.localNow();
-      if (hello.localTime instanceof Date) this.offsetMs = hello.localTime.getTime() - (sentAt + answeredAt) / 2;
-      this.readAt = answeredAt;
-      // A server without localTime (MongoDB and FerretDB both send it) leaves the local clock.
-      this.synced = true;
-    } catch (error) {
-      // Try again at the next use after RESYNC_MS; until then the last offset stands.
-      this.lastFailure = error;
-      this.readAt = this.localNow();
+    for (let attempt = 1; ; attempt++) {
+      const sentAt = this.localNow();
+      try {
+        const hello = await this.db.command({ hello: 1 });
+        const answeredAt = this.localNow();
+        // Too slow to tell the time by (MAX_ROUND_TRIP_MS): asked again at once, as the next
+        // answer is likely prompt; a second slow one keeps the last offset, or is taken when
+        // there is none (a guess beats no clock, as before).
+        if (answeredAt - sentAt > MAX_ROUND_TRIP_MS && (attempt === 1 || this.synced)) {
+          if (attempt === 1) continue;
+          this.readAt = answeredAt;
+          return;
+        }
+        if (hello.localTime instanceof Date) this.offsetMs = hello.localTime.getTime() - (sentAt + answeredAt) / 2;
+        this.readAt = answeredAt;
+        // A server without localTime (MongoDB and FerretDB both send it) leaves the local clock.
+        this.synced = true;
+        return;
+      } catch (error) {
+        // Try again at the next use after RESYNC_MS; until then the last offset stands.
+        this.lastFailure = error;
+        this.readAt = this.localNow();
+        return;
+      }
     }
   }
 }

@@ -53,3 +53,33 @@ describe("the store's clock, read from a process whose own clock is wrong", () =
     assert.ok(Math.abs(storeNow - Date.now()) < 250, `read ${storeNow - Date.now()} ms off the real time`);
   });
 });
+
+describe("the store's clock, read by a process paused while its reading was on its way", () => {
+  it('does not take the midpoint of a 40 s round trip for the store time', async () => {
+    // One virtual time for the store and the process (their clocks agree): the store answers
+    // at once, and the process is paused for 40 s before it reads the answer.
+    let time = 1_800_000_000_000;
+    let pauseNext = false;
+    const store = {
+      command: async () => {
+        const answer = { localTime: new Date(time) };
+        if (pauseNext) {
+          pauseNext = false;
+          time += 40_000;
+        }
+        return answer;
+      },
+    };
+    const clock = new StoreClock(store as never, () => time);
+    await clock.current();
+    assert.equal(clock.skewMs, 0);
+    // 31 s later the last reading is stale, and the next one is the paused one.
+    time += 31_000;
+    pauseNext = true;
+    const storeNow = await clock.current();
+    // The midpoint read the store 20 s behind: a lease that expired on the store 12 s earlier
+    // still looked 8 s from its expiry, so the process spent from it and extended it.
+    assert.ok(Math.abs(storeNow - time) < 1_000, `read the store ${(storeNow - time) / 1000} s off its time`);
+    assert.ok(Math.abs(clock.now() - time) < 1_000, `now() ${(clock.now() - time) / 1000} s off`);
+  });
+});
