@@ -9,6 +9,7 @@ import { parseOutboundAllowlist } from '../core/outbound-guard.ts';
 import type { TemporalHandle } from '../core/temporal-client.ts';
 import { createVendorLookup } from '../core/vendor-lookup.ts';
 import { AccountStore } from '../store/accounts.ts';
+import { watchAccountChanges } from '../store/api-key-cache.ts';
 import { ApiKeyStore } from '../store/api-keys.ts';
 import { KeyCreationStore } from '../store/key-creations.ts';
 import { BudgetLeaseStore } from '../store/budget-leases.ts';
@@ -177,6 +178,10 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     log: app.log,
   });
   app.addHook('onClose', async () => limiter.close());
+  // Account limits changed through another api process (or the console) reach this one with
+  // the key change feed, as a key's own limits do, however long the account went unused.
+  const stopWatchingAccounts = watchAccountChanges(database.db, (accountId) => limiter.forgetAccount(accountId));
+  app.addHook('onClose', async () => void stopWatchingAccounts());
   const openAi = createOpenAiProxies({ catalog, budgets, limiter, ...(dependencies.upstreamClient ? { upstream: dependencies.upstreamClient } : {}) });
 
   await app.register(requestLog);

@@ -5,6 +5,8 @@ import { generateWebhookSecret } from '../core/webhook-signature.ts';
 import { availableBalance, type TotalsWithAvailable } from './available-balance.ts';
 import { BudgetLeaseStore } from './budget-leases.ts';
 import { Ledger, type Totals } from './ledger.ts';
+import { sharedStateOf } from './api-key-cache.ts';
+import type { KeyChangeFeed } from './api-key-changes.ts';
 import { accountOverrides, readOverrides, setOverrides, type RateLimitOverrideDocument, type RateLimitOverrides } from './rate-limit-overrides.ts';
 
 /** The account's own fields. Money is not here: it lives in the ledger chain (store/ledger.ts).
@@ -64,12 +66,15 @@ export class AccountStore {
   private readonly overrides: Collection<RateLimitOverrideDocument>;
 
   private readonly leases: BudgetLeaseStore;
+  /** Where changes to an account's rate limits are recorded for the other api processes. */
+  private readonly changes: KeyChangeFeed;
 
   constructor(db: Db) {
     this.collection = db.collection<AccountDocument>('accounts');
     this.ledger = new Ledger(db);
     this.overrides = accountOverrides(db);
     this.leases = new BudgetLeaseStore(db);
+    this.changes = sharedStateOf(db).feed;
   }
 
   /** The account with what it can spend now, its totals read again with it as one snapshot. */
@@ -131,10 +136,12 @@ export class AccountStore {
     return account && this.withAvailable(account);
   }
 
-  /** Replaces the account's rate-limit overrides; false when there is no such account. */
+  /** Replaces the account's rate-limit overrides; false when there is no such account. The
+   * change is recorded on the key change feed before and after the write (as a key's is), so
+   * every api process drops the limits it cached within a poll of the feed. */
   async setRateLimits(accountId: string, limits: RateLimitOverrides): Promise<boolean> {
     if (!(await this.exists(accountId))) return false;
-    await setOverrides(this.overrides, accountId, limits);
+    await this.changes.recordAccountAround(accountId, () => setOverrides(this.overrides, accountId, limits));
     return true;
   }
 

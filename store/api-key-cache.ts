@@ -45,6 +45,9 @@ export interface SharedKeyState {
   watchers: number;
   /** Reads of one key each under way: a lookup of that key meanwhile joins the read. */
   reading: Map<string, Promise<ApiKeyDocument | null>>;
+  /** Told of each account whose rate limits the feed reports changed, and (null) when changes
+   * may have been missed: the rate limiters that cache accounts' limits (watchAccountChanges). */
+  accountWatchers: Set<(accountId: string | null) => void>;
 }
 const sharedStates = new WeakMap<Db, SharedKeyState>();
 const CHANGED_AT_KEEP_MS = 30_000;
@@ -55,6 +58,7 @@ export function sharedStateOf(db: Db): SharedKeyState {
     const cache = new Map<string, CachedKey>();
     const changedAt = new Map<string, number>();
     const reading = new Map<string, Promise<ApiKeyDocument | null>>();
+    const accountWatchers = new Set<(accountId: string | null) => void>();
     const feed = new KeyChangeFeed(db, {
       // Once per recorded change: the map holds the last half minute's changes, a handful.
       // A read under way may be from before the change: later lookups start their own.
@@ -65,9 +69,13 @@ export function sharedStateOf(db: Db): SharedKeyState {
         cache.delete(keyId);
         reading.delete(keyId);
       },
+      accountChanged(accountId) {
+        for (const watcher of accountWatchers) watcher(accountId);
+      },
       lost: () => {
         cache.clear();
         reading.clear();
+        for (const watcher of accountWatchers) watcher(null);
       },
     });
     const collection = db.collection<ApiKeyDocument>('api_keys');
@@ -80,11 +88,22 @@ export function sharedStateOf(db: Db): SharedKeyState {
       feed,
       watchers: 0,
       reading,
+      accountWatchers,
     };
     sharedStates.set(db, state);
     shared = state;
   }
   return shared;
+}
+
+/** Calls `watcher` with each account whose rate limits another process (or this one) changed,
+ * once the change feed reports it, and with null when changes may have been missed. The feed
+ * polls while the process looks keys up (ApiKeyStore), as an api process serving calls does.
+ * Answers the function that stops the watching. */
+export function watchAccountChanges(db: Db, watcher: (accountId: string | null) => void): () => void {
+  const { accountWatchers } = sharedStateOf(db);
+  accountWatchers.add(watcher);
+  return () => accountWatchers.delete(watcher);
 }
 
 /** Caches a key as read at `readAt` (when the read was asked for), evicting the oldest entry when full. */

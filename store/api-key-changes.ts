@@ -20,11 +20,16 @@ const PRUNE_EVERY_MS = 30_000;
 const RECORD_RETRIES = 50;
 const RECORD_RETRY_MS = 1_000;
 
+/** A change to a key, or to an account's rate limits (the accounts' overrides are cached by
+ * every api process too: api/services/rate-limits/account-limits.ts). */
 interface KeyChange {
   _id: ObjectId;
-  key_id: string;
+  key_id?: string;
+  account_id?: string;
   at: Date;
 }
+
+type Subject = { key_id: string } | { account_id: string };
 
 export class KeyChangeFeed {
   private readonly collection: Collection<KeyChange>;
@@ -43,6 +48,8 @@ export class KeyChangeFeed {
     private readonly listener: {
       /** A key changed; called once per recorded change. */
       changed(keyId: string): void;
+      /** An account's rate limits changed; called once per recorded change. */
+      accountChanged?(accountId: string): void;
       /** Changes may have been missed: forget everything read so far. */
       lost(): void;
     },
@@ -66,7 +73,11 @@ export class KeyChangeFeed {
   }
 
   async record(keyId: string): Promise<void> {
-    await this.collection.updateOne({ _id: new ObjectId() }, { $currentDate: { at: true }, $setOnInsert: { key_id: keyId } }, { upsert: true });
+    await this.write({ key_id: keyId });
+  }
+
+  private async write(subject: Subject): Promise<void> {
+    await this.collection.updateOne({ _id: new ObjectId() }, { $currentDate: { at: true }, $setOnInsert: subject }, { upsert: true });
   }
 
   /**
@@ -75,17 +86,29 @@ export class KeyChangeFeed {
    * processes that read the key between the two writes. The second is retried in the background
    * if it fails: the change itself went through, and the first record already told the others.
    */
-  async recordAround<T>(keyId: string, change: () => Promise<T>): Promise<T> {
-    await this.record(keyId);
+  recordAround<T>(keyId: string, change: () => Promise<T>): Promise<T> {
+    return this.around({ key_id: keyId }, change);
+  }
+
+  /** recordAround for a change to an account's rate limits: without it, a process that read
+   * them and then served the account nothing for a while answered its next calls under the old
+   * limits until its next refresh round had read them again (a burst after a pause passed in
+   * full under a limit lowered seconds before). */
+  recordAccountAround<T>(accountId: string, change: () => Promise<T>): Promise<T> {
+    return this.around({ account_id: accountId }, change);
+  }
+
+  private async around<T>(subject: Subject, change: () => Promise<T>): Promise<T> {
+    await this.write(subject);
     const result = await change();
-    await this.record(keyId).catch(() => this.recordLater(keyId, 1));
+    await this.write(subject).catch(() => this.recordLater(subject, 1));
     return result;
   }
 
-  private recordLater(keyId: string, attempt: number): void {
+  private recordLater(subject: Subject, attempt: number): void {
     if (attempt > RECORD_RETRIES) return;
     setTimeout(() => {
-      this.record(keyId).catch(() => this.recordLater(keyId, attempt + 1));
+      this.write(subject).catch(() => this.recordLater(subject, attempt + 1));
     }, RECORD_RETRY_MS).unref();
   }
 
@@ -109,7 +132,7 @@ export class KeyChangeFeed {
     this.polling = true;
     try {
       const filter = this.newestAt === undefined ? {} : { at: { $gt: new Date(this.newestAt - MARGIN_MS) } };
-      const changes = await this.collection.find(filter, { projection: { key_id: 1, at: 1 } }).toArray();
+      const changes = await this.collection.find(filter, { projection: { key_id: 1, account_id: 1, at: 1 } }).toArray();
       if (this.seenUntil !== 0 && now - this.seenUntil > RETAIN_MS - MARGIN_MS) this.listener.lost();
       for (const change of changes) {
         const id = change._id.toHexString();
@@ -117,7 +140,8 @@ export class KeyChangeFeed {
         if (this.newestAt === undefined || at > this.newestAt) this.newestAt = at;
         if (this.reported.has(id)) continue;
         this.reported.set(id, at);
-        this.listener.changed(change.key_id);
+        if (change.key_id !== undefined) this.listener.changed(change.key_id);
+        if (change.account_id !== undefined) this.listener.accountChanged?.(change.account_id);
       }
       this.seenUntil = now;
       // What the next poll cannot return need not be remembered.

@@ -128,6 +128,23 @@ describe('money leased to another api process', () => {
     }
   });
 
+  it("applies an account's lowered rate limit in the other process to a burst that follows a pause", async () => {
+    // The other process read the account's limits, then served nothing for a while: a burst
+    // after the change must meet the new limit, not the one read before the pause.
+    const account = await createAccount(first.app, { name: 'limit-after-pause', balance_usd: 1 });
+    const { key } = await createKey(first.app, account.id);
+    const models = () => second.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(key) });
+    await clearOfWindowEdge(60_000, 20_000);
+    assert.equal((await models()).statusCode, 200);
+    const lowered = await first.app.inject({ method: 'PUT', url: `/admin/accounts/${account.id}/rate-limits`, headers: adminHeaders, payload: { requests_per_minute: 3 } });
+    assert.equal(lowered.statusCode, 200, lowered.body);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const burst = await Promise.all(Array.from({ length: 12 }, () => models()));
+    const admitted = burst.filter((response) => response.statusCode === 200).length;
+    // One call of the minute was made before the change: 2 more at most.
+    assert.ok(admitted <= 2, `${admitted} of 12 admitted under the old limit (limit headers: ${[...new Set(burst.map((response) => response.headers['x-ratelimit-limit-requests']))]})`);
+  });
+
   it('accepts it while a slow stream still runs on that lease, and the stream is paid when it ends', async () => {
     const account = await createAccount(first.app, { name: 'stream-elsewhere', balance_usd: 1.05 });
     const { key } = await createKey(first.app, account.id);

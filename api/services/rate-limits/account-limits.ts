@@ -19,6 +19,9 @@ import { TIMED_OUT, withinWait } from './store-wait.ts';
  * little (a review measured 6 to 10 s of the old limit at 5 s). */
 const REFRESH_MS = 1_000;
 
+/** How long a forgotten account's round results are checked against when it was forgotten. */
+const FORGOTTEN_KEEP_MS = 60_000;
+
 const limitField = { requests: 'requests_per_minute', tokens: 'tokens_per_minute' } as const;
 
 export interface AccountLimitsOptions {
@@ -39,6 +42,9 @@ export class AccountLimits {
   /** Reads again the overrides of accounts in use once they are due. */
   private readonly rounds: RefreshRounds<string>;
   private readonly refreshMs: number;
+  /** When each account's overrides were last forgotten, until a refresh that started later
+   * read them: a round that started before lands nothing for it. */
+  private readonly forgottenAt = new Map<string, number>();
 
   constructor(private readonly options: AccountLimitsOptions) {
     this.refreshMs = options.refreshMs ?? REFRESH_MS;
@@ -69,11 +75,21 @@ export class AccountLimits {
     return this.accountOrDefault(kind, limits === TIMED_OUT ? null : limits);
   }
 
-  /** Forgets an account's cached overrides (after they were changed through this process). */
-  forget(accountId: string): void {
+  /** Forgets an account's cached overrides (after they were changed, through this process or,
+   * as the key change feed reports, another). */
+  forget(accountId: string, now = Date.now()): void {
     this.cached.delete(accountId);
-    // A read under way may have started before the change: it keeps nothing.
+    // A read under way may have started before the change: it keeps nothing, nor does a
+    // refresh round under way.
     this.reads.delete(accountId);
+    // A round is one query: one that started a minute ago has long landed or failed.
+    for (const [id, at] of this.forgottenAt) if (now - at > FORGOTTEN_KEEP_MS) this.forgottenAt.delete(id);
+    this.forgottenAt.set(accountId, now);
+  }
+
+  /** Forgets every account's (the key change feed may have missed changes). */
+  forgetAll(now = Date.now()): void {
+    for (const accountId of [...this.cached.keys(), ...this.reads.keys()]) this.forget(accountId, now);
   }
 
   private firstRead(accountId: string, now: number): Promise<RateLimitOverrides | null> {
@@ -112,7 +128,12 @@ export class AccountLimits {
     const readAt = Date.now();
     try {
       const found = await readOverridesOf(this.options.accountOverrides, ids);
-      for (const id of ids) this.cached.set(id, { limits: found.get(id) ?? null, readAt });
+      for (const id of ids) {
+        const forgotten = this.forgottenAt.get(id);
+        if (forgotten !== undefined && forgotten >= readAt) continue;
+        this.forgottenAt.delete(id);
+        this.cached.set(id, { limits: found.get(id) ?? null, readAt });
+      }
     } catch (error) {
       this.options.log.warn(failureFields(error), 'could not read account rate limits again; keeping those read before');
     }

@@ -42,7 +42,8 @@ export class RateLimitSettings {
   /** False when there is no such account. */
   async setForAccount(accountId: string, limits: Limits): Promise<boolean> {
     if (!(await this.options.accounts.setRateLimits(accountId, limits))) return false;
-    // This process applies the change at once; the others within their 5 s refresh.
+    // This process applies the change at once; the others once the key change feed reports it
+    // (store/accounts.ts records it there), within about a second.
     this.options.limiter.forgetAccount(accountId);
     return true;
   }

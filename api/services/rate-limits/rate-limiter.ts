@@ -282,8 +282,10 @@ export class RateLimiter {
     return allowance;
   }
 
-  /** Forgets an account's cached overrides (after they were changed through this process). */
-  forgetAccount(accountId: string): void {
-    this.limits.forget(accountId);
+  /** Forgets an account's cached overrides (after they were changed, here or in another
+   * process); null forgets every account's. */
+  forgetAccount(accountId: string | null): void {
+    if (accountId === null) this.limits.forgetAll();
+    else this.limits.forget(accountId);
   }
 }
