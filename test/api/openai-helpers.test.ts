@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { APIError, type OpenAI } from 'openai';
-import { projectRoot } from '../../scripts/lib/engines.ts';
 import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
+import { pythonStreamHelper } from '../helpers/python-stream-helper.ts';
 import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 
 // The openai client's own helpers, which validate what comes back against the caller's zod
@@ -99,20 +96,9 @@ describe('the openai client helpers (parse, runTools) through the gateway', () =
 
   it('the Python stream helper raises openai.APIError when the provider breaks off', async () => {
     const caller = await stack.newCaller('break-after-python');
-    const code = [
-      'import json, openai, sys',
-      'c = openai.OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)',
-      'try:',
-      '    with c.chat.completions.stream(model="gpt-4o-mini", messages=[{"role": "user", "content": "a b c d [sim:break_after=2]"}]) as s:',
-      '        for e in s: pass',
-      '    print(json.dumps({"raised": None}))',
-      'except openai.APIError as e:',
-      '    print(json.dumps({"raised": type(e).__name__, "code": e.code, "message": e.message}))',
-    ].join('\n');
-    const { stdout } = await promisify(execFile)(path.join(projectRoot, '.tools/venv/bin/python'), ['-c', code, `${stack.baseUrl}/v1`, caller.key], { timeout: 60_000 });
-    const seen = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    const seen = await pythonStreamHelper(`${stack.baseUrl}/v1`, caller.key, 'a b c d [sim:break_after=2]');
     assert.equal(seen.raised, 'APIError');
     assert.equal(seen.code, 'upstream_error');
-    assert.match(seen.message, /mid-stream/);
+    assert.match(seen.message ?? '', /mid-stream/);
   });
 });

@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { APIError } from 'openai';
-import { projectRoot } from '../../scripts/lib/engines.ts';
+import { pythonStreamHelper } from '../helpers/python-stream-helper.ts';
 import { startApiBeforeUpstream, startFakeUpstream, sseWriter, type OpenAiStack, type RecordedRequest } from '../helpers/openai-stack.ts';
 
 // A provider that breaks off mid-stream: what the official clients make of the gateway's last
@@ -46,23 +43,10 @@ describe('a stream the provider breaks off, as the official clients see it', () 
 
   it('Python: iterating raises openai.APIError with the error body', async () => {
     const caller = await stack.newCaller('python');
-    const code = [
-      'import json, openai, sys',
-      'c = openai.OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)',
-      'text = ""',
-      'try:',
-      '    with c.chat.completions.stream(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]) as s:',
-      '        for e in s:',
-      '            if e.type == "content.delta": text += e.delta',
-      '    print(json.dumps({"raised": None}))',
-      'except openai.APIError as e:',
-      '    print(json.dumps({"raised": type(e).__name__, "code": e.code, "type": e.type, "message": e.message, "text": text}))',
-    ].join('\n');
-    const { stdout } = await promisify(execFile)(path.join(projectRoot, '.tools/venv/bin/python'), ['-c', code, `${stack.baseUrl}/v1`, caller.key], { timeout: 60_000 });
-    const seen = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    const seen = await pythonStreamHelper(`${stack.baseUrl}/v1`, caller.key, 'hi');
     assert.equal(seen.raised, 'APIError');
     assert.equal(seen.code, 'upstream_error');
-    assert.match(seen.message, /mid-stream/);
+    assert.match(seen.message ?? '', /mid-stream/);
     assert.equal(seen.text, 'Hello there ');
   });
 });
