@@ -33,10 +33,11 @@ export interface VideoTaskWorkflowInput {
   /** How long the task may take before it fails (and its vendor task is cancelled), counted
    * from `submittedAt`. */
   deadlineSeconds: number;
-  /** When the api stored the task (epoch ms), set by the sweeper, which starts a task's
-   * workflow a minute or more after its submission (from the task's `created_at`). The api's
-   * own start is the submission: it leaves this out, so its clock's skew against Temporal's
-   * never shortens a deadline. */
+  /** When the api stored the task (epoch ms). Set by sweepers before stop 53, which started a
+   * task's workflow a minute or more after its submission (from the task's `created_at`);
+   * histories of such runs still carry it. The api's own start, a retry's resume included, is
+   * the submission: it leaves this out, so its clock's skew against Temporal's never shortens a
+   * deadline. */
   submittedAt?: number;
   requestId: string;
 }

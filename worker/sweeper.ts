@@ -1,5 +1,4 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { startTaskWorkflow } from '../core/start-task-workflow.ts';
 import { unavailableDependency } from '../core/dependency-errors.ts';
 import { UNANSWERED_SUBMISSION_GRACE_MS } from '../core/video-task.ts';
 import { closeAbandonedTask } from '../store/abandoned-tasks.ts';
@@ -73,10 +72,10 @@ async function sweepUnstartedTask(options: SweeperOptions, task: TaskDocument): 
     options.log?.(outcome === 'closed' ? `sweeper closed task ${task._id}, whose id never reached its caller` : `sweeper found task ${task._id} claimed by its workflow`);
     return;
   }
-  // Its deadline counts from the submission, a minute or more ago by now.
-  await startTaskWorkflow(options.client, options.taskQueue, { ...task.workflow_input, submittedAt: task.created_at.getTime() });
+  // Its workflow started (the api died before recording it): recorded, nothing more. Starting
+  // it again was a no-op while it ran, and a second run of a task whose workflow had closed.
   await options.tasks.markWorkflowStarted(task._id);
-  options.log?.(`sweeper started the workflow of task ${task._id}`);
+  options.log?.(`sweeper recorded the started workflow of task ${task._id}`);
 }
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -67,8 +67,8 @@ function describeActivityFailure(error: unknown): { type?: string; message: stri
 }
 
 /** Where the caller's deadline runs from: the submission, not when a worker got to the task. The
- * workflow's start is the submission, but for a task the sweeper started (an api crash left it
- * unstarted), whose input says when it was submitted. */
+ * workflow's start is the submission, but for a task an older sweeper started (an api crash
+ * left it unstarted), whose input says when it was submitted. */
 function deadlineStart(input: VideoTaskWorkflowInput): number {
   if (!patched(PATCHES.deadlineFromStart)) return Date.now();
   const startedAt = workflowInfo().startTime.getTime();

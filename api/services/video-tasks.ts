@@ -86,8 +86,8 @@ export class VideoTaskService {
   }
 
   // Order matters for crash safety: the snapshot exists before money moves (so a hold is never
-  // orphaned without a task the sweeper can find), and the workflow re-applies the hold
-  // idempotently, so a task started by the sweeper is still paid for exactly once.
+  // orphaned without a task the sweeper can find and close), and the workflow re-applies the
+  // hold idempotently, so a task resumed by a retry under its key is still paid for exactly once.
   /** `idempotentTaskId` is given under an Idempotency-Key, so a retry can find the task it created. */
   async submit(principal: Principal, body: SubmissionInput, requestId: string, idempotentTaskId?: string): Promise<{ task_id: string; status: 'submitted' }> {
     const taskId = idempotentTaskId ?? newId('task');
@@ -99,7 +99,7 @@ export class VideoTaskService {
     const refusal = internalAddressIn(body, this.options.outboundAllowlist);
     // A retry under an Idempotency-Key whose task is stored goes on with that task as stored
     // (below), whatever this process would say of it now: its first attempt was let through (by
-    // an older version, or an api given another allowlist), and the sweeper would start it anyway.
+    // an older version, or an api given another allowlist), and its workflow may already run.
     if (refusal && (idempotentTaskId === undefined || !(await tasks.find(taskId)))) {
       throw new GatewayError('invalid_request', refusal.message, refusal.param);
     }
@@ -172,8 +172,8 @@ export class VideoTaskService {
       });
     } catch (error) {
       // The caller gets an error (a 503 when the store went away or is too slow), yet the task
-      // may be stored, even held, or about to be: left as it is, the sweeper would start it and
-      // bill a refused submission. Closed in the background once its hold has settled.
+      // may be stored, even held, or about to be: left as it is, it held the caller's money for
+      // the sweeper's minute. Closed in the background once its hold has settled.
       // `input` read once storing is over: a resumed submission switches to the stored task's.
       const why = answered503 ? 'Its balance could not be reserved in time, so its submission was answered 503.' : 'Its submission failed partway: the store failed or was too slow.';
       if (!(error instanceof GatewayError && error.code === 'insufficient_balance')) void storing.then(settledOk, settledOk).then(() => this.abandon(input, `${why} It never ran, and nothing was charged.`));
@@ -217,7 +217,7 @@ export class VideoTaskService {
       throw Object.assign(new GatewayError('service_unavailable', 'The task queue is unavailable right now; nothing was charged. Retry with backoff.'), { cause: error });
     }
     // The workflow runs, so the caller gets its task even if this flag cannot be written now: the
-    // sweeper then starts the workflow again, which Temporal answers with "already started".
+    // sweeper then finds the workflow and writes the flag itself.
     const [decision] = await Promise.all([
       this.claimForCaller(input, task.recoverable === true),
       tasks.markWorkflowStarted(taskId).catch((error: unknown) => this.options.log?.warn({ err: error, taskId }, 'could not mark the workflow started')),
@@ -278,7 +278,7 @@ export class VideoTaskService {
       const timer = setTimeout(() => {
         attempt().catch((error: unknown) => {
           if (Date.now() < giveUpAt) return retry(failures + 1);
-          this.options.log?.error({ err: error, taskId: input.taskId }, 'gave up closing an abandoned task; the sweeper may start it');
+          this.options.log?.error({ err: error, taskId: input.taskId }, 'gave up closing an abandoned task; the sweeper closes it');
         });
       }, ABANDON_RETRY_MS[Math.min(failures, ABANDON_RETRY_MS.length - 1)]);
       timer.unref();
