@@ -246,12 +246,15 @@ export class TaskStore {
    * a candidate (ids only: during a vendor outage there may be thousands), then those with a
    * recorded start are left out. */
   async findUnstarted(olderThan: Date, limit: number): Promise<TaskDocument[]> {
-    const candidates = await this.collection.find({ workflow_started: false, status: 'submitted', created_at: { $lt: olderThan } }, { projection: { _id: 1 } }).toArray();
+    // Oldest first: a round that stops early (Temporal out of reach) or hits its limit leaves
+    // the newer ones, never the same old task behind an ever-changing set.
+    const candidates = await this.collection.find({ workflow_started: false, status: 'submitted', created_at: { $lt: olderThan } }, { projection: { _id: 1 } }).sort({ created_at: 1, _id: 1 }).toArray();
     if (candidates.length === 0) return [];
     const ids = candidates.map((task) => task._id);
     const started = new Set((await this.starts.find({ _id: { $in: ids } }, { projection: { _id: 1 } }).toArray()).map((start) => start._id));
     const unstarted = ids.filter((id) => !started.has(id)).slice(0, limit);
     if (unstarted.length === 0) return [];
-    return this.collection.find({ _id: { $in: unstarted } }).toArray();
+    const found = new Map((await this.collection.find({ _id: { $in: unstarted } }).toArray()).map((task) => [task._id, task]));
+    return unstarted.flatMap((id) => found.get(id) ?? []);
   }
 }
