@@ -6,11 +6,12 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
-import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, halfEvent, IMPOSSIBLE_USAGE, PROVIDER_ERROR_WORDS, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
+import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, halfEvent, PROVIDER_ERROR_WORDS, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
-// forced usage request), mid-stream failures, connection retries and upstream refusals.
+// forced usage request), mid-stream failures and connection retries. What its usage reports
+// are billed: upstream-usage-billing.test.ts; its refusals: upstream-refusals.test.ts.
 
 const RETRY_DELAY_MS = 400;
 
@@ -295,73 +296,6 @@ describe('chat against a scripted upstream', () => {
     assert.equal(after.held_micros, 0);
   });
 
-  it('prices a call from its estimate when the upstream reports token counts that are not whole numbers', async () => {
-    const before = await stack.settledAccount(accountId);
-    const answered = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'fractional usage' }] });
-    assert.equal(answered.choices[0]?.message.content, 'Hello from the fake upstream.');
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'fractional usage' }], stream: true });
-    let text = '';
-    for await (const part of stream) {
-      text += part.choices[0]?.delta.content ?? '';
-      // The usage chunk the gateway asked for is not shown, even with counts it could not read.
-      assert.equal(part.usage, undefined, JSON.stringify(part));
-    }
-    assert.equal(text, 'Hello there');
-    // Both reservations settled (a lease with one left unsettled never settles), each for a
-    // few tokens of estimate: far less than the scripted usage's price.
-    const after = await stack.settledAccount(accountId);
-    const spent = before.balance_micros - after.balance_micros;
-    assert.ok(spent > 0 && spent < UPSTREAM_USAGE_PRICE, `spent ${spent}`);
-  });
-
-  it('charges usage beyond what a call can have used at most that: its body\'s bytes in, its max_tokens out', async () => {
-    for (const stream of [false, true]) {
-      const before = await stack.settledAccount(accountId);
-      const messages = [{ role: 'user' as const, content: 'impossible usage' }];
-      if (stream) {
-        const answer = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, max_tokens: 50, stream: true, stream_options: { include_usage: true } });
-        let seen;
-        for await (const part of answer) seen = part.usage ?? seen;
-        // The caller who asked sees what the upstream said; it is charged what can be true.
-        assert.deepEqual(seen, IMPOSSIBLE_USAGE);
-      } else {
-        await client.chat.completions.create({ model: 'gpt-4o-mini', messages, max_tokens: 50 });
-      }
-      const bodyBytes = Number(lastRequest().headers['content-length']);
-      assert.ok(bodyBytes > 50 && bodyBytes < 400, `body of ${bodyBytes} bytes`);
-      const after = await stack.settledAccount(accountId);
-      // gpt-4o-mini: 0.15 µ$ an input token, 0.60 an output token.
-      assert.equal(before.balance_micros - after.balance_micros, Math.ceil((bodyBytes * 150_000 + 50 * 600_000) / 1_000_000), `stream: ${stream}`);
-      const record = (await stack.usageRecords(accountId)).at(-1)!;
-      assert.deepEqual([record.input_tokens, record.output_tokens], [bodyBytes, 50], JSON.stringify(record));
-    }
-  });
-
-  it('charges usage the bytes do not bound when the bound does not apply: a file part', async () => {
-    const before = await stack.settledAccount(accountId);
-    // The last user message picks the script; a file part beside it is what lifts the input bound.
-    await client.chat.completions.create({
-      model: 'gpt-4o-mini',
-      messages: [
-        { role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] },
-        { role: 'user', content: 'file usage' },
-      ],
-    });
-    const after = await stack.settledAccount(accountId);
-    assert.equal(before.balance_micros - after.balance_micros, Math.ceil((5_000 * 150_000 + 10 * 600_000) / 1_000_000));
-  });
-
-  it('hides usage the upstream puts on the finish chunk from a caller who did not ask, and bills it', async () => {
-    const before = await stack.settledAccount(accountId);
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'usage on the finish chunk' }], stream: true });
-    const chunks = [];
-    for await (const part of stream) chunks.push(part);
-    assert.equal(chunks.at(-1)?.choices[0]?.finish_reason, 'stop');
-    assert.ok(chunks.every((part) => part.usage === undefined), JSON.stringify(chunks.at(-1)));
-    const after = await stack.settledAccount(accountId);
-    assert.equal(before.balance_micros - after.balance_micros, UPSTREAM_USAGE_PRICE);
-  });
-
   it('ends a stream at its [DONE] and bills it, whatever the upstream connection does next', async () => {
     for (const said of ['reset after done', 'open after done']) {
       const before = await stack.settledAccount(accountId);
@@ -379,119 +313,5 @@ describe('chat against a scripted upstream', () => {
     const [open] = afterDone.openBodies;
     assert.ok(open);
     await waitUntil(() => open.destroyed || open.socket === null || open.socket.destroyed, 5_000);
-  });
-
-  it('neither hands over nor bills image entries that hold no image', async () => {
-    const before = await stack.settledAccount(accountId);
-    await assert.rejects(client.images.generate({ model: 'gpt-image-1', prompt: 'hollow', n: 2 }, { maxRetries: 0 }), (error: unknown) => error instanceof OpenAI.InternalServerError && error.status === 502);
-    const middle = await stack.settledAccount(accountId);
-    assert.equal(middle.balance_micros, before.balance_micros);
-    const one = await client.images.generate({ model: 'gpt-image-1', prompt: 'one hollow', n: 2 });
-    assert.deepEqual(one.data, [{ url: 'https://images.example/0.png' }]);
-    const after = await stack.settledAccount(accountId);
-    // gpt-image-1 costs $0.04 an image: one image, not the two entries.
-    assert.equal(before.balance_micros - after.balance_micros, 40_000);
-  });
-
-  it('hands over and bills the images asked for when the upstream sends more', async () => {
-    const before = await stack.settledAccount(accountId);
-    const generated = await client.images.generate({ model: 'gpt-image-1', prompt: 'a fox', n: 2 });
-    assert.deepEqual(generated.data?.map((image) => image.url), ['https://images.example/0.png', 'https://images.example/1.png']);
-    const after = await stack.settledAccount(accountId);
-    // gpt-image-1 costs $0.04 an image.
-    assert.equal(before.balance_micros - after.balance_micros, 2 * 40_000);
-  });
-
-  it('passes 4xx refusals on in the gateway\'s error body, and 429s and 5xx in its own words, keeping Retry-After', async () => {
-    const before = await stack.settledAccount(accountId);
-    const refused = await request(`${stack.baseUrl}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${client.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'refuse' }] }),
-    });
-    assert.equal(refused.statusCode, 400);
-    assert.deepEqual(await refused.body.json(), { error: { message: 'logit_bias is malformed', type: 'invalid_request_error', code: 'invalid_request', param: 'logit_bias' } });
-
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'slow down' }] }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.RateLimitError);
-      assert.equal(error.headers?.get('retry-after'), '7');
-      // The provider's words name the operator's organisation and limits: the caller gets ours.
-      assert.match(error.message, /rate limiting calls to this model right now; nothing was charged\. Retry after 7 s\./);
-      assert.doesNotMatch(error.message, /org-Operator123|Limit 500|2024-07-18/);
-      return true;
-    });
-
-    // A wait given only in milliseconds (retry-after-ms) is kept, and given in whole seconds too.
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'slow down briefly' }] }, { maxRetries: 0 }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.RateLimitError);
-      assert.equal(error.headers?.get('retry-after-ms'), '1500');
-      assert.equal(error.headers?.get('retry-after'), '2');
-      assert.match(error.message, /Retry after 2 s\./);
-      return true;
-    });
-
-    // The operator's account with the provider is out of credit: no rate limit to wait out.
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'no quota' }] }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
-      assert.equal(error.status, 502);
-      assert.match(error.message, /out of quota, which the operator must fix/);
-      assert.equal(error.headers?.get('x-should-retry'), 'false', 'the SDK is told not to retry');
-      return true;
-    });
-
-    // A 409 keeps its status and words, and the SDKs, which retry a 409 of their own accord,
-    // are told not to: spec 7 rule 3, no retry below 500.
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'conflict' }] }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.ConflictError, String(error));
-      assert.equal(error.message, '409 Another request with these parameters is in progress.');
-      assert.equal(error.headers?.get('x-should-retry'), 'false');
-      return true;
-    });
-
-    // A proxy's error page in front of the provider stays out of the answer.
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'provider down' }] }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
-      assert.equal(error.status, 502);
-      assert.match(error.message, /^502 The model provider failed \(503\)\. Nothing was charged; retry with backoff\.$/);
-      return true;
-    });
-
-    // The caller's key is fine; the gateway's upstream key is not: a gateway fault.
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'bad credentials' }] }), (error: unknown) => {
-      assert.ok(error instanceof OpenAI.InternalServerError);
-      assert.equal(error.status, 502);
-      assert.equal(error.headers?.get('x-should-retry'), 'false');
-      return true;
-    });
-    const after = await stack.settledAccount(accountId);
-    assert.equal(after.balance_micros, before.balance_micros);
-    assert.equal(after.held_micros, 0);
-  });
-});
-
-describe('chat with an unreachable upstream', () => {
-  it('answers 503 after retrying, and bills nothing', async () => {
-    // Port 1, where nothing listens: a free port picked from the ephemeral range could be taken
-    // by another test file's server before the call (it answered 502 once, in a full run).
-    const stack = await startApiBeforeUpstream('chat-unreachable', 'http://127.0.0.1:1');
-    try {
-      const caller = await stack.newCaller('unreachable');
-      const started = Date.now();
-      await assert.rejects(stack.client(caller.key).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'anyone?' }] }), (error: unknown) => {
-        assert.ok(error instanceof OpenAI.InternalServerError);
-        assert.equal(error.status, 503);
-        assert.match(error.message, /unreachable right now \(ECONNREFUSED\)/);
-        // The upstream's address is the gateway's internals.
-        assert.doesNotMatch(error.message, /127\.0\.0\.1|:1\b/);
-        return true;
-      });
-      // Two retries with 50 and 100 ms pauses happened before giving up.
-      assert.ok(Date.now() - started >= 150);
-      const account = await stack.settledAccount(caller.accountId);
-      assert.equal(account.balance_micros, 10_000_000);
-      assert.equal(account.held_micros, 0);
-    } finally {
-      await stack.close();
-    }
   });
 });
