@@ -7,7 +7,7 @@ import { answerScripted, IMPOSSIBLE_USAGE, UPSTREAM_MODEL, UPSTREAM_USAGE_PRICE 
 // What a call is billed from the upstream's own report, against a scripted upstream that
 // reports what the simulator never does: token counts that are not whole numbers, more tokens
 // than the call can have used, usage on the finish chunk, image entries that hold no image
-// and more images than asked for. Chat relaying and refusals: chat-upstream.test.ts.
+// and more images than asked for. Relaying: chat-upstream.test.ts; refusals: upstream-refusals.test.ts.
 
 describe('billing from a scripted upstream\'s reports', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;

@@ -2,9 +2,10 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { sseWriter, type RecordedRequest } from './openai-stack.ts';
 
-// A scripted OpenAI-compatible upstream for test/api/chat-upstream.test.ts (pass answerScripted
-// to startFakeUpstream): what it answers is chosen by the last user message, to show what the
-// simulator cannot (refusals, a connection reset, mid-stream failures, a flood, a slow start).
+// A scripted OpenAI-compatible upstream for test/api/chat-upstream.test.ts and its neighbours
+// upstream-usage-billing and upstream-refusals (pass answerScripted to startFakeUpstream): what
+// it answers is chosen by the last user message, to show what the simulator cannot (refusals,
+// a connection reset, mid-stream failures, a flood, a slow start, usage no call can have had).
 
 export const UPSTREAM_MODEL = 'gpt-4o-mini-2024-07-18';
 /** Usage a real upstream could report for the scripts' short prompts: no more input tokens than
