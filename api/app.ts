@@ -225,7 +225,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
         publicBaseUrl: publicBaseUrl(config),
         ...clipSources,
       });
-      await v1.register(chatRoutes, { catalog, chat: openAi.chat, calls: openAi.calls, closeProxies: openAi.close, bodyLimit: config.CHAT_BODY_LIMIT_BYTES });
+      await v1.register(chatRoutes, { catalog, chat: openAi.chat, calls: openAi.calls, closeProxies: openAi.close, bodyLimit: config.CHAT_BODY_LIMIT_BYTES, outboundAllowlist: parseOutboundAllowlist(config.OUTBOUND_ALLOWLIST) });
       await v1.register(imageRoutes, { catalog, images: openAi.images, calls: openAi.calls });
     },
     { prefix: '/v1' },

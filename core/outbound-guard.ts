@@ -139,9 +139,14 @@ const LOCALHOST_NAME = /(?:^|\.)localhost$/i;
  * only the connection can tell. */
 export function refusedOnSight(url: URL, allowlist: Allowlist): ForbiddenDestinationError | null {
   const hostname = url.hostname;
+  // An IPv6 literal (`[::1]`, `[fd00::1]`, `[::ffff:a9fe:a9fe]`): the WHATWG parse keeps its
+  // brackets. Callback URLs never hold one (api/routes/http-url.ts), but chat messages' media
+  // URLs are not held to that grammar.
+  const bracketed = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : null;
   // A localhost name resolves to ::1 as well where /etc/hosts says so (most containers), and
   // the worker refuses a name when any of its addresses is forbidden.
-  const addresses = LOCALHOST_NAME.test(hostname) ? ['127.0.0.1', '::1'] : ipaddr.IPv4.isValid(hostname) ? [hostname] : [];
+  const addresses =
+    bracketed !== null ? [bracketed] : LOCALHOST_NAME.test(hostname) ? ['127.0.0.1', '::1'] : ipaddr.IPv4.isValid(hostname) ? [hostname] : [];
   for (const address of addresses) {
     const range = forbiddenRange(address, allowlist);
     if (range !== null) return new ForbiddenDestinationError(hostname, address, range);

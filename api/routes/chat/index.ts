@@ -1,6 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
+import { GatewayError } from '../../../core/errors.ts';
+import type { Allowlist } from '../../../core/outbound-guard.ts';
+import { internalMediaAddressIn } from '../../services/openai-proxy/message-media-addresses.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
 import { apiKeySecurity } from '../../openapi/security.ts';
 import { principalOf } from '../../plugins/api-key-auth.ts';
@@ -19,6 +22,8 @@ export interface ChatRouteOptions {
   closeProxies: () => Promise<void>;
   /** The largest body taken here (CHAT_BODY_LIMIT_BYTES: images come inline as base64). */
   bodyLimit: number;
+  /** OUTBOUND_ALLOWLIST: internal addresses media URLs in messages may name. */
+  outboundAllowlist: Allowlist;
 }
 
 export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, options) => {
@@ -46,6 +51,9 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
 
   app.post('/chat/completions', { schema, bodyLimit: options.bodyLimit, config: { verbatimIntegers: true }, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
     const principal = principalOf(request);
+    // Before anything is held or sent: the upstream would fetch these for the caller.
+    const internal = internalMediaAddressIn(request.body.messages, options.outboundAllowlist);
+    if (internal) throw new GatewayError('invalid_request', internal.message, internal.param);
     const context = { signal: new ClientDisconnect(reply.raw, options.calls), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
     try {
       if (request.body.stream !== true) {
