@@ -67,7 +67,10 @@ export interface ChatHoldInput {
  * above the hold let a call cost more than the balance that admitted it (a review's prediction
  * of 300 KB and max_tokens of 100 million each did). */
 function outputTokenBudget(model: ChatModel, input: ChatHoldInput): number {
-  const asked = Math.min(input.max_completion_tokens ?? input.max_tokens ?? model.max_output_tokens, model.max_output_tokens);
+  // Both given: the larger, since which one an upstream obeys is its own choice (many
+  // OpenAI-compatible servers read only `max_tokens`); held at the smaller, the rest was free.
+  const limits = [input.max_completion_tokens, input.max_tokens].filter((limit): limit is number => typeof limit === 'number');
+  const asked = Math.min(limits.length > 0 ? Math.max(...limits) : model.max_output_tokens, model.max_output_tokens);
   return asked * Math.max(1, input.n ?? 1) + (input.predictionBytes ?? 0);
 }
 
