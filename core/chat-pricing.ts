@@ -69,8 +69,9 @@ export interface ChatHoldInput {
 function outputTokenBudget(model: ChatModel, input: ChatHoldInput): number {
   // Both given: the larger, since which one an upstream obeys is its own choice (many
   // OpenAI-compatible servers read only `max_tokens`); held at the smaller, the rest was free.
-  const limits = [input.max_completion_tokens, input.max_tokens].filter((limit): limit is number => typeof limit === 'number');
-  const asked = Math.min(limits.length > 0 ? Math.max(...limits) : model.max_output_tokens, model.max_output_tokens);
+  // Each is a positive integer when given, so 0 here means neither was.
+  const larger = Math.max(input.max_completion_tokens ?? 0, input.max_tokens ?? 0);
+  const asked = Math.min(larger > 0 ? larger : model.max_output_tokens, model.max_output_tokens);
   return asked * Math.max(1, input.n ?? 1) + (input.predictionBytes ?? 0);
 }
 
