@@ -1,4 +1,4 @@
-import type { VideoModel } from './catalog.ts';
+import type { Upstream, VideoModel } from './catalog.ts';
 import { GatewayError } from './errors.ts';
 import { withArticle } from './characters.ts';
 import type { ReferenceMedia, VideoGenerationRequest } from '../vendors/types.ts';
@@ -107,7 +107,20 @@ function validateCitations(prompt: string, referenceImages: number): void {
   }
 }
 
-export function validateVideoSubmission(model: VideoModel, input: SubmissionInput): ValidatedSubmission {
+/** A setting Seedance reads from the prompt's own text ("a fox --duration 12 --rs 1080p"), as
+ * clients of its older API sent them, and which can prevail over the body's. One that changes
+ * the clip's length, size or shape would have the vendor make a clip other than the one priced
+ * and recorded; watermark, seed and camerafixed change neither and pass as text. */
+const SEEDANCE_PROMPT_SETTING = /(?<!\S)--(?:resolution|rs|ratio|rt|duration|dur|frames|framespersecond|framepersecond|fps)(?!\S)/i;
+
+/** The upstream's `protocol` decides the vendor's own rules on the prompt. */
+export function validateVideoSubmission(model: VideoModel, input: SubmissionInput, protocol: Upstream['protocol']): ValidatedSubmission {
+  if (protocol === 'seedance') {
+    const setting = SEEDANCE_PROMPT_SETTING.exec(input.prompt);
+    if (setting) {
+      refuse('prompt', `The prompt holds '${setting[0]}', which Seedance reads as a setting of the clip, over the one priced: give the length as seconds and the size as metadata.resolution and metadata.ratio.`);
+    }
+  }
   const metadata = input.metadata ?? {};
   const seconds = input.seconds === undefined ? model.default_seconds : Number(input.seconds);
   if (!model.seconds.includes(seconds)) {

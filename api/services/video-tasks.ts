@@ -80,7 +80,8 @@ export class VideoTaskService {
     try {
       this.admission.check(principal.accountId);
     } catch (refusal) {
-      validateVideoSubmission(resolveModel(this.options.catalog, principal, body.model, 'video'), body);
+      const model = resolveModel(this.options.catalog, principal, body.model, 'video');
+      validateVideoSubmission(model, body, this.options.catalog.upstream(model.upstream).protocol);
       throw refusal;
     }
   }
@@ -93,7 +94,7 @@ export class VideoTaskService {
     const taskId = idempotentTaskId ?? newId('task');
     const { catalog, tasks, ledger } = this.options;
     const model = resolveModel(catalog, principal, body.model, 'video');
-    const validated = validateVideoSubmission(model, body);
+    const validated = validateVideoSubmission(model, body, catalog.upstream(model.upstream).protocol);
     let priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
     const callbackUrl = body.metadata?.callback_url;
     const refusal = internalAddressIn(body, this.options.outboundAllowlist);

@@ -62,6 +62,7 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['@image1 with no images', { model: 'seedance-2.0', prompt: 'like @image1' }, 400, 'prompt', /no reference images/],
   ['@Image2 (any case) with one image', { model: 'seedance-2.0', prompt: 'like @Image2', metadata: { content: [image(1)] } }, 400, 'prompt', /cites @Image2, but valid citations are @image1 to @image1/],
   ['@image1 in first/last-frame mode', { model: 'seedance-2.0', prompt: 'from @image1', metadata: { content: [image(1, 'first_frame')] } }, 400, 'prompt', /no reference images/],
+  ['a Seedance prompt that sets its own length', { model: 'seedance-2.0', prompt: 'a fox at dawn --dur 12 --rs 1080p', seconds: '4', metadata: { resolution: '480p' } }, 400, 'prompt', /holds '--dur', which Seedance reads as a setting of the clip/],
   ['an empty model', { model: '', prompt: 'x' }, 400, 'model', /'model': must be a video model id/],
   ['metadata a string', { model: 'seedance-2.0', prompt: 'x', metadata: '720p' }, 400, 'metadata', /'metadata': must be an object/],
   ['a null prompt', { model: 'seedance-2.0', prompt: null }, 400, 'prompt', /'prompt'/],

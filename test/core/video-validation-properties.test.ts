@@ -14,6 +14,7 @@ const SEED = 424_242;
 const catalog = loadCatalog('config/catalog.local.json', { SIMULATOR_URL: 'http://127.0.0.1:1' });
 const models = catalog.all().filter((model): model is VideoModel => model.kind === 'video');
 const routeSchema = videoSubmissionBodyFor(catalog);
+const protocolOf = (model: VideoModel) => catalog.upstream(model.upstream).protocol;
 
 type Entry = NonNullable<NonNullable<SubmissionInput['metadata']>['content']>[number];
 const entry = (type: 'image_url' | 'video_url' | 'audio_url', role: string, index: number): Entry =>
@@ -187,7 +188,7 @@ describe('video submission properties', () => {
       fc.property(anySubmission, ({ model, submission }) => {
         const parsed = routeSchema.safeParse(submission);
         assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
-        const validated = validateVideoSubmission(model, submission);
+        const validated = validateVideoSubmission(model, submission, protocolOf(model));
         assert.equal(validated.seconds, submission.seconds === undefined ? model.default_seconds : Number(submission.seconds));
         assert.equal(validated.resolution, submission.metadata?.resolution ?? model.default_resolution);
         assert.equal(validated.request.content.length, submission.metadata?.content?.length ?? 0);
@@ -205,7 +206,7 @@ describe('video submission properties', () => {
         .chain((model) => validSubmission(model).chain((submission) => mutation.mutate(model, submission).map((bad) => ({ model, bad }))));
       fc.assert(
         fc.property(mutated, ({ model, bad }) => {
-          const error = refusal(() => validateVideoSubmission(model, bad));
+          const error = refusal(() => validateVideoSubmission(model, bad, protocolOf(model)));
           assert.equal(error.status, 400);
           assert.equal(error.param, mutation.param(bad), error.message);
           if (mutation.inRouteSchema) {
@@ -226,18 +227,18 @@ describe('@imageN citations', () => {
   // Without reference images any citation is refused: these cite nothing.
   for (const prompt of ['mail bob@image1.com', 'see @image1x and @images', 'no @image here', 'un café @image1é', 'x@image1 y', 'ß@image1', 'mail jose\u0301@image1.com', 'see @image1\u0301 here']) {
     it(`reads ${JSON.stringify(prompt)} as citing nothing`, () => {
-      assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt }));
+      assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt }, 'seedance'));
     });
   }
   it('reads a citation in any case, after punctuation', () => {
-    assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: '@image1, then (@IMAGE1).', metadata: oneImage }));
-    assert.throws(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: '(@IMAGE2) runs', metadata: oneImage }), (error: GatewayError) => error.param === 'prompt' && /@IMAGE2/.test(error.message));
-    assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: 'le renard @image1 à l’aube', metadata: oneImage }));
+    assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: '@image1, then (@IMAGE1).', metadata: oneImage }, 'seedance'));
+    assert.throws(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: '(@IMAGE2) runs', metadata: oneImage }, 'seedance'), (error: GatewayError) => error.param === 'prompt' && /@IMAGE2/.test(error.message));
+    assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt: 'le renard @image1 à l’aube', metadata: oneImage }, 'seedance'));
   });
   it('refuses a citation the vendor might read as another image: a leading zero, or digits of another script', () => {
     for (const cited of ['@image01', '@image0', '@image١']) {
       assert.throws(
-        () => validateVideoSubmission(seedance, { model: seedance.id, prompt: `a fox ${cited} at dawn`, metadata: oneImage }),
+        () => validateVideoSubmission(seedance, { model: seedance.id, prompt: `a fox ${cited} at dawn`, metadata: oneImage }, 'seedance'),
         (error: GatewayError) => error.status === 400 && error.param === 'prompt' && error.message.includes(cited) && /without a leading zero/.test(error.message),
         cited,
       );
@@ -250,11 +251,31 @@ describe('generate_audio on the way to the vendor', () => {
     const withAudio = models.find((model) => model.audio)!;
     const silent = models.find((model) => !model.audio)!;
     for (const value of [true, false]) {
-      const request = validateVideoSubmission(withAudio, { model: withAudio.id, prompt: 'a fox', metadata: { generate_audio: value } }).request;
+      const request = validateVideoSubmission(withAudio, { model: withAudio.id, prompt: 'a fox', metadata: { generate_audio: value } }, protocolOf(withAudio)).request;
       assert.equal(request.generateAudio, value, withAudio.id);
     }
     // false is a silent model's only value and its default: older Seedance models refuse the field.
-    const request = validateVideoSubmission(silent, { model: silent.id, prompt: 'a fox', metadata: { generate_audio: false } }).request;
+    const request = validateVideoSubmission(silent, { model: silent.id, prompt: 'a fox', metadata: { generate_audio: false } }, protocolOf(silent)).request;
     assert.equal('generateAudio' in request, false, silent.id);
+  });
+});
+
+describe('settings written into a Seedance prompt', () => {
+  const seedance = models.find((model) => model.id === 'seedance-2.0')!;
+  const sora = models.find((model) => catalog.upstream(model.upstream).protocol === 'openai-videos')!;
+  it('refuses one that would make a clip other than the one priced, naming it', () => {
+    for (const [prompt, setting] of [['a fox --dur 12', '--dur'], ['a fox --resolution 1080p at dawn', '--resolution'], ['--rs 1080p a fox', '--rs'], ['a fox\n--RATIO 21:9', '--RATIO'], ['a fox --fps 60', '--fps'], ['a fox --frames 241', '--frames'], ['a fox\t--rt 9:16', '--rt']] as const) {
+      assert.throws(
+        () => validateVideoSubmission(seedance, { model: seedance.id, prompt }, 'seedance'),
+        (error: GatewayError) => error.status === 400 && error.param === 'prompt' && error.message.includes(`'${setting}'`) && /seconds/.test(error.message),
+        prompt,
+      );
+    }
+  });
+  it('passes the same words where they are not a setting, and to a vendor that does not read settings from the prompt', () => {
+    for (const prompt of ['a fox --watermark false --seed 7 --cf true', 'a fox--dur 12', 'a fox --durable coat', 'a fox — dur 12', 'the --resolution-free look']) {
+      assert.doesNotThrow(() => validateVideoSubmission(seedance, { model: seedance.id, prompt }, 'seedance'), prompt);
+    }
+    assert.doesNotThrow(() => validateVideoSubmission(sora, { model: sora.id, prompt: 'a fox --dur 12 --rs 1080p' }, 'openai-videos'));
   });
 });
