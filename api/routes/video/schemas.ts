@@ -9,7 +9,7 @@ export { httpUrl } from '../http-url.ts';
 // core/video-validation.ts.
 
 export const promptField = visibleText(20_000).describe(
-  'What the clip shows. Cite reference images as @image1…@imageN, in the order of metadata.content.',
+  'What the clip shows. Cite reference images as @image1…@imageN, in the order of metadata.content. For a Seedance model, a setting of the clip written into the text (--dur, --rs, --rt and their long names, --frames, --fps) is a 400: give seconds and metadata instead.',
 );
 
 // Any text: an id no task has, however long, is a 404 (spec 7), not a 400.
