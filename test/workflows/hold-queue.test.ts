@@ -139,12 +139,16 @@ describe('video submissions whose holds come late or not at all', () => {
     await Promise.all(early);
     const started = performance.now();
     const burst = await Promise.allSettled(Array.from({ length: 12 }, (_, index) => submissions.submit(principal, body, `req_queue_burst_${index}`)));
-    const refusedAtOnce = burst.flatMap((outcome) => (outcome.status === 'rejected' && outcome.reason instanceof GatewayError && outcome.reason.headers['retry-after'] ? [outcome.reason] : []));
-    assert.ok(refusedAtOnce.length >= 3, `${refusedAtOnce.length} of 12 refused with Retry-After: ${burst.map((outcome) => outcome.status === 'rejected' ? String(outcome.reason) : 'accepted').join('; ')}`);
-    for (const refusal of refusedAtOnce) {
-      assert.equal(refusal.code, 'service_unavailable');
-      assert.match(refusal.message, /waiting for their hold on its balance here/);
+    const refusals = burst.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as GatewayError] : []));
+    const told = burst.map((outcome) => (outcome.status === 'rejected' ? String(outcome.reason) : 'accepted')).join('; ');
+    // Every refusal is a 503 with Retry-After: at once for the queue's length, or (on a loaded
+    // machine, where a queued hold can miss its 2 s) at the hold deadline.
+    for (const refusal of refusals) {
+      assert.ok(refusal instanceof GatewayError && refusal.code === 'service_unavailable' && refusal.headers['retry-after'], told);
+      assert.match(refusal.message, /waiting for their hold on its balance here|could not be reserved in time/, told);
     }
+    const refusedAtOnce = refusals.filter((refusal) => /waiting for their hold on its balance here/.test(refusal.message));
+    assert.ok(refusedAtOnce.length >= 3, `${refusedAtOnce.length} of 12 refused at once: ${told}`);
     assert.ok(burst.some((outcome) => outcome.status === 'fulfilled'), 'the queue still takes what it can hold in time');
     assert.ok(performance.now() - started < 4_000);
     await eventually(async () => (await ledger.totals(principal.accountId)).held_micros + (await ledger.totals(principal.accountId)).spent_micros > 0, 'holds landed');

@@ -138,16 +138,18 @@ describe('spend leases (account budgets)', () => {
     // The long call leaves the lease nearly empty: a new one opens and this one is retired.
     const long = await budget.reserve(account._id, 5_000, chatCall, 'hint');
     short.charge(3_000, { inputTokens: 2, outputTokens: 2 }, { allowOverage: false });
+    // Its settlement writes the ledger, then the usage record: wait for both.
+    const usageSpent = async () => (await usageOf(account._id)).reduce((sum, record) => sum + record.spend_micros, 0);
     const deadline = Date.now() + 5_000;
-    while ((await ledger.totals(account._id)).spent_micros < 3_000) {
-      assert.ok(Date.now() < deadline, `the ended call stayed off the ledger: ${JSON.stringify(await ledger.totals(account._id))}`);
+    while ((await ledger.totals(account._id)).spent_micros < 3_000 || (await usageSpent()) < 3_000) {
+      assert.ok(Date.now() < deadline, `the ended call stayed off the ledger or the usage records: ${JSON.stringify(await ledger.totals(account._id))}, usage ${await usageSpent()}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     // The ended call is on the ledger and in the usage records; the long one is still held.
     const meanwhile = await ledger.totals(account._id);
     assert.equal(meanwhile.spent_micros, 3_000);
     assert.ok(meanwhile.held_micros >= 5_000, JSON.stringify(meanwhile));
-    assert.equal((await usageOf(account._id)).reduce((sum, record) => sum + record.spend_micros, 0), 3_000);
+    assert.equal(await usageSpent(), 3_000);
     long.charge(4_000, { inputTokens: 2, outputTokens: 2 }, { allowOverage: false });
     await budget.close();
     const after = await settled(account._id);
@@ -320,7 +322,8 @@ describe('spend leases (account budgets)', () => {
     // The sweeper reads the time on the store's clock, as the lease's process wrote the expiry:
     // a store clock 61 s ahead of this machine's finds the lease expired.
     const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
-    assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
+    // (Leases earlier tests left open in this store expire at that time too: this one is among them.)
+    assert.ok((await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) })) >= 1);
     const after = (await accounts.find(account._id))!;
     assert.equal(after.held_micros, 0);
     // Its timer never fired, so its calls never reached its journal: they are lost with it, and
@@ -353,7 +356,8 @@ describe('spend leases (account budgets)', () => {
     await own.close();
 
     const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
-    assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
+    // (Leases earlier tests left open in this store expire at that time too: this one is among them.)
+    assert.ok((await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) })) >= 1);
     const after = (await accounts.find(account._id))!;
     assert.deepEqual([after.held_micros, after.spent_micros, after.balance_micros], [0, 6_500, 993_500]);
     const records = await usageOf(account._id);
@@ -376,7 +380,8 @@ describe('spend leases (account budgets)', () => {
     assert.equal((await leases.journal.collection.findOne({ account_id: account._id }))?.spent_micros, 6_500);
 
     const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
-    assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
+    // (Leases earlier tests left open in this store expire at that time too: this one is among them.)
+    assert.ok((await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) })) >= 1);
     const after = (await accounts.find(account._id))!;
     // The journal had the whole statement before the capture: 4,000 from a journal a tick old
     // was captured beside records of 6,500 before.
@@ -402,7 +407,8 @@ describe('spend leases (account budgets)', () => {
     // Another process's clock says the lease expired: it is settled from the journal (4,000),
     // then its own process settles all of it (7,000) and owes only the difference.
     const storeAhead = { command: async (command: object) => ({ ...(await database.db.command(command)), localTime: new Date(Date.now() + 61_000) }) };
-    assert.equal(await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) }), 1);
+    // (Leases earlier tests left open in this store expire at that time too: this one is among them.)
+    assert.ok((await sweepExpiredLeases({ ledger, leases: new BudgetLeaseStore(database.db, new StoreClock(storeAhead as never)) })) >= 1);
     assert.equal((await accounts.find(account._id))!.spent_micros, 4_000);
     await budget.close();
     const after = await settled(account._id);
