@@ -44,6 +44,12 @@ declare module 'fastify' {
 // scans the collection on FerretDB, so it runs at most this often per process, after sign-ins.
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 
+/** How long the browser keeps the session cookie past the session's own end. The store decides
+ * when a session ends; the cookie outlives it so that the next page can say the session expired
+ * (a cookie whose Max-Age ended with the session is never sent again, and a real browser then
+ * showed a bare sign-in form, also after a "Delete key" sent with it, which had done nothing). */
+const COOKIE_GRACE_SECONDS = 7 * 86_400;
+
 export class ConsoleSessions {
   private lastSweep = 0;
 
@@ -55,7 +61,7 @@ export class ConsoleSessions {
   cookieOptions(): CookieSerializeOptions {
     // Lax, not Strict: a link into the console from elsewhere (a chat, an email) should open
     // the page signed in; every state change is a POST, and those also need a CSRF token.
-    return { path: '/console', httpOnly: true, sameSite: 'lax', secure: this.options.secureCookies, maxAge: this.options.ttlSeconds };
+    return { path: '/console', httpOnly: true, sameSite: 'lax', secure: this.options.secureCookies, maxAge: this.options.ttlSeconds + COOKIE_GRACE_SECONDS };
   }
 
   /** onRequest hook for every console route. */
@@ -66,7 +72,9 @@ export class ConsoleSessions {
       return;
     }
     const found = await this.store.findByToken(token);
-    request.consoleSession = found.state === 'valid' ? { state: 'valid', session: found.session, token } : found.state === 'expired' ? { state: 'expired' } : { state: 'none' };
+    // A session cookie the store no longer knows belonged to a session that ended: expired and
+    // swept, or ended by a new password. Either way the holder is told the session expired.
+    request.consoleSession = found.state === 'valid' ? { state: 'valid', session: found.session, token } : { state: 'expired' };
   }
 
   async start(reply: FastifyReply, opened: { kind: ConsoleSessionKind; accountId: string | null; signIn: string | null; secret: string }): Promise<void> {

@@ -52,7 +52,9 @@ describe('console sign-in', () => {
     assert.equal(sessionCookie.httpOnly, true);
     assert.equal(sessionCookie.sameSite, 'Lax');
     assert.equal(sessionCookie.path, '/console');
-    assert.equal(sessionCookie.maxAge, harness.config.CONSOLE_SESSION_TTL_SECONDS);
+    // The browser keeps the cookie a week past the session, so an expired one can be told apart
+    // from none (test/console/browser-session-expiry.test.ts); the store ends the session.
+    assert.equal(sessionCookie.maxAge, harness.config.CONSOLE_SESSION_TTL_SECONDS + 7 * 86_400);
 
     // The store keeps only a hash of the token: the cookie value is not a session id.
     const stored = await harness.database.db.collection('console_sessions').findOne({ _id: createHash('sha256').update(sessionCookie.value).digest('hex') as never });
@@ -198,7 +200,8 @@ describe('console sign-in', () => {
     assert.equal(await harness.database.db.collection('console_sessions').countDocuments({ _id: createHash('sha256').update(token).digest('hex') as never }), 0);
     const replayed = await harness.app.inject({ method: 'GET', url: '/console/keys', headers: { cookie: `fg_console_session=${token}` } });
     assert.equal(replayed.statusCode, 303);
-    assert.equal(replayed.headers.location, '/console/sign-in?next=%2Fconsole%2Fkeys');
+    // A cookie whose session is gone reads as one that ended (a browser keeps it past its session).
+    assert.equal(replayed.headers.location, '/console/sign-in?expired=1&next=%2Fconsole%2Fkeys');
     assert.equal((await browser.get('/console/sign-out')).headers.location, '/console/sign-in', 'signed out, it goes to the sign-in page');
   });
 
@@ -232,7 +235,8 @@ describe('console sign-in', () => {
       const answer = await restarted.inject({ method: 'GET', url: '/console/operator', headers: { cookie } });
       assert.equal(answer.statusCode, 303);
       assert.equal(answer.headers.location, '/console/operator/sign-in?expired=1&next=%2Fconsole%2Foperator');
-      assert.equal((await harness.app.inject({ method: 'GET', url: '/console/operator', headers: { cookie } })).headers.location, '/console/operator/sign-in?next=%2Fconsole%2Foperator', 'and the session is gone');
+      const again = await harness.app.inject({ method: 'GET', url: '/console/operator', headers: { cookie } });
+      assert.equal(again.headers.location, '/console/operator/sign-in?expired=1&next=%2Fconsole%2Foperator', 'and the session is gone');
     } finally {
       await restarted.close();
     }
@@ -291,7 +295,7 @@ describe('console session expiry', () => {
     await createAccountWithSignIn(harness.app, { name: 'Short-lived', console_email: email, console_password: PASSWORD });
     const browser = new ConsoleClient(harness.app);
     const signIn = await browser.signIn(email, PASSWORD);
-    assert.equal(signIn.cookies.find((cookie) => cookie.name === 'fg_console_session')?.maxAge, 1);
+    assert.equal(signIn.cookies.find((cookie) => cookie.name === 'fg_console_session')?.maxAge, 1 + 7 * 86_400);
     assert.equal((await browser.get('/console/keys')).statusCode, 200);
     const sessions = harness.database.db.collection('console_sessions');
     assert.equal(await sessions.countDocuments({}), 1);
