@@ -81,7 +81,9 @@ export const signInForm = z.object({
 export const operatorSignInForm = z.object({ admin_token: z.string().min(1, 'Enter the admin token.').max(1024), next: returnTo });
 
 const NAME_CHARACTERS_HINT = 'Use a name on one line, without control characters or direction overrides.';
-const keyName = z.string().trim().min(1, 'Give the key a name.').max(200, 'Keep the name to 200 characters at most.').refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT);
+/** The longest key or account name; the pages' name fields stop the typing there too. */
+export const NAME_MAX_CHARACTERS = 200;
+const keyName = z.string().trim().min(1, 'Give the key a name.').max(NAME_MAX_CHARACTERS, `Keep the name to ${NAME_MAX_CHARACTERS} characters at most.`).refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT);
 
 function modelList(modelIds: readonly string[]) {
   const knownModel = z.string().refine((modelId) => modelIds.includes(modelId), 'Choose models from the list.');
@@ -105,7 +107,7 @@ export function keyModelsForm(modelIds: readonly string[]) {
 
 export const createAccountForm = z
   .object({
-    name: z.string().trim().min(1, 'Give the account a name.').max(200).refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT),
+    name: z.string().trim().min(1, 'Give the account a name.').max(NAME_MAX_CHARACTERS).refine(hasOnlyNameCharacters, NAME_CHARACTERS_HINT),
     opening_balance_usd: z.preprocess(blankToUndefined, usdText({ positive: false }).optional()),
     console_email: z.preprocess(blankToUndefined, consoleEmail.optional()),
     console_password: z.preprocess(blankToUndefined, consolePassword.optional()),

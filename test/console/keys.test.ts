@@ -150,6 +150,12 @@ describe('console keys', () => {
     assert.match(visibleText(list.body), /Key deleted\./);
     assert.match(list.body, new RegExp(`<tr data-key-id="${keyId}">[\\s\\S]*?badge revoked`));
     assert.ok(!list.body.includes(`/console/keys/${keyId}/revoke`), 'a revoked key has no delete link');
+    // Nor limits: it makes no more calls to limit.
+    const row = list.body.match(new RegExp(`<tr data-key-id="${keyId}">[\\s\\S]*?</tr>`))![0];
+    assert.match(row, /data-testid="key-limits"><span class="muted">—<\/span><\/td>/);
+    assert.doesNotMatch(row, /req\/min/);
+    // The name field stops typing where the server would refuse the name.
+    assert.match(list.body, /<input id="field-name" name="name" type="text" value=""[^>]* maxlength="200"/);
   });
 
   it("changes a key's models on a page of their own: the key's next call feels it, the key stays the same", async () => {

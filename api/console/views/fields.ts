@@ -19,6 +19,8 @@ export function textField(state: FormState, input: {
   required?: boolean;
   placeholder?: string;
   inputmode?: 'decimal' | 'numeric';
+  /** The most characters the server takes: the browser stops the typing there. */
+  maxlength?: number;
   value?: string;
 }): Html {
   const id = input.id ?? `field-${input.name}`;
@@ -29,6 +31,8 @@ export function textField(state: FormState, input: {
   <input id="${id}" name="${input.name}" type="${input.type ?? 'text'}" value="${value}"${input.autocomplete ? html` autocomplete="${input.autocomplete}"` : ''}${
     input.required ? html` required` : ''
   }${input.placeholder ? html` placeholder="${input.placeholder}"` : ''}${input.inputmode ? html` inputmode="${input.inputmode}"` : ''}${
+    input.maxlength !== undefined ? html` maxlength="${String(input.maxlength)}"` : ''
+  }${
     error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''
   }>
   ${error ? html`<p class="field-error" id="${id}-error">${error}</p>` : ''}

@@ -1,6 +1,7 @@
 import type { CatalogModel } from '../../../core/catalog.ts';
 import type { ApiKeyDocument } from '../../../store/api-keys.ts';
 import { html, type Html } from '../html.ts';
+import { NAME_MAX_CHARACTERS } from '../forms.ts';
 import { formError, textField, type FormState } from './fields.ts';
 import { formatTime, maskedKey } from './format.ts';
 import { csrfField, layout, type Notice, type PageFrame } from './layout.ts';
@@ -29,7 +30,7 @@ function keysTable(keys: ApiKeyDocument[], limitsOf: (key: ApiKeyDocument) => Ef
     <td class="text">${key.name}</td>
     <td class="mono">${maskedKey(key)}</td>
     <td class="text">${modelsLabel(key.models)}</td>
-    <td class="limits" data-testid="key-limits">${limitsLabel(limitsOf(key))}</td>
+    <td class="limits" data-testid="key-limits">${key.revoked_at ? html`<span class="muted">—</span>` : limitsLabel(limitsOf(key))}</td>
     <td>${formatTime(key.created_at)}</td>
     <td>${formatTime(key.last_used_at)}</td>
     <td>${keyStatusBadge(key)}</td>
@@ -90,7 +91,7 @@ export function keysPage(
   <form method="post" action="/console/keys">
     ${csrfField(frame.csrfToken)}
     <input type="hidden" name="reference" value="${input.formReference}">
-    ${textField(state, { name: 'name', label: 'Name', required: true, placeholder: 'e.g. production', autocomplete: 'off' })}
+    ${textField(state, { name: 'name', label: 'Name', required: true, placeholder: 'e.g. production', autocomplete: 'off' , maxlength: NAME_MAX_CHARACTERS })}
     ${modelChoices(input.models, state, input.chosenModels ?? [])}
     <div class="actions"><button type="submit">Create key</button></div>
   </form>
