@@ -141,7 +141,12 @@ describe('console usage and spend', () => {
     const oneTooMany = await browser.get(`/console/usage?from=${day(0)}&to=${day(366)}`);
     assert.match(visibleText(oneTooMany.body), /Choose at most 366 days/);
     const notADay = await browser.get('/console/usage?from=2025-02-31');
-    assert.match(visibleText(notADay.body), /Not a date\./);
+    // The field is named, what was typed repeated (a date input cannot show it), and the message
+    // tied to the field for a screen reader.
+    assert.match(visibleText(notADay.body), /From: Not a date\. You typed “2025-02-31”; the page shows its default date instead\./);
+    assert.match(notADay.body, /<input id="from" name="from" type="date" value="[^"]*" aria-invalid="true" aria-describedby="from-error">/);
+    assert.match(notADay.body, /<p class="field-error" role="alert" id="from-error">/);
+    assert.match(visibleText((await browser.get('/console/usage?to=abc')).body), /To: Use a date like 2025-01-31\. You typed “abc”/);
     // One refused field does not throw away the others: the key chosen beside it stays.
     const badDayGoodKey = await browser.get(`/console/usage?from=2025-02-31&key=${staging.id}`);
     assert.match(visibleText(badDayGoodKey.body), /Not a date\./);

@@ -53,6 +53,11 @@ export async function usageRoutes(app: FastifyInstance, { context }: { context: 
   app.get('/usage', async (request, reply) => {
     const accountId = accountIdOf(request);
     const { data: asked, errors: queryErrors } = parseQueryFields(usageQuery, request.query);
+    // A date field cannot show a date that is not one: the message repeats what was typed.
+    const typed = request.query as Record<string, unknown>;
+    for (const field of ['from', 'to'] as const) {
+      if (queryErrors[field] && typeof typed[field] === 'string') queryErrors[field] = `${queryErrors[field]} You typed “${typed[field]}”; the page shows its default date instead.`;
+    }
     const range = chooseRange(asked.from, asked.to, new Date());
     const errors: FormErrors = { ...queryErrors, ...range.errors };
     const keys = await apiKeys.listForAccount(accountId);

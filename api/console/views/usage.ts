@@ -80,18 +80,23 @@ export function usageByKeyTable(keys: ApiKeyDocument[], byKey: Map<string, Usage
 </table></div>`;
 }
 
+/** What the range form's messages name their field by. */
+const FIELD_LABELS: Record<string, string> = { from: 'From', to: 'To', key: 'Key', tasks_after: 'Older tasks' };
+
 /** `menuKeys`: the keys the menu offers (those the page lists, and the chosen one). */
 function rangeForm(view: UsageView, menuKeys: ApiKeyDocument[]): Html {
   const errors = view.state?.errors ?? {};
+  // A refused field is marked and its message linked to it, so a screen reader reads them together.
+  const marked = (field: string) => (errors[field] ? html` aria-invalid="true" aria-describedby="${field}-error"` : '');
   return html`<form method="get" action="/console/usage" class="inline-form card" aria-label="Date range">
-  <div><label for="from">From (UTC)</label><input id="from" name="from" type="date" value="${view.fromDay}"></div>
-  <div><label for="to">To (UTC)</label><input id="to" name="to" type="date" value="${view.toDay}"></div>
-  <div><label for="key">Key</label><select id="key" name="key">
+  <div><label for="from">From (UTC)</label><input id="from" name="from" type="date" value="${view.fromDay}"${marked('from')}></div>
+  <div><label for="to">To (UTC)</label><input id="to" name="to" type="date" value="${view.toDay}"${marked('to')}></div>
+  <div><label for="key">Key</label><select id="key" name="key"${marked('key')}>
     <option value="">All keys</option>
     ${menuKeys.map((key) => html`<option value="${key._id}"${key._id === view.selectedKeyId ? html` selected` : ''}>${key.name} (${maskedKey(key)})</option>`)}
   </select></div>
   <div class="submit"><button type="submit">Show</button></div>
-  ${Object.values(errors).map((message) => html`<p class="field-error" role="alert">${message}</p>`)}
+  ${Object.entries(errors).map(([field, message]) => html`<p class="field-error" role="alert" id="${field}-error">${FIELD_LABELS[field] ? `${FIELD_LABELS[field]}: ` : ''}${message}</p>`)}
 </form>`;
 }
 
