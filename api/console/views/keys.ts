@@ -91,7 +91,7 @@ export function keysPage(
   <form method="post" action="/console/keys">
     ${csrfField(frame.csrfToken)}
     <input type="hidden" name="reference" value="${input.formReference}">
-    ${textField(state, { name: 'name', label: 'Name', required: true, placeholder: 'e.g. production', autocomplete: 'off' , maxlength: NAME_MAX_CHARACTERS })}
+    ${textField(state, { name: 'name', label: 'Name', required: true, placeholder: 'e.g. production', autocomplete: 'off', maxlength: NAME_MAX_CHARACTERS })}
     ${modelChoices(input.models, state, input.chosenModels ?? [])}
     <div class="actions"><button type="submit">Create key</button></div>
   </form>

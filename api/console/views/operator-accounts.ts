@@ -51,7 +51,7 @@ export function operatorAccountsPage(input: {
   ${formError(state)}
   <form method="post" action="/console/operator/accounts">
     ${csrfField(input.csrfToken)}
-    ${textField(state, { name: 'name', label: 'Name', required: true, autocomplete: 'off' , maxlength: NAME_MAX_CHARACTERS })}
+    ${textField(state, { name: 'name', label: 'Name', required: true, autocomplete: 'off', maxlength: NAME_MAX_CHARACTERS })}
     ${textField(state, { name: 'opening_balance_usd', label: 'Opening balance (USD)', placeholder: '0', inputmode: 'decimal', autocomplete: 'off' })}
     ${textField(state, { name: 'console_email', label: 'Console sign-in email (optional)', type: 'email', autocomplete: 'off' })}
     ${textField(state, { name: 'console_password', label: 'Console password (12+ characters; give it to the holder safely)', type: 'password', autocomplete: 'new-password' })}
