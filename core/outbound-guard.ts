@@ -131,8 +131,9 @@ export function isForbiddenAddress(ip: string, allowlist: Allowlist): boolean {
   return forbiddenRange(ip, allowlist) !== null;
 }
 
-// `localhost` and its subdomains are loopback by RFC 6761, whatever a resolver says.
-const LOCALHOST_NAME = /(?:^|\.)localhost$/i;
+// `localhost` and its subdomains are loopback by RFC 6761, whatever a resolver says; with a
+// trailing dot too (`localhost.`, the same name written fully qualified).
+const LOCALHOST_NAME = /(?:^|\.)localhost\.?$/i;
 
 /** The refusal the gateway's connection to `url` would meet, when it shows without asking DNS:
  * its host is a literal address (or a localhost name) the allowlist does not admit. Null when

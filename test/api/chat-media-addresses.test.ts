@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bearer } from '../helpers/app.ts';
 import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+import { internalMediaAddressIn } from '../../api/services/openai-proxy/message-media-addresses.ts';
+import { parseOutboundAllowlist } from '../../core/outbound-guard.ts';
 
 // Media URLs inside chat messages are fetched by the upstream, as a video submission's reference
 // media are fetched by its vendor. A self-hosted OpenAI-compatible server (vLLM fetches
@@ -31,7 +33,16 @@ describe('chat media URLs on internal addresses', () => {
   const refused: Array<{ name: string; part: object; param: string; says: string }> = [
     { name: 'cloud metadata (link-local)', part: { type: 'image_url', image_url: { url: 'http://169.254.169.254/latest/meta-data/iam/' } }, param: 'messages.0.content.1.image_url.url', says: 'link-local' },
     { name: 'a private address', part: { type: 'image_url', image_url: { url: 'http://10.0.0.5/cat.png', detail: 'low' } }, param: 'messages.0.content.1.image_url.url', says: 'private' },
-    { name: 'an image_url given as a bare string', part: { type: 'image_url', image_url: 'http://192.168.1.10/cat.png' }, param: 'messages.0.content.1.image_url.url', says: 'private' },
+    { name: 'an image_url given as a bare string', part: { type: 'image_url', image_url: 'http://192.168.1.10/cat.png' }, param: 'messages.0.content.1.image_url', says: 'private' },
+    // vLLM reads these keys whatever the part's type: an input_image's string, and any part
+    // beside a `uuid` (a decoy under the type's own key does not hide it).
+    { name: "vLLM's input_image", part: { type: 'input_image', image_url: 'http://169.254.169.254/latest/meta-data/' }, param: 'messages.0.content.1.image_url', says: 'link-local' },
+    { name: 'a media key beside a uuid in a text part', part: { type: 'text', text: 'x', uuid: 'u1', image_url: 'http://169.254.169.254/latest/' }, param: 'messages.0.content.1.image_url', says: 'link-local' },
+    { name: 'a media key behind a decoy of the type', part: { type: 'video_url', uuid: 'u1', video_url: { url: 'https://example.com/a.mp4' }, image_url: { url: 'http://10.0.0.5/' } }, param: 'messages.0.content.1.image_url.url', says: 'private' },
+    // Node's parser cannot read a zone id, Python's can (and connects): refused, not passed on unchecked.
+    { name: 'an IPv6 literal with a zone id', part: { type: 'image_url', image_url: { url: 'http://[::ffff:169.254.169.254%1]/latest/' } }, param: 'messages.0.content.1.image_url.url', says: 'not a URL the gateway can read' },
+    { name: 'a scheme split by a tab', part: { type: 'image_url', image_url: { url: 'ht\ttp://10.1.1.1/x.png' } }, param: 'messages.0.content.1.image_url.url', says: 'private' },
+    { name: "a file: URL (the server's own files)", part: { type: 'image_url', image_url: { url: 'file:///etc/passwd' } }, param: 'messages.0.content.1.image_url.url', says: 'file: URL' },
     { name: 'an IPv6 unique-local literal', part: { type: 'image_url', image_url: { url: 'http://[fd00::1]/cat.png' } }, param: 'messages.0.content.1.image_url.url', says: 'unique-local' },
     { name: 'metadata behind an IPv4-mapped IPv6 literal', part: { type: 'image_url', image_url: { url: 'http://[::ffff:169.254.169.254]/latest/' } }, param: 'messages.0.content.1.image_url.url', says: 'link-local' },
     { name: "a video part (vLLM's video_url)", part: { type: 'video_url', video_url: { url: 'http://172.16.0.9/clip.mp4' } }, param: 'messages.0.content.1.video_url.url', says: 'private' },
@@ -70,5 +81,21 @@ describe('chat media URLs on internal addresses', () => {
       const response = await postChat(chatWith({ type: 'image_url', image_url: { url } }));
       assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
     }
+  });
+
+  it('sends the upstream each URL as it was checked: a parser that reads a backslash as part of the authority gets the host the gateway saw', () => {
+    // WHATWG reads `evil.example` as the host here, Python's urlsplit 169.254.169.254.
+    const messages = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://evil.example\\@169.254.169.254/latest/' } }, { type: 'image_url', image_url: 'HTTP://Images.Example/a b.png' }] }];
+    assert.equal(internalMediaAddressIn(messages, parseOutboundAllowlist('')), null);
+    assert.deepEqual(messages[0]!.content.map((part) => part.image_url), [{ url: 'http://evil.example/@169.254.169.254/latest/' }, 'http://images.example/a%20b.png']);
+    // A localhost name written fully qualified is loopback too (this stack's allowlist admits
+    // loopback, an empty one does not).
+    const qualified = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://localhost.:8080/' } }] }];
+    assert.match(internalMediaAddressIn(qualified, parseOutboundAllowlist(''))?.message ?? '', /loopback/);
+    // A data: URL is not parsed (megabytes of base64) and goes as it came.
+    const inline = `data:image/png;base64,${'A'.repeat(1_000)}`;
+    const withInline = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: inline } }] }];
+    assert.equal(internalMediaAddressIn(withInline, parseOutboundAllowlist('')), null);
+    assert.equal(withInline[0]!.content[0]!.image_url.url, inline);
   });
 });
