@@ -111,7 +111,11 @@ function validateCitations(prompt: string, referenceImages: number): void {
  * clients of its older API sent them, and which can prevail over the body's. One that changes
  * the clip's length, size or shape would have the vendor make a clip other than the one priced
  * and recorded; watermark, seed and camerafixed change neither and pass as text. */
-const SEEDANCE_PROMPT_SETTING = /(?<!\S)--(?:resolution|rs|ratio|rt|duration|dur|frames|framespersecond|framepersecond|fps)(?!\S)/i;
+// How Seedance splits the text is not documented: a refusal costs the caller a rewrite, a miss
+// a clip other than the one priced, so anything but a letter, digit or underscore may stand
+// before the flag (`(--dur 12)`, `,--dur`, a zero-width space) and anything but those or a
+// hyphen after it (`--dur=12`).
+const SEEDANCE_PROMPT_SETTING = /(?<![\p{L}\p{N}_])--(?:resolution|rs|ratio|rt|duration|dur|frames|framespersecond|framepersecond|fps)(?![\p{L}\p{N}_-])/iu;
 
 /** The upstream's `protocol` decides the vendor's own rules on the prompt. */
 export function validateVideoSubmission(model: VideoModel, input: SubmissionInput, protocol: Upstream['protocol']): ValidatedSubmission {

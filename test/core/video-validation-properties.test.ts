@@ -264,7 +264,7 @@ describe('settings written into a Seedance prompt', () => {
   const seedance = models.find((model) => model.id === 'seedance-2.0')!;
   const sora = models.find((model) => catalog.upstream(model.upstream).protocol === 'openai-videos')!;
   it('refuses one that would make a clip other than the one priced, naming it', () => {
-    for (const [prompt, setting] of [['a fox --dur 12', '--dur'], ['a fox --resolution 1080p at dawn', '--resolution'], ['--rs 1080p a fox', '--rs'], ['a fox\n--RATIO 21:9', '--RATIO'], ['a fox --fps 60', '--fps'], ['a fox --frames 241', '--frames'], ['a fox\t--rt 9:16', '--rt']] as const) {
+    for (const [prompt, setting] of [['a fox --dur 12', '--dur'], ['a fox --resolution 1080p at dawn', '--resolution'], ['--rs 1080p a fox', '--rs'], ['a fox\n--RATIO 21:9', '--RATIO'], ['a fox --fps 60', '--fps'], ['a fox --frames 241', '--frames'], ['a fox\t--rt 9:16', '--rt'], ['a fox (--dur 12)', '--dur'], ['a fox,--dur 12', '--dur'], ['a fox --dur=12', '--dur'], ['a fox \u200b--dur 12', '--dur']] as const) {
       assert.throws(
         () => validateVideoSubmission(seedance, { model: seedance.id, prompt }, 'seedance'),
         (error: GatewayError) => error.status === 400 && error.param === 'prompt' && error.message.includes(`'${setting}'`) && /seconds/.test(error.message),
