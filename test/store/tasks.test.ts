@@ -64,6 +64,20 @@ describe('task snapshots', () => {
     assert.equal((await tasks.findUnstarted(new Date(), 100)).find((found) => found._id === 'task_sweep_unstarted')?.workflow_input !== undefined, true);
   });
 
+  it('shows the sweeper the oldest stranded tasks first, whatever the order of their ids or inserts, and only `limit` of them', async () => {
+    const base = Date.now() - 7_200_000;
+    // Inserted newest first, ids in neither order: the store's own order is none of them.
+    const ages: Array<[string, number]> = [['task_order_m', 3], ['task_order_z', 1], ['task_order_a', 4], ['task_order_q', 2]];
+    for (const [id, minutesAfter] of ages.toSorted((a, b) => b[1] - a[1])) {
+      await tasks.insert({ ...task(id), account_id: 'acct_order', workflow_started: false, created_at: new Date(base + minutesAfter * 60_000) });
+    }
+    const ordered = (await tasks.findUnstarted(new Date(base + 10 * 60_000), 100)).map((found) => found._id).filter((id) => id.startsWith('task_order_'));
+    assert.deepEqual(ordered, ['task_order_z', 'task_order_q', 'task_order_m', 'task_order_a']);
+    // Nothing older than these is stranded in this store, so a limit of 2 keeps the first two.
+    const firstTwo = (await tasks.findUnstarted(new Date(base + 10 * 60_000), 2)).map((found) => found._id);
+    assert.deepEqual(firstTwo, ['task_order_z', 'task_order_q']);
+  });
+
   it('another account cannot read a task', async () => {
     await tasks.insert(task('task_owned'));
     assert.equal((await tasks.findForAccount('task_owned', 'acct_a'))?._id, 'task_owned');
