@@ -202,6 +202,15 @@ describe('console sign-in', () => {
     assert.equal(replayed.statusCode, 303);
     // A cookie whose session is gone reads as one that ended (a browser keeps it past its session).
     assert.equal(replayed.headers.location, '/console/sign-in?expired=1&next=%2Fconsole%2Fkeys');
+    // So it does at the console's front door and on the sign-in page itself, which drop it.
+    const front = await harness.app.inject({ method: 'GET', url: '/console/', headers: { cookie: `fg_console_session=${token}` } });
+    assert.equal(front.headers.location, '/console/sign-in?expired=1');
+    const signInPage = await harness.app.inject({ method: 'GET', url: '/console/sign-in', headers: { cookie: `fg_console_session=${token}` } });
+    assert.equal(signInPage.statusCode, 200);
+    assert.match(visibleText(signInPage.body), /Your session expired\. Sign in again\./);
+    for (const answer of [front, signInPage]) {
+      assert.match(String(answer.headers['set-cookie']), /fg_console_session=;[^,]*Max-Age=0/i, 'the ended session\'s cookie is dropped');
+    }
     assert.equal((await browser.get('/console/sign-out')).headers.location, '/console/sign-in', 'signed out, it goes to the sign-in page');
   });
 

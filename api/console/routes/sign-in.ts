@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HashingBusy, spendDecoyVerification, verifyPassword } from '../../../core/passwords.ts';
 import { secretMatches } from '../../../core/secret-match.ts';
 import { sendPage, type ConsoleContext } from '../context.ts';
+import { SESSION_COOKIE } from '../sessions.ts';
 import { consolePageOrNull } from '../return-to.ts';
 import { admitOrRefuse } from '../sign-in-throttle.ts';
 import { operatorSignInForm, parseForm, signInForm } from '../forms.ts';
@@ -22,9 +23,13 @@ function nextFrom(request: FastifyRequest): string | null {
   return consolePageOrNull((request.query as Record<string, unknown>).next);
 }
 
-function noticeFrom(request: FastifyRequest) {
+function noticeFrom(request: FastifyRequest, reply: FastifyReply) {
   const query = request.query as Record<string, unknown>;
-  if (query.expired !== undefined) return SESSION_EXPIRED_NOTICE;
+  // A session cookie whose session ended, sent to the sign-in page itself (a bookmark, or
+  // /console/): told here as on every other page, and dropped.
+  const ended = request.consoleSession.state === 'expired';
+  if (ended) reply.clearCookie(SESSION_COOKIE, { path: '/console' });
+  if (query.expired !== undefined || ended) return SESSION_EXPIRED_NOTICE;
   if (query.signed_out !== undefined) return SIGNED_OUT_NOTICE;
   return null;
 }
@@ -35,14 +40,15 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
   app.get('/', async (request, reply) => {
     await sessions.load(request);
     const current = request.consoleSession;
-    if (current.state !== 'valid') return reply.redirect('/console/sign-in', 303);
+    if (current.state === 'expired') reply.clearCookie(SESSION_COOKIE, { path: '/console' });
+    if (current.state !== 'valid') return reply.redirect(current.state === 'expired' ? '/console/sign-in?expired=1' : '/console/sign-in', 303);
     return reply.redirect(current.session.kind === 'operator' ? '/console/operator' : '/console/keys', 303);
   });
 
   app.get('/sign-in', async (request, reply) => {
     await sessions.load(request);
     if (request.consoleSession.state === 'valid' && request.consoleSession.session.kind === 'account') return reply.redirect('/console/keys', 303);
-    return sendPage(reply, accountSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request), next: nextFrom(request) }));
+    return sendPage(reply, accountSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request, reply), next: nextFrom(request) }));
   });
 
   app.post('/sign-in', async (request, reply) => {
@@ -80,7 +86,7 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
   app.get('/operator/sign-in', async (request, reply) => {
     await sessions.load(request);
     if (request.consoleSession.state === 'valid' && request.consoleSession.session.kind === 'operator') return reply.redirect('/console/operator', 303);
-    return sendPage(reply, operatorSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request), disabled: !config.ADMIN_TOKEN, next: nextFrom(request) }));
+    return sendPage(reply, operatorSignInPage({ csrfToken: reply.generateCsrf(), notice: noticeFrom(request, reply), disabled: !config.ADMIN_TOKEN, next: nextFrom(request) }));
   });
 
   app.post('/operator/sign-in', async (request, reply) => {
@@ -105,7 +111,8 @@ export async function signInRoutes(app: FastifyInstance, { context }: { context:
   app.get('/sign-out', async (request, reply) => {
     await sessions.load(request);
     const current = request.consoleSession;
-    if (current.state !== 'valid') return reply.redirect('/console/sign-in', 303);
+    if (current.state === 'expired') reply.clearCookie(SESSION_COOKIE, { path: '/console' });
+    if (current.state !== 'valid') return reply.redirect(current.state === 'expired' ? '/console/sign-in?expired=1' : '/console/sign-in', 303);
     return sendPage(reply, signOutPage({ csrfToken: reply.generateCsrf(), home: current.session.kind === 'operator' ? '/console/operator' : '/console/keys' }));
   });
 
