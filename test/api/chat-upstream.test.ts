@@ -4,9 +4,9 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
-import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
+import type { OpenAiStack } from '../helpers/openai-stack.ts';
 import { waitUntil } from '../helpers/wait-until.ts';
-import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, halfEvent, PROVIDER_ERROR_WORDS, SPLIT_TEXT, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
+import { afterDone, endlessState, FLOOD_CHUNKS, floodState, halfEvent, PROVIDER_ERROR_WORDS, SPLIT_TEXT, startScriptedChat, thinking, UPSTREAM_MODEL, UPSTREAM_USAGE, UPSTREAM_USAGE_PRICE, type ScriptedChat } from '../helpers/scripted-chat-upstream.ts';
 
 // The gateway against a scripted OpenAI-compatible upstream on loopback, for what the simulator
 // cannot show: the exact body forwarded (unknown parameters, the upstream's model id, the
@@ -16,22 +16,17 @@ import { afterDone, answerScripted, endlessState, FLOOD_CHUNKS, floodState, half
 const RETRY_DELAY_MS = 400;
 
 describe('chat against a scripted upstream', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let scripted: ScriptedChat;
+  let upstream: ScriptedChat['upstream'];
   let stack: OpenAiStack;
   let client: OpenAI;
   let accountId: string;
   before(async () => {
-    upstream = await startFakeUpstream(answerScripted);
     // Retries wait 400 ms (then 800), not 50: a test acts inside that pause (see below).
-    stack = await startApiBeforeUpstream('chat-upstream', upstream.url, { upstreamChatModel: UPSTREAM_MODEL, upstreamClient: { retryDelayMs: RETRY_DELAY_MS } });
-    const caller = await stack.newCaller('scripted');
-    accountId = caller.accountId;
-    client = stack.client(caller.key);
+    scripted = await startScriptedChat('chat-upstream', { retryDelayMs: RETRY_DELAY_MS });
+    ({ upstream, stack, client, accountId } = scripted);
   });
-  after(async () => {
-    await stack.close();
-    await upstream.close();
-  });
+  after(() => scripted.close());
 
   const lastRequest = () => upstream.received.at(-1)!;
 

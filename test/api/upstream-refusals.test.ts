@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
-import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
-import { answerScripted, UPSTREAM_MODEL } from '../helpers/scripted-chat-upstream.ts';
+import { startApiBeforeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
+import { startScriptedChat, type ScriptedChat } from '../helpers/scripted-chat-upstream.ts';
 
 // An upstream's refusals as callers get them: a 4xx about the request passed on in the
 // gateway's error body, a 429 and a 5xx in the gateway's own words (the provider's name the
@@ -11,21 +11,15 @@ import { answerScripted, UPSTREAM_MODEL } from '../helpers/scripted-chat-upstrea
 // an upstream nobody answers is a 503 after the gateway's own retries. None of it is billed.
 
 describe('chat refused by a scripted upstream', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let scripted: ScriptedChat;
   let stack: OpenAiStack;
   let client: OpenAI;
   let accountId: string;
   before(async () => {
-    upstream = await startFakeUpstream(answerScripted);
-    stack = await startApiBeforeUpstream('upstream-refusals', upstream.url, { upstreamChatModel: UPSTREAM_MODEL });
-    const caller = await stack.newCaller('refused');
-    accountId = caller.accountId;
-    client = stack.client(caller.key);
+    scripted = await startScriptedChat('upstream-refusals');
+    ({ stack, client, accountId } = scripted);
   });
-  after(async () => {
-    await stack.close();
-    await upstream.close();
-  });
+  after(() => scripted.close());
 
   it('passes 4xx refusals on in the gateway\'s error body, and 429s and 5xx in its own words, keeping Retry-After', async () => {
     const before = await stack.settledAccount(accountId);

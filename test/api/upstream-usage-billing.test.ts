@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { startApiBeforeUpstream, startFakeUpstream, type OpenAiStack } from '../helpers/openai-stack.ts';
-import { answerScripted, IMPOSSIBLE_USAGE, UPSTREAM_MODEL, UPSTREAM_USAGE_PRICE } from '../helpers/scripted-chat-upstream.ts';
+import type { OpenAiStack } from '../helpers/openai-stack.ts';
+import { IMPOSSIBLE_USAGE, startScriptedChat, UPSTREAM_USAGE_PRICE, type ScriptedChat } from '../helpers/scripted-chat-upstream.ts';
 
 // What a call is billed from the upstream's own report, against a scripted upstream that
 // reports what the simulator never does: token counts that are not whole numbers, more tokens
@@ -10,21 +10,16 @@ import { answerScripted, IMPOSSIBLE_USAGE, UPSTREAM_MODEL, UPSTREAM_USAGE_PRICE 
 // and more images than asked for. Relaying: chat-upstream.test.ts; refusals: upstream-refusals.test.ts.
 
 describe('billing from a scripted upstream\'s reports', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let scripted: ScriptedChat;
+  let upstream: ScriptedChat['upstream'];
   let stack: OpenAiStack;
   let client: OpenAI;
   let accountId: string;
   before(async () => {
-    upstream = await startFakeUpstream(answerScripted);
-    stack = await startApiBeforeUpstream('upstream-usage', upstream.url, { upstreamChatModel: UPSTREAM_MODEL });
-    const caller = await stack.newCaller('scripted-usage');
-    accountId = caller.accountId;
-    client = stack.client(caller.key);
+    scripted = await startScriptedChat('upstream-usage');
+    ({ upstream, stack, client, accountId } = scripted);
   });
-  after(async () => {
-    await stack.close();
-    await upstream.close();
-  });
+  after(() => scripted.close());
 
   const lastRequest = () => upstream.received.at(-1)!;
 

@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { sseWriter, type RecordedRequest } from './openai-stack.ts';
+import type OpenAI from 'openai';
+import type { UpstreamClientOptions } from '../../api/services/openai-proxy/upstream-client.ts';
+import { sseWriter, startApiBeforeUpstream, startFakeUpstream, type OpenAiStack, type RecordedRequest } from './openai-stack.ts';
 
 // A scripted OpenAI-compatible upstream for test/api/chat-upstream.test.ts and its neighbours
 // upstream-usage-billing and upstream-refusals (pass answerScripted to startFakeUpstream): what
@@ -314,4 +316,30 @@ async function splitCharacters(response: ServerResponse): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
   endStream(send, response);
+}
+
+/** A gateway in front of the scripted upstream, with one funded caller: what the tests of
+ * chat-upstream, upstream-usage-billing and upstream-refusals each start. */
+export interface ScriptedChat {
+  upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  stack: OpenAiStack;
+  client: OpenAI;
+  accountId: string;
+  close(): Promise<void>;
+}
+
+export async function startScriptedChat(label: string, upstreamClient?: UpstreamClientOptions): Promise<ScriptedChat> {
+  const upstream = await startFakeUpstream(answerScripted);
+  const stack = await startApiBeforeUpstream(label, upstream.url, { upstreamChatModel: UPSTREAM_MODEL, ...(upstreamClient ? { upstreamClient } : {}) });
+  const caller = await stack.newCaller(label);
+  return {
+    upstream,
+    stack,
+    client: stack.client(caller.key),
+    accountId: caller.accountId,
+    close: async () => {
+      await stack.close();
+      await upstream.close();
+    },
+  };
 }
