@@ -6,6 +6,7 @@ import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { resolveModel } from '../../core/model-access.ts';
 import { videoPriceMicros } from '../../core/pricing.ts';
+import type { HostResolver } from '../../core/host-names.ts';
 import type { Allowlist } from '../../core/outbound-guard.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
@@ -17,7 +18,7 @@ import type { TaskDocument, TaskStore } from '../../store/tasks.ts';
 import type { Principal } from '../plugins/api-key-auth.ts';
 import { outcomeUnknown } from '../plugins/idempotency.ts';
 import { HoldAdmission, RETRY_AFTER_SECONDS } from './hold-admission.ts';
-import { internalAddressIn } from './submission-addresses.ts';
+import { refusedAddressIn } from './submission-addresses.ts';
 import type { AccountBudgets } from './billing/account-budgets.ts';
 import { holdTaskPrice } from './task-price-hold.ts';
 
@@ -29,10 +30,12 @@ export interface VideoTaskServiceOptions {
   temporal: Client;
   taskQueue: string;
   deadlineSeconds: number;
-  /** The worker's OUTBOUND_ALLOWLIST: a callback URL whose literal address it would refuse is
-   * refused at submission, not accepted and then never delivered; so is a reference media URL
-   * on such an address. */
+  /** The worker's OUTBOUND_ALLOWLIST: a callback URL whose address (literal, or its name's) it
+   * would refuse is refused at submission, not accepted and then never delivered; so is a
+   * reference media URL on such an address. */
   outboundAllowlist: Allowlist;
+  /** How those URLs' names are resolved (the system's resolver when absent). */
+  resolveHost?: HostResolver;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
   budgets?: Pick<AccountBudgets, 'takeWithLeasesBack'>;
   log?: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
@@ -97,13 +100,12 @@ export class VideoTaskService {
     const validated = validateVideoSubmission(model, body, catalog.upstream(model.upstream).protocol);
     let priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
     const callbackUrl = body.metadata?.callback_url;
-    const refusal = internalAddressIn(body, this.options.outboundAllowlist);
+    const refusal = await refusedAddressIn(body, this.options.outboundAllowlist, this.options.resolveHost, this.options.log);
     // A retry under an Idempotency-Key whose task is stored goes on with that task as stored
     // (below), whatever this process would say of it now: its first attempt was let through (by
-    // an older version, or an api given another allowlist), and its workflow may already run.
-    if (refusal && (idempotentTaskId === undefined || !(await tasks.find(taskId)))) {
-      throw new GatewayError('invalid_request', refusal.message, refusal.param);
-    }
+    // an older version, an api given another allowlist, or a name that resolved elsewhere then),
+    // and its workflow may already run.
+    if (refusal && (idempotentTaskId === undefined || !(await tasks.find(taskId)))) throw refusal;
     const now = new Date();
     let input: VideoTaskWorkflowInput = {
       taskId,

@@ -76,7 +76,7 @@ describe('chat media URLs on internal addresses', () => {
     assert.equal(response.json().error.param, 'messages.1.content.0.image_url.url');
   });
 
-  it('passes public addresses, names (the upstream resolves them), data: URLs and allowlisted loopback', async () => {
+  it('passes public addresses, names that lead nowhere inside (resolved-host-names.test.ts), data: URLs and allowlisted loopback', async () => {
     for (const url of ['https://example.com/cat.png', 'http://93.184.216.34/cat.png', 'http://images.internal.example/cat.png', 'data:image/png;base64,iVBORw0KGgo=', 'http://127.0.0.1:9/cat.png']) {
       const response = await postChat(chatWith({ type: 'image_url', image_url: { url } }));
       assert.equal(response.statusCode, 200, `${url}: ${response.body}`);

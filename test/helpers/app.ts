@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.ts';
 import { loadCatalog } from '../../core/catalog.ts';
 import type { FailureLimit } from '../../core/failures-by-address.ts';
+import type { HostResolver } from '../../core/host-names.ts';
 import { loadConfig, type Config } from '../../core/config.ts';
 import { createTemporalHandle, type TemporalHandle } from '../../core/temporal-client.ts';
 import { testDatabase, testTemporalAddress } from './engines.ts';
@@ -22,7 +23,7 @@ export interface TestApp {
 export async function startTestApp(
   label: string,
   overrides: Partial<Record<keyof Config, string>> = {},
-  options: { logStream?: { write(line: string): void }; database?: TestApp['database']; adminTokenGuesses?: FailureLimit; upstreamClient?: UpstreamClientOptions } = {},
+  options: { logStream?: { write(line: string): void }; database?: TestApp['database']; adminTokenGuesses?: FailureLimit; upstreamClient?: UpstreamClientOptions; resolveHost?: HostResolver } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await testDatabase(label));
   const config = loadConfig({
@@ -48,6 +49,7 @@ export async function startTestApp(
     temporal,
     ...logging,
     ...(options.adminTokenGuesses ? { adminTokenGuesses: options.adminTokenGuesses } : {}),
+    ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
     ...(options.upstreamClient ? { upstreamClient: options.upstreamClient } : {}),
   });
   await app.ready();

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
+import { firstRefusedName, hostRefusalError, type HostResolver, type NamedHost } from '../../../core/host-names.ts';
 import type { Allowlist } from '../../../core/outbound-guard.ts';
 import { internalMediaAddressIn } from '../../services/openai-proxy/message-media-addresses.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
@@ -24,6 +25,8 @@ export interface ChatRouteOptions {
   bodyLimit: number;
   /** OUTBOUND_ALLOWLIST: internal addresses media URLs in messages may name. */
   outboundAllowlist: Allowlist;
+  /** How media URLs' names are resolved (the system's resolver when absent). */
+  resolveHost?: HostResolver;
 }
 
 export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, options) => {
@@ -52,8 +55,16 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
   app.post('/chat/completions', { schema, bodyLimit: options.bodyLimit, config: { verbatimIntegers: true }, preValidation: resolveModelFirst(options.catalog, 'chat') }, async (request, reply) => {
     const principal = principalOf(request);
     // Before anything is held or sent: the upstream would fetch these for the caller.
-    const internal = internalMediaAddressIn(request.body.messages, options.outboundAllowlist);
+    const names: NamedHost[] = [];
+    const internal = internalMediaAddressIn(request.body.messages, options.outboundAllowlist, names);
     if (internal) throw new GatewayError('invalid_request', internal.message, internal.param);
+    if (names.length > 0) {
+      const refusal = await firstRefusedName(names, options.outboundAllowlist, options.resolveHost);
+      if (refusal) {
+        request.log.info({ param: refusal.param, detail: refusal.detail }, 'chat media host refused');
+        throw hostRefusalError(refusal, 'a model provider');
+      }
+    }
     const context = { signal: new ClientDisconnect(reply.raw, options.calls), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
     try {
       if (request.body.stream !== true) {

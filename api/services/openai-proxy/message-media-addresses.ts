@@ -1,3 +1,4 @@
+import { isResolvableName, type NamedHost } from '../../../core/host-names.ts';
 import { refusedOnSight, type Allowlist } from '../../../core/outbound-guard.ts';
 
 // Media parts of chat messages name URLs the upstream fetches: OpenAI's `image_url`, and on
@@ -6,8 +7,8 @@ import { refusedOnSight, type Allowlist } from '../../../core/outbound-guard.ts'
 // would have it fetch from its neighbours (cloud metadata, the store, Temporal) for the caller.
 // As for a video submission's reference media (api/services/submission-addresses.ts), a literal
 // address (or a localhost name) the allowlist does not admit is a 400 naming the part; a name
-// is passed on as given, for the upstream resolves it; data: URLs carry their media and name no
-// host.
+// is handed back to be resolved (core/host-names.ts), off this synchronous pass that every chat
+// call makes; data: URLs carry their media and name no host.
 //
 // Which key of a part a server reads is its own choice (vLLM reads `image_url` beside a `uuid`
 // whatever the `type`), so every key of a part but `type` and `text` is looked at: a string, or
@@ -36,8 +37,8 @@ export interface MediaAddressRefusal {
 }
 
 /** The refusal of `raw`, the URL at `param`; or the form to pass on instead (as parsed), or
- * null to pass it as it is. */
-function judge(raw: string, param: string, allowlist: Allowlist): MediaAddressRefusal | { href: string } | null {
+ * null to pass it as it is. A name to resolve is added to `names`. */
+function judge(raw: string, param: string, allowlist: Allowlist, names: NamedHost[]): MediaAddressRefusal | { href: string } | null {
   const scheme = schemeOf(raw);
   if (scheme === 'file') return { param, message: `${param}: a file: URL would have the model provider read its own files; give an http(s) URL, or the media inline as a data: URL.` };
   if (scheme !== 'http' && scheme !== 'https') return null;
@@ -49,13 +50,15 @@ function judge(raw: string, param: string, allowlist: Allowlist): MediaAddressRe
   }
   const refused = refusedOnSight(url, allowlist);
   if (refused) return { param, message: `${param}: ${refused.whatItIs}, which the gateway does not send a model provider to; give an address on the public internet, or the media inline as a data: URL.` };
+  if (isResolvableName(url.hostname)) names.push({ hostname: url.hostname, param });
   return url.href === raw ? null : { href: url.href };
 }
 
-/** The first media URL in `messages` the gateway does not send an upstream to, as a 400's
- * message and field; null when there is none. URLs whose parsed form differs from the one sent
- * are replaced by it in `messages`. */
-export function internalMediaAddressIn(messages: readonly unknown[], allowlist: Allowlist): MediaAddressRefusal | null {
+/** The first media URL in `messages` the gateway does not send an upstream to on sight, as a
+ * 400's message and field; null when there is none. URLs whose parsed form differs from the one
+ * sent are replaced by it in `messages`. The names of the others are added to `names`, which
+ * the caller resolves before the call (firstRefusedName). */
+export function internalMediaAddressIn(messages: readonly unknown[], allowlist: Allowlist, names: NamedHost[] = []): MediaAddressRefusal | null {
   for (const [messageIndex, message] of messages.entries()) {
     if (!isObject(message) || !Array.isArray(message.content)) continue;
     for (const [partIndex, part] of message.content.entries()) {
@@ -65,11 +68,11 @@ export function internalMediaAddressIn(messages: readonly unknown[], allowlist: 
         const value = part[key];
         const at = `messages.${messageIndex}.content.${partIndex}.${key}`;
         if (typeof value === 'string') {
-          const verdict = judge(value, at, allowlist);
+          const verdict = judge(value, at, allowlist, names);
           if (verdict && 'href' in verdict) part[key] = verdict.href;
           else if (verdict) return verdict;
         } else if (isObject(value) && typeof value.url === 'string') {
-          const verdict = judge(value.url, `${at}.url`, allowlist);
+          const verdict = judge(value.url, `${at}.url`, allowlist, names);
           if (verdict && 'href' in verdict) value.url = verdict.href;
           else if (verdict) return verdict;
         }

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { firstRefusedName, isResolvableName, systemResolver, type HostResolver } from '../../core/host-names.ts';
+import { parseOutboundAllowlist } from '../../core/outbound-guard.ts';
+
+const none = parseOutboundAllowlist('');
+
+function failing(code: string): Error {
+  return Object.assign(new Error(`getaddrinfo ${code}`), { code });
+}
+
+describe('caller names resolved before anyone is sent there', () => {
+  it("reads the system's resolver, hosts file included: localhost resolves to loopback", async () => {
+    // Every Linux hosts file names localhost; isResolvableName keeps it from here in the app
+    // (it is judged on sight), so this is the one name that proves the real lookup runs.
+    const refusal = await firstRefusedName([{ hostname: 'localhost', param: 'a' }], none, systemResolver);
+    assert.equal(refusal?.why, 'internal');
+    assert.match(refusal?.detail ?? '', /^localhost resolves to (127\.0\.0\.1|::1) \(loopback\)$/);
+    assert.equal(await firstRefusedName([{ hostname: 'localhost', param: 'a' }], parseOutboundAllowlist('loopback'), systemResolver), null);
+  });
+
+  it('refuses a name when any one of its addresses is internal', async () => {
+    const resolve: HostResolver = async () => ['93.184.216.34', '2606:2800:220:1::1', '10.0.0.7'];
+    assert.deepEqual(await firstRefusedName([{ hostname: 'mixed.example', param: 'p' }], none, resolve), { param: 'p', why: 'internal', detail: 'mixed.example resolves to 10.0.0.7 (private)' });
+  });
+
+  it('passes a name that does not exist (the fetcher finds nothing either) and one that resolves publicly', async () => {
+    const resolve: HostResolver = async (name) => {
+      if (name === 'public.example') return ['93.184.216.34'];
+      throw failing(name === 'gone.example' ? 'ENOTFOUND' : 'ENODATA');
+    };
+    const hosts = ['public.example', 'gone.example', 'no-records.example'].map((hostname) => ({ hostname, param: hostname }));
+    assert.equal(await firstRefusedName(hosts, none, resolve), null);
+  });
+
+  it('a resolver failure or a name slower than the deadline is "unresolved", not let through', async () => {
+    const broken: HostResolver = async () => {
+      throw failing('EAI_AGAIN');
+    };
+    assert.deepEqual(await firstRefusedName([{ hostname: 'flaky.example', param: 'p' }], none, broken), { param: 'p', why: 'unresolved', detail: 'flaky.example: EAI_AGAIN' });
+    const hanging: HostResolver = () => new Promise(() => {});
+    const started = performance.now();
+    const slow = await firstRefusedName([{ hostname: 'slow.example', param: 'p' }], none, hanging, 50);
+    assert.deepEqual(slow, { param: 'p', why: 'unresolved', detail: 'slow.example did not resolve within 50 ms' });
+    assert.ok(performance.now() - started < 2_000);
+  });
+
+  it('asks each name once, all at once, and reports the first refused in the order given', async () => {
+    const asked: string[] = [];
+    const resolve: HostResolver = async (name) => {
+      asked.push(name);
+      // The later name answers first: the report still follows the order of the fields.
+      await new Promise((settle) => setTimeout(settle, name === 'first.example' ? 30 : 0));
+      return name === 'first.example' ? ['169.254.169.254'] : ['192.168.0.2'];
+    };
+    const hosts = [
+      { hostname: 'First.Example', param: 'a' },
+      { hostname: 'second.example', param: 'b' },
+      { hostname: 'first.example', param: 'c' },
+    ];
+    const refusal = await firstRefusedName(hosts, none, resolve);
+    assert.deepEqual(refusal, { param: 'a', why: 'internal', detail: 'first.example resolves to 169.254.169.254 (linkLocal)' });
+    assert.deepEqual(asked.sort(), ['first.example', 'second.example']);
+  });
+
+  it('only names are resolved: IP literals and localhost names are judged on sight', () => {
+    for (const hostname of ['images.example', '169.254.169.254.nip.io', 'xn--bcher-kva.example', 'a']) assert.equal(isResolvableName(hostname), true, hostname);
+    for (const hostname of ['10.0.0.1', '[::1]', '[fd00::1]', 'localhost', 'api.localhost', 'localhost.', '']) assert.equal(isResolvableName(hostname), false, hostname);
+  });
+});
