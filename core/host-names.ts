@@ -23,8 +23,10 @@ export const HOST_LOOKUP_TIMEOUT_MS = 3_000;
 
 // The resolver's "no such name" answers: the fetcher, asking the same resolvers, finds nothing
 // there either, so the URL goes on and fails where it is fetched (the machine this was written
-// on resolves no public name at all, and its tests' example.com URLs must still pass).
-const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA']);
+// on resolves no public name at all, and its tests' example.com URLs must still pass). EINVAL
+// is getaddrinfo's answer to a name no DNS can hold (over 253 characters): asking again would
+// not help.
+const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA', 'EINVAL']);
 
 /** A caller's name, and the field it came in. */
 export interface NamedHost {

@@ -24,13 +24,16 @@ describe('caller names resolved before anyone is sent there', () => {
     assert.deepEqual(await firstRefusedName([{ hostname: 'mixed.example', param: 'p' }], none, resolve), { param: 'p', why: 'internal', detail: 'mixed.example resolves to 10.0.0.7 (private)' });
   });
 
-  it('passes a name that does not exist (the fetcher finds nothing either) and one that resolves publicly', async () => {
+  it('passes a name that does not exist or cannot (the fetcher finds nothing either) and one that resolves publicly', async () => {
     const resolve: HostResolver = async (name) => {
       if (name === 'public.example') return ['93.184.216.34'];
       throw failing(name === 'gone.example' ? 'ENOTFOUND' : 'ENODATA');
     };
     const hosts = ['public.example', 'gone.example', 'no-records.example'].map((hostname) => ({ hostname, param: hostname }));
     assert.equal(await firstRefusedName(hosts, none, resolve), null);
+    // A name too long for DNS: getaddrinfo's EINVAL, from the real resolver.
+    const tooLong = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.example`;
+    assert.equal(await firstRefusedName([{ hostname: tooLong, param: 'p' }], none, systemResolver), null);
   });
 
   it('a resolver failure or a name slower than the deadline is "unresolved", not let through', async () => {
