@@ -33,6 +33,15 @@ const cases: Array<{ name: string; body: unknown; field: string; says?: string }
   // Billed by the provider beyond the catalog's token prices.
   { name: 'the priority service tier', body: { ...valid, service_tier: 'priority' }, field: 'service_tier', says: "must be 'auto' or 'default'" },
   { name: 'a hosted web search', body: { ...valid, web_search_options: {} }, field: 'web_search_options', says: 'is not offered here' },
+  // Audio, billed by the provider at other prices than the catalog's text tokens.
+  { name: 'a spoken answer', body: { ...valid, modalities: ['text', 'audio'] }, field: 'modalities.1', says: "must be 'text'" },
+  { name: 'a voice for the answer', body: { ...valid, audio: { voice: 'alloy', format: 'wav' } }, field: 'audio', says: 'is not offered here' },
+  {
+    name: 'audio input',
+    body: { ...valid, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is said?' }, { type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }] }] },
+    field: 'messages.0.content.1.type',
+    says: "'input_audio' is not offered here",
+  },
   { name: 'tool of another type', body: { ...valid, tools: [{ type: 'retrieval', function: { name: 'x' } }] }, field: 'tools.0.type' },
   { name: 'tool without a name', body: { ...valid, tools: [{ type: 'function', function: { parameters: { type: 'object' } } }] }, field: 'tools.0.function.name' },
   {
@@ -71,6 +80,12 @@ describe('POST /v1/chat/completions validation', () => {
       if (says) assert.ok(error.message.includes(says), error.message);
     });
   }
+
+  it("modalities [\"text\"] (what every model answers) is taken", async () => {
+    const response = await postChat({ ...valid, modalities: ['text'] });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.equal(response.json().object, 'chat.completion');
+  });
 
   it('a chat body takes a photo inline as a base64 data URL, past BODY_LIMIT_BYTES, up to CHAT_BODY_LIMIT_BYTES', async () => {
     // About a phone photo: 3 MB of bytes, 4 MB as base64 (it was a 413 at the 1 MiB limit).

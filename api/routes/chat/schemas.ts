@@ -10,7 +10,13 @@ import { modelIdField } from '../model-resolution.ts';
 // spec 4.3 says unsupported parameters are ignored upstream, not rejected.
 // What is checked is what the spec states limits for, and what billing reads.
 
-const contentPart = z.looseObject({ type: z.string({ error: 'is required in every content part' }) });
+const contentPart = z.looseObject({
+  type: z
+    .string({ error: 'is required in every content part' })
+    // OpenAI bills audio input at many times its text price (gpt-4o-audio-preview: 16 times),
+    // and the catalog prices text tokens: passed through, audio was charged at the text price.
+    .refine((type) => type !== 'input_audio', { error: "'input_audio' is not offered here: the provider bills audio input at other prices than the text tokens this gateway's prices cover" }),
+});
 
 const content = z.union([z.string(), z.array(contentPart)], { error: requiredAs('a string or an array of content parts') });
 
@@ -84,6 +90,12 @@ export const chatCompletionBody = z.looseObject({
     .enum(['auto', 'default'], { error: "must be 'auto' or 'default': this gateway's prices are the provider's standard tier, and it bills 'flex', 'scale' and 'priority' at other prices" })
     .nullish(),
   web_search_options: z.null({ error: 'is not offered here: the provider bills each web search beyond the tokens, which this gateway\'s prices do not cover' }).optional(),
+  // Spoken answers: OpenAI bills audio output at 8 times its text price, and the catalog prices
+  // text tokens. `modalities: ["text"]` is what every model answers anyway.
+  modalities: z
+    .array(z.literal('text', { error: "must be 'text': this gateway's prices are per text token, and the provider bills audio output at other prices" }), { error: 'must be an array: ["text"]' })
+    .nullish(),
+  audio: z.null({ error: 'is not offered here: the provider bills audio output at other prices than the text tokens this gateway\'s prices cover' }).optional(),
 });
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionBody>;
