@@ -46,15 +46,51 @@ export interface HostRefusal {
 
 type Verdict = { why: 'internal' | 'unresolved'; detail: string } | null;
 
+/** The most lookups this process runs at once. getaddrinfo blocks a thread of libuv's pool (4
+ * threads), which the api shares with scrypt (console sign-in, key creation) and the store
+ * driver's own lookups; a name whose DNS server never answers holds its thread for glibc's whole
+ * timeout (5 s, tried twice), long after the caller was told to retry. Callers' names never
+ * take more than half the pool. */
+export const MAX_LOOKUPS_IN_FLIGHT = 2;
+let lookupsInFlight = 0;
+const waitingForSlot: Array<() => void> = [];
+
+function nextWaiting(): void {
+  while (lookupsInFlight < MAX_LOOKUPS_IN_FLIGHT && waitingForSlot.length > 0) waitingForSlot.shift()!();
+}
+
+/** `lookup()` once a slot is free. A slot is held until the lookup itself settles, whoever stopped
+ * waiting for it; a lookup whose caller gave up (`gaveUp()`) before its turn is never started. */
+function inSlot(lookup: () => Promise<string[]>, gaveUp: () => boolean): Promise<string[]> {
+  return new Promise((settle, fail) => {
+    const start = () => {
+      if (gaveUp()) return fail(new Error('gave up before a lookup slot was free'));
+      lookupsInFlight += 1;
+      lookup()
+        .then(settle, fail)
+        .finally(() => {
+          lookupsInFlight -= 1;
+          nextWaiting();
+        });
+    };
+    waitingForSlot.push(start);
+    nextWaiting();
+  });
+}
+
 async function judgeName(hostname: string, allowlist: Allowlist, resolve: HostResolver, timeoutMs: number): Promise<Verdict> {
   let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
   // Not unref'd: cleared below once the answer is in, and a lookup that never answers must
   // still end.
   const tooLong = new Promise<'timeout'>((settle) => {
-    timer = setTimeout(() => settle('timeout'), timeoutMs);
+    timer = setTimeout(() => {
+      timedOut = true;
+      settle('timeout');
+    }, timeoutMs);
   });
   try {
-    const addresses = await Promise.race([resolve(hostname), tooLong]);
+    const addresses = await Promise.race([inSlot(() => resolve(hostname), () => timedOut), tooLong]);
     // An answer that came after the deadline may already sit in a caching resolver, where the
     // fetcher would find it: a slow name is not let through unjudged.
     if (addresses === 'timeout') return { why: 'unresolved', detail: `${hostname} did not resolve within ${timeoutMs} ms` };
