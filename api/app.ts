@@ -6,7 +6,7 @@ import { GatewayError } from '../core/errors.ts';
 import { continueAfterChecks } from './plugins/expect-continue.ts';
 import { newId } from '../core/ids.ts';
 import { parseOutboundAllowlist } from '../core/outbound-guard.ts';
-import type { HostResolver } from '../core/host-names.ts';
+import { HostNameCheck, dnsServers } from '../core/host-names.ts';
 import type { TemporalHandle } from '../core/temporal-client.ts';
 import { createVendorLookup } from '../core/vendor-lookup.ts';
 import { AccountStore } from '../store/accounts.ts';
@@ -76,9 +76,6 @@ export interface AppDependencies {
   /** How the chat and image upstreams are called (their retries' pauses, say); tests lengthen a pause
    * to act inside it. */
   upstreamClient?: UpstreamClientOptions;
-  /** How caller URLs' names are resolved before anyone is sent there (the system's resolver when
-   * absent); tests answer names of their own. */
-  resolveHost?: HostResolver;
 }
 
 /** A request id a caller may choose: a UUID, a W3C trace id, `req_…`, at most 128 characters. */
@@ -162,6 +159,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   // After the server stopped taking requests: settles every spend lease before the store closes.
   app.addHook('onClose', async () => budgets.close());
   app.addHook('onClose', async () => apiKeys.stopWatching());
+  const outboundAllowlist = parseOutboundAllowlist(config.OUTBOUND_ALLOWLIST);
+  const hostNames = new HostNameCheck(outboundAllowlist, dnsServers(config.DNS_SERVERS));
   const videoTasks = new VideoTaskService({
     catalog,
     tasks,
@@ -170,8 +169,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     temporal: temporal.client,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deadlineSeconds: config.VIDEO_TASK_DEADLINE_SECONDS,
-    outboundAllowlist: parseOutboundAllowlist(config.OUTBOUND_ALLOWLIST),
-    resolveHost: dependencies.resolveHost,
+    outboundAllowlist,
+    hostNames,
     budgets,
     log: app.log,
   });
@@ -230,7 +229,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
         publicBaseUrl: publicBaseUrl(config),
         ...clipSources,
       });
-      await v1.register(chatRoutes, { catalog, chat: openAi.chat, calls: openAi.calls, closeProxies: openAi.close, bodyLimit: config.CHAT_BODY_LIMIT_BYTES, outboundAllowlist: parseOutboundAllowlist(config.OUTBOUND_ALLOWLIST), resolveHost: dependencies.resolveHost });
+      await v1.register(chatRoutes, { catalog, chat: openAi.chat, calls: openAi.calls, closeProxies: openAi.close, bodyLimit: config.CHAT_BODY_LIMIT_BYTES, outboundAllowlist, hostNames });
       await v1.register(imageRoutes, { catalog, images: openAi.images, calls: openAi.calls });
     },
     { prefix: '/v1' },

@@ -61,6 +61,10 @@ export const environmentSchema = z.object({
   // Taken as at most WEBHOOK_TIMEOUT_MAX_MS (webhookTimeoutMs below).
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_WEBHOOK_TIMEOUT_MS),
   OUTBOUND_ALLOWLIST: z.string().default(''),
+  // DNS servers (`ip` or `ip:port`, comma-separated) the api asks for the names in callers' URLs
+  // (core/host-names.ts); the system's resolv.conf when empty. Give the ones the vendors and
+  // model servers inside the network use, if they differ.
+  DNS_SERVERS: z.string().default(''),
   CONSOLE_SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(43_200),
   WEBHOOK_SECRET_GRACE_SECONDS: z.coerce.number().int().min(0).default(86_400),
   // Per key, per UTC minute; operators override them per account or per key (admin API).

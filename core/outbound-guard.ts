@@ -136,6 +136,13 @@ export function isForbiddenAddress(ip: string, allowlist: Allowlist): boolean {
 const LOCALHOST_NAME = /(?:^|\.)localhost\.?$/i;
 const DOTTED_QUAD = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 
+/** Whether a WHATWG-parsed URL's host is judged on sight (refusedOnSight) rather than by DNS: an
+ * IP literal (the parse writes every IPv4 form as a dotted quad, IPv6 in brackets) or a
+ * localhost name. */
+export function isLiteralOrLocalhost(hostname: string): boolean {
+  return hostname.startsWith('[') || DOTTED_QUAD.test(hostname) || LOCALHOST_NAME.test(hostname);
+}
+
 /** The refusal the gateway's connection to `url` would meet, when it shows without asking DNS:
  * its host is a literal address (or a localhost name) the allowlist does not admit. Null when
  * only the connection can tell. */

@@ -3,6 +3,7 @@ import { readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot, provision, startFerretDb, startTemporalDevServer, toolPaths } from './lib/engines.ts';
 import { freePort, type ManagedProcess } from './lib/processes.ts';
+import { startTestDnsServer } from './lib/test-dns-server.ts';
 
 // `npm test`: provision the engines, start ONE FerretDB and ONE Temporal dev server for the
 // whole suite (each test file isolates itself with its own database and task queue), run every
@@ -22,7 +23,7 @@ function findTestFiles(directory: string): string[] {
 
 const started = Date.now();
 provision({ browser: true });
-const engines: ManagedProcess[] = [];
+const engines: Array<Pick<ManagedProcess, 'stop'>> = [];
 const dataDir = path.join(projectRoot, `.data/test-${process.pid}`);
 const stopEngines = async () => {
   await Promise.allSettled(engines.reverse().map((engine) => engine.stop()));
@@ -43,7 +44,11 @@ try {
     engines.push(await startTemporalDevServer({ port, onePartition: true }));
     temporalAddress = `127.0.0.1:${port}`;
   }
-  console.log(`[test] engines ready in ${((Date.now() - started) / 1000).toFixed(1)} s: store ${mongodbUri}, temporal ${temporalAddress}`);
+  // Every process of the run (test files, the stacks they spawn) resolves callers' names here:
+  // names that lead inside (`169-254-169-254.nip.test`) and the same answers on every machine.
+  const dns = await startTestDnsServer();
+  engines.push(dns);
+  console.log(`[test] engines ready in ${((Date.now() - started) / 1000).toFixed(1)} s: store ${mongodbUri}, temporal ${temporalAddress}, dns ${dns.address}`);
 
   const requested = process.argv.slice(2);
   const files = requested.length > 0 ? requested : findTestFiles(path.join(projectRoot, 'test'));
@@ -59,6 +64,7 @@ try {
         FRAMEGATE_TEST_TEMPORAL_ADDRESS: temporalAddress,
         FRAMEGATE_TEMPORAL_TEST_SERVER: toolPaths.temporalTestServer,
         FRAMEGATE_TEMPORAL_CLI: toolPaths.temporal,
+        DNS_SERVERS: dns.address,
       },
     },
   );

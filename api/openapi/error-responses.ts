@@ -25,7 +25,7 @@ const descriptions: Record<ErrorStatus, string> = {
   431: 'The request line and headers are larger than 16 KB (answered before any route runs).',
   500: 'The gateway failed; the message names the request id and nothing else.',
   502: 'The upstream provider failed or answered something unusable; nothing was charged.',
-  503: 'A dependency (store, Temporal, upstream) is unavailable; retry with backoff.',
+  503: 'A dependency (store, Temporal, upstream, DNS for a name in a URL the request gives) is unavailable; retry with backoff.',
 };
 
 function typesFor(status: ErrorStatus): [string, ...string[]] {

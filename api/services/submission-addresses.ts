@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { GatewayError } from '../../core/errors.ts';
-import { firstRefusedName, hostRefusalError, isResolvableName, type HostResolver, type NamedHost } from '../../core/host-names.ts';
+import { isResolvableName, type HostNameCheck, type NamedHost } from '../../core/host-names.ts';
 import { refusedOnSight, type Allowlist } from '../../core/outbound-guard.ts';
 import type { SubmissionInput } from '../../core/video-validation.ts';
 
@@ -15,7 +15,7 @@ import type { SubmissionInput } from '../../core/video-validation.ts';
  * calls the callback, and checks its address again on connecting; the vendor fetches the
  * reference media, and a vendor inside the operator's network (a self-hosted model server)
  * must not be sent to its neighbours either. Null when all may be used. */
-export async function refusedAddressIn(body: SubmissionInput, allowlist: Allowlist, resolve?: HostResolver, log?: Pick<FastifyBaseLogger, 'info'>): Promise<GatewayError | null> {
+export async function refusedAddressIn(body: SubmissionInput, allowlist: Allowlist, hostNames: HostNameCheck, log?: Pick<FastifyBaseLogger, 'info'>, requestId?: string): Promise<GatewayError | null> {
   const names: NamedHost[] = [];
   const callbackUrl = body.metadata?.callback_url;
   if (callbackUrl) {
@@ -33,9 +33,6 @@ export async function refusedAddressIn(body: SubmissionInput, allowlist: Allowli
     if (unfetchable) return new GatewayError('invalid_request', `${param}: ${unfetchable.whatItIs}, which the gateway does not send a vendor to; give an address on the public internet.`, param);
     if (isResolvableName(url.hostname)) names.push({ hostname: url.hostname, param });
   }
-  if (names.length === 0) return null;
-  const refusal = await firstRefusedName(names, allowlist, resolve);
-  if (!refusal) return null;
-  log?.info({ param: refusal.param, detail: refusal.detail }, 'submission host refused');
-  return hostRefusalError(refusal, refusal.param === 'metadata.callback_url' ? 'its callbacks' : 'a vendor');
+  const fetcher = (param: string) => (param === 'metadata.callback_url' ? 'its callbacks' : 'a vendor');
+  return hostNames.refusalError(names, fetcher, log ?? { info: () => {} }, requestId ? { reqId: requestId } : {});
 }

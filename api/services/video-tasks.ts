@@ -6,7 +6,7 @@ import { GatewayError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { resolveModel } from '../../core/model-access.ts';
 import { videoPriceMicros } from '../../core/pricing.ts';
-import type { HostResolver } from '../../core/host-names.ts';
+import type { HostNameCheck } from '../../core/host-names.ts';
 import type { Allowlist } from '../../core/outbound-guard.ts';
 import { startTaskWorkflow } from '../../core/start-task-workflow.ts';
 import type { VideoTaskWorkflowInput } from '../../core/video-task.ts';
@@ -34,8 +34,8 @@ export interface VideoTaskServiceOptions {
    * would refuse is refused at submission, not accepted and then never delivered; so is a
    * reference media URL on such an address. */
   outboundAllowlist: Allowlist;
-  /** How those URLs' names are resolved (the system's resolver when absent). */
-  resolveHost?: HostResolver;
+  /** Judges those URLs' names by their addresses. */
+  hostNames: HostNameCheck;
   /** Chat and image spend leases of this process, which may be sitting on the balance. */
   budgets?: Pick<AccountBudgets, 'takeWithLeasesBack'>;
   log?: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
@@ -100,7 +100,7 @@ export class VideoTaskService {
     const validated = validateVideoSubmission(model, body, catalog.upstream(model.upstream).protocol);
     let priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
     const callbackUrl = body.metadata?.callback_url;
-    const refusal = await refusedAddressIn(body, this.options.outboundAllowlist, this.options.resolveHost, this.options.log);
+    const refusal = await refusedAddressIn(body, this.options.outboundAllowlist, this.options.hostNames, this.options.log, requestId);
     // A retry under an Idempotency-Key whose task is stored goes on with that task as stored
     // (below), whatever this process would say of it now: its first attempt was let through (by
     // an older version, an api given another allowlist, or a name that resolved elsewhere then),

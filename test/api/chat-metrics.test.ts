@@ -12,7 +12,7 @@ describe('chat and image metrics', () => {
   let stack: SimulatorStack;
   const logLines: Array<Record<string, any>> = [];
   before(async () => {
-    stack = await startOpenAiStack('chat-metrics', { LOG_LEVEL: 'info' }, { logStream: { write: (line) => void logLines.push(JSON.parse(line)) } });
+    stack = await startOpenAiStack('chat-metrics', { LOG_LEVEL: 'info' }, { write: (line) => void logLines.push(JSON.parse(line)) });
   });
   after(() => stack.close());
 

@@ -76,7 +76,7 @@ describe('request log of calls whose caller left', () => {
   let stack: SimulatorStack;
   const lines: Array<Record<string, unknown>> = [];
   before(async () => {
-    stack = await startOpenAiStack('request-log-left', { LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+    stack = await startOpenAiStack('request-log-left', { LOG_LEVEL: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
   });
   after(() => stack.close());
 

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.ts';
 import { loadCatalog } from '../../core/catalog.ts';
 import type { FailureLimit } from '../../core/failures-by-address.ts';
-import type { HostResolver } from '../../core/host-names.ts';
 import { loadConfig, type Config } from '../../core/config.ts';
 import { createTemporalHandle, type TemporalHandle } from '../../core/temporal-client.ts';
 import { testDatabase, testTemporalAddress } from './engines.ts';
@@ -23,7 +22,7 @@ export interface TestApp {
 export async function startTestApp(
   label: string,
   overrides: Partial<Record<keyof Config, string>> = {},
-  options: { logStream?: { write(line: string): void }; database?: TestApp['database']; adminTokenGuesses?: FailureLimit; upstreamClient?: UpstreamClientOptions; resolveHost?: HostResolver } = {},
+  options: { logStream?: { write(line: string): void }; database?: TestApp['database']; adminTokenGuesses?: FailureLimit; upstreamClient?: UpstreamClientOptions } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await testDatabase(label));
   const config = loadConfig({
@@ -36,6 +35,8 @@ export async function startTestApp(
     SPEND_LEASE_SMALL_IDLE_MS: '250',
     // Tests receive webhooks on this machine, as `npm start` lets them.
     OUTBOUND_ALLOWLIST: 'loopback',
+    // Names in callers' URLs are asked of the suite's own DNS server (scripts/test.ts).
+    DNS_SERVERS: process.env.DNS_SERVERS ?? '',
     ...overrides,
   });
   const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
@@ -49,7 +50,6 @@ export async function startTestApp(
     temporal,
     ...logging,
     ...(options.adminTokenGuesses ? { adminTokenGuesses: options.adminTokenGuesses } : {}),
-    ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
     ...(options.upstreamClient ? { upstreamClient: options.upstreamClient } : {}),
   });
   await app.ready();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { Principal } from '../../api/plugins/api-key-auth.ts';
 import { VideoTaskService } from '../../api/services/video-tasks.ts';
 import { loadCatalog, type Catalog } from '../../core/catalog.ts';
+import { HostNameCheck, dnsServers } from '../../core/host-names.ts';
 import { parseOutboundAllowlist } from '../../core/outbound-guard.ts';
 import { AccountStore } from '../../store/accounts.ts';
 import { Ledger } from '../../store/ledger.ts';
@@ -15,6 +16,8 @@ import { startVideoStack, type VideoStack } from './video-stack.ts';
 
 /** The tests' callbacks are on this machine (and never called), as `npm start` allows. */
 export const LOOPBACK = parseOutboundAllowlist('loopback');
+/** Names judged as the test suite's DNS server answers them (scripts/lib/test-dns-server.ts). */
+export const LOOPBACK_NAMES = new HostNameCheck(LOOPBACK, dnsServers(process.env.DNS_SERVERS ?? ''));
 
 export const body = { model: 'seedance-2.0', prompt: 'halfway [sim:delay=0]', seconds: '4', metadata: { resolution: '480p' } };
 export const PRICE = 160_000;
@@ -61,6 +64,7 @@ export async function startHalfwaySubmissions(label: string): Promise<HalfwaySub
         taskQueue: stack.taskQueue,
         deadlineSeconds: 600,
         outboundAllowlist: LOOPBACK,
+        hostNames: LOOPBACK_NAMES,
       }),
     fundedPrincipal: async (name, balanceMicros = 1_000_000) => {
       const account = await accounts.create({ name, balanceMicros });

@@ -6,7 +6,6 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import type { Config } from '../../core/config.ts';
-import type { HostResolver } from '../../core/host-names.ts';
 import { buildSimulator } from '../../simulator/app.ts';
 import { AccountStore, type AccountWithTotals } from '../../store/accounts.ts';
 import type { LedgerEntry } from '../../store/ledger.ts';
@@ -34,17 +33,8 @@ export interface OpenAiStack extends TestApp {
   settledAccount(accountId: string, timeoutMs?: number): Promise<AccountWithTotals>;
 }
 
-/** What a test may hand the app besides its settings. */
-export interface StackDependencies {
-  upstreamClient?: UpstreamClientOptions;
-  /** Reads the app's log lines. */
-  logStream?: { write(line: string): void };
-  /** Answers the names of caller URLs (media, callbacks). */
-  resolveHost?: HostResolver;
-}
-
-async function startApi(label: string, overrides: Partial<Record<keyof Config, string>>, dependencies: StackDependencies = {}): Promise<OpenAiStack> {
-  const harness = await startTestApp(label, overrides, dependencies);
+async function startApi(label: string, overrides: Partial<Record<keyof Config, string>>, upstreamClient?: UpstreamClientOptions, logStream?: { write(line: string): void }): Promise<OpenAiStack> {
+  const harness = await startTestApp(label, overrides, { ...(upstreamClient ? { upstreamClient } : {}), ...(logStream ? { logStream } : {}) });
   await harness.app.listen({ host: '127.0.0.1', port: 0 });
   const baseUrl = `http://127.0.0.1:${(harness.app.server.address() as AddressInfo).port}`;
   const db = harness.database.db;
@@ -101,11 +91,11 @@ export interface SimulatorCounts {
 
 /** The simulator in-process on an ephemeral port, and the api in front of it. */
 /** `logStream` receives the api's log lines (set LOG_LEVEL in `overrides`). */
-export async function startOpenAiStack(label: string, overrides: Partial<Record<keyof Config, string>> = {}, dependencies: Omit<StackDependencies, 'upstreamClient'> = {}): Promise<SimulatorStack> {
+export async function startOpenAiStack(label: string, overrides: Partial<Record<keyof Config, string>> = {}, logStream?: { write(line: string): void }): Promise<SimulatorStack> {
   const simulator = buildSimulator();
   await simulator.listen({ host: '127.0.0.1', port: 0 });
   const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
-  const stack = await startApi(label, { SIMULATOR_URL: simulatorUrl, ...overrides }, dependencies);
+  const stack = await startApi(label, { SIMULATOR_URL: simulatorUrl, ...overrides }, undefined, logStream);
   const closeApi = stack.close;
   return {
     ...stack,
@@ -176,7 +166,7 @@ export async function startApiBeforeUpstream(
   const directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
   const file = path.join(directory, 'catalog.json');
   writeFileSync(file, JSON.stringify(catalog));
-  const stack = await startApi(label, { CATALOG_FILE: file }, options.upstreamClient ? { upstreamClient: options.upstreamClient } : {});
+  const stack = await startApi(label, { CATALOG_FILE: file }, options.upstreamClient);
   const closeApi = stack.close;
   return {
     ...stack,

@@ -12,7 +12,7 @@ import { AccountStore } from '../../store/accounts.ts';
 import { Ledger } from '../../store/ledger.ts';
 import { TaskStore } from '../../store/tasks.ts';
 import { sweepUnstartedTasks } from '../../worker/sweeper.ts';
-import { ANSWER_GRACE_MS, body, eventually, LOOPBACK, PRICE, startHalfwaySubmissions, type HalfwaySubmissions } from '../helpers/halfway-submissions.ts';
+import { ANSWER_GRACE_MS, body, eventually, LOOPBACK, LOOPBACK_NAMES, PRICE, startHalfwaySubmissions, type HalfwaySubmissions } from '../helpers/halfway-submissions.ts';
 import type { VideoStack } from '../helpers/video-stack.ts';
 
 // A video submission the store or Temporal fails halfway answers an error, and then nothing of
@@ -129,7 +129,7 @@ describe('video submissions that fail halfway', () => {
     const broken = new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
       temporal: { connection: stack.temporal.client.connection, workflow: { start: async () => { throw bug; } } } as unknown as typeof stack.temporal.client,
-      taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
+      taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK, hostNames: LOOPBACK_NAMES,
       log: { warn: (fields: Record<string, unknown>) => void lines.push({ level: 'warn', fields }), error: (fields: Record<string, unknown>) => void lines.push({ level: 'error', fields }) } as never,
     });
     await assert.rejects(broken.submit(principal, body, 'req_start_bug', newId('task')), (error: GatewayError) => error.code === 'service_unavailable' && error.cause === bug);
@@ -152,7 +152,7 @@ describe('video submissions that fail halfway', () => {
     };
     return new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks: serviceTasks, ledger, accounts,
-      temporal: lateTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
+      temporal: lateTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK, hostNames: LOOPBACK_NAMES,
     });
   }
 
@@ -228,7 +228,7 @@ describe('video submissions that fail halfway', () => {
     };
     const stalled = new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks, ledger, accounts,
-      temporal: stalledTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
+      temporal: stalledTemporal as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK, hostNames: LOOPBACK_NAMES,
     });
     // No Idempotency-Key: the sweeper closes such a task rather than starting it.
     await assert.rejects(stalled.submit(principal, { ...body, metadata: { ...body.metadata, callback_url: 'http://127.0.0.1:9/never-called' } }, 'req_stalled'), (error: GatewayError) => error.code === 'service_unavailable' && /nothing was charged/.test(error.message));
@@ -321,7 +321,7 @@ describe('video submissions that fail halfway', () => {
     };
     return new VideoTaskService({
       holdDeadlineMs: 2_000, stalledAfterMs: 1_000, catalog, tasks: apiTasks, ledger, accounts,
-      temporal: recording as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK,
+      temporal: recording as unknown as typeof stack.temporal.client, taskQueue: stack.taskQueue, deadlineSeconds: 600, outboundAllowlist: LOOPBACK, hostNames: LOOPBACK_NAMES,
     });
   }
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import type { Catalog } from '../../../core/catalog.ts';
 import { GatewayError } from '../../../core/errors.ts';
-import { firstRefusedName, hostRefusalError, type HostResolver, type NamedHost } from '../../../core/host-names.ts';
+import type { HostNameCheck, NamedHost } from '../../../core/host-names.ts';
 import type { Allowlist } from '../../../core/outbound-guard.ts';
 import { internalMediaAddressIn } from '../../services/openai-proxy/message-media-addresses.ts';
 import { AUTHENTICATED_ERRORS, BODY_ERRORS, errorResponses } from '../../openapi/error-responses.ts';
@@ -25,8 +25,8 @@ export interface ChatRouteOptions {
   bodyLimit: number;
   /** OUTBOUND_ALLOWLIST: internal addresses media URLs in messages may name. */
   outboundAllowlist: Allowlist;
-  /** How media URLs' names are resolved (the system's resolver when absent). */
-  resolveHost?: HostResolver;
+  /** Judges the names of media URLs by their addresses. */
+  hostNames: HostNameCheck;
 }
 
 export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, options) => {
@@ -58,13 +58,8 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
     const names: NamedHost[] = [];
     const internal = internalMediaAddressIn(request.body.messages, options.outboundAllowlist, names);
     if (internal) throw new GatewayError('invalid_request', internal.message, internal.param);
-    if (names.length > 0) {
-      const refusal = await firstRefusedName(names, options.outboundAllowlist, options.resolveHost);
-      if (refusal) {
-        request.log.info({ param: refusal.param, detail: refusal.detail }, 'chat media host refused');
-        throw hostRefusalError(refusal, 'a model provider');
-      }
-    }
+    const leadsInside = await options.hostNames.refusalError(names, () => 'a model provider', request.log);
+    if (leadsInside) throw leadsInside;
     const context = { signal: new ClientDisconnect(reply.raw, options.calls), log: request.log, setHeaders: (headers: Record<string, string>) => reply.headers(headers), receivedAt: performance.now() - reply.elapsedTime };
     try {
       if (request.body.stream !== true) {

@@ -97,7 +97,7 @@ function contentField(model: VideoModel) {
     .array(entry, { error: `must be an array of reference media entries (${either(types)}) for '${model.id}'` })
     .max(model.reference.total, `allows at most ${model.reference.total} reference entries in total for '${model.id}'`)
     .meta(contentArrayRules(model))
-    .describe('Reference media, in order: reference images (role reference_image) are cited in the prompt as @image1…@imageN, in any case; first/last-frame images are not cited. The vendor fetches each URL: one on a literal internal address (loopback, private, link-local and the like, or a localhost name, unless the operator allows it) is a 400.');
+    .describe('Reference media, in order: reference images (role reference_image) are cited in the prompt as @image1…@imageN, in any case; first/last-frame images are not cited. The vendor fetches each URL: one on an internal address (loopback, private, link-local and the like, unless the operator allows it), written as one, as a localhost name or as a name that resolves to one, is a 400; a name the gateway could not resolve in time is a 503 to retry.');
 }
 
 /** `metadata` that is not an object (null, an array); other issues keep their own messages. */
@@ -118,7 +118,7 @@ function submissionFor(model: VideoModel) {
           // The worker calls no URL longer than this (core/outbound-guard.ts): refused here, not
           // accepted, billed and never called.
           callback_url: httpUrl.max(MAX_CALLER_URL_LENGTH, `must be at most ${MAX_CALLER_URL_LENGTH} characters`)
-            .describe('Webhook address; receives the final task JSON, signed per Standard Webhooks. A literal address the gateway does not call (loopback, private, link-local and the like, or a localhost name, unless the operator allows it) is a 400.')
+            .describe('Webhook address; receives the final task JSON, signed per Standard Webhooks. An address the gateway does not call (loopback, private, link-local and the like, unless the operator allows it), written as one, as a localhost name or as a name that resolves to one, is a 400; a name the gateway could not resolve in time is a 503 to retry.')
             .nullish(),
           content: contentField(model).nullish(),
         }, { error: metadataRefusal })
