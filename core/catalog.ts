@@ -56,6 +56,10 @@ const chatModelSchema = z.object({
   image_input_tokens: z.number().int().min(0).default(DEFAULT_IMAGE_INPUT_TOKENS),
   price_per_million_input_tokens_micros: z.number().int().min(0),
   price_per_million_output_tokens_micros: z.number().int().min(0),
+  /** Audio in and out (`input_audio` parts, `modalities: ["audio"]`) is billed as the upstream
+   * counts it, at the prices above: true for a self-hosted audio model. OpenAI bills audio at
+   * other prices, so without it audio is refused (api/services/openai-proxy/chat-audio.ts). */
+  audio_as_tokens: z.boolean().default(false),
 });
 
 const imageModelSchema = z.object({

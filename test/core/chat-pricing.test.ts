@@ -19,6 +19,7 @@ const model = {
   image_input_tokens: 48_200,
   price_per_million_input_tokens_micros: 150_000,
   price_per_million_output_tokens_micros: 600_000,
+  audio_as_tokens: false,
 } satisfies ChatModel;
 
 describe('the input tokens a chat call reserves', () => {

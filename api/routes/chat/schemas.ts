@@ -10,13 +10,7 @@ import { modelIdField } from '../model-resolution.ts';
 // spec 4.3 says unsupported parameters are ignored upstream, not rejected.
 // What is checked is what the spec states limits for, and what billing reads.
 
-const contentPart = z.looseObject({
-  type: z
-    .string({ error: 'is required in every content part' })
-    // OpenAI bills audio input at many times its text price (gpt-4o-audio-preview: 16 times),
-    // and the catalog prices text tokens: passed through, audio was charged at the text price.
-    .refine((type) => type !== 'input_audio', { error: "'input_audio' is not offered here: the provider bills audio input at other prices than the text tokens this gateway's prices cover" }),
-});
+const contentPart = z.looseObject({ type: z.string({ error: 'is required in every content part' }) });
 
 const content = z.union([z.string(), z.array(contentPart)], { error: requiredAs('a string or an array of content parts') });
 
@@ -90,12 +84,13 @@ export const chatCompletionBody = z.looseObject({
     .enum(['auto', 'default'], { error: "must be 'auto' or 'default': this gateway's prices are the provider's standard tier, and it bills 'flex', 'scale' and 'priority' at other prices" })
     .nullish(),
   web_search_options: z.null({ error: 'is not offered here: the provider bills each web search beyond the tokens, which this gateway\'s prices do not cover' }).optional(),
-  // Spoken answers: OpenAI bills audio output at 8 times its text price, and the catalog prices
-  // text tokens. `modalities: ["text"]` is what every model answers anyway.
+  // Audio (these, and `input_audio` parts) is refused for a model whose catalog entry does not
+  // bill it as tokens (api/services/openai-proxy/chat-audio.ts).
   modalities: z
-    .array(z.literal('text', { error: "must be 'text': this gateway's prices are per text token, and the provider bills audio output at other prices" }), { error: 'must be an array: ["text"]' })
-    .nullish(),
-  audio: z.null({ error: 'is not offered here: the provider bills audio output at other prices than the text tokens this gateway\'s prices cover' }).optional(),
+    .array(z.enum(['text', 'audio'], { error: "must be 'text' or 'audio'" }), { error: 'must be an array: ["text"] or ["text", "audio"]' })
+    .nullish()
+    .describe('Audio ("audio", the `audio` object, `input_audio` parts) is a 400 on a model whose provider bills it at other prices than its text tokens.'),
+  audio: z.looseObject({}, { error: 'must be an object: {"voice": ..., "format": ...}' }).nullish(),
 });
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionBody>;

@@ -14,6 +14,7 @@ import { restoreUnsafeIntegers } from '../../../core/verbatim-integers.ts';
 import { ChatStream } from './chat-stream.ts';
 import type { ClientDisconnect } from './client-disconnect.ts';
 import type { OpenAiUpstreams, UpstreamResponse } from './upstream-client.ts';
+import { refuseUnpricedAudio } from './chat-audio.ts';
 import { errorInSuccessfulAnswer, malformedUpstreamAnswer, streamedRefusal } from './upstream-errors.ts';
 import { isObject, readUsage, type Json } from './wire.ts';
 import { outputCharacters } from './output-characters.ts';
@@ -223,6 +224,7 @@ export class ChatProxy {
   private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
     refuseOutputLimitAboveModel(model, body);
+    refuseUnpricedAudio(model, body);
     const { payload, promptTokens, leastPromptTokens, mostPromptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
     const prediction = (body as { prediction?: unknown }).prediction;
     const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
