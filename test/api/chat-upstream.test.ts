@@ -156,12 +156,26 @@ describe('chat against a scripted upstream', () => {
     // Take the first bytes, then stop reading for a while.
     await once(response, 'readable');
     response.pause();
-    // Once the socket buffers between upstream, gateway and caller are full, the upstream stalls.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const stalledAt = floodState.written;
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(floodState.finished, false, 'the gateway read the whole upstream while its caller did not read');
-    assert.equal(floodState.written, stalledAt, 'the upstream kept writing while the caller did not read');
+    try {
+      // Once the socket buffers between upstream, gateway and caller are full, the upstream
+      // stalls: wait for its count to hold still for 300 ms (on a loaded machine filling them
+      // took longer than the half second once allowed), then for another 300 ms.
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      let stalledAt = -1;
+      for (let still = 0, waited = 0; still < 3 && waited < 15_000 && !floodState.finished; waited += 100) {
+        const before = floodState.written;
+        await sleep(100);
+        still = floodState.written === before ? still + 1 : 0;
+        stalledAt = floodState.written;
+      }
+      await sleep(300);
+      assert.equal(floodState.finished, false, 'the gateway read the whole upstream while its caller did not read');
+      assert.equal(floodState.written, stalledAt, 'the upstream kept writing while the caller did not read');
+    } catch (error) {
+      // A stream left paused would hold its account's money for the tests after this one.
+      response.destroy();
+      throw error;
+    }
 
     let text = '';
     response.setEncoding('utf8');
