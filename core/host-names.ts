@@ -1,4 +1,5 @@
 import { Resolver } from 'node:dns/promises';
+import { namesTried, systemSearchList, type SearchList } from './dns-search-list.ts';
 import { GatewayError } from './errors.ts';
 import { forbiddenRange, isLiteralOrLocalhost, type Allowlist } from './outbound-guard.ts';
 
@@ -12,7 +13,8 @@ import { forbiddenRange, isLiteralOrLocalhost, type Allowlist } from './outbound
 // DNS is asked directly (c-ares: Node's `Resolver`), not through getaddrinfo: a getaddrinfo call
 // cannot be cancelled and holds a thread of libuv's pool (shared with scrypt) for the resolver's
 // whole timeout, so callers naming a zone whose server never answers could fill the pool. So
-// this api's hosts file is not read; the fetcher's is out of view anyway.
+// this api's hosts file is not read (the fetcher's is out of view anyway), and resolv.conf's
+// search domains are applied here (core/dns-search-list.ts), as the fetcher's getaddrinfo does.
 //
 // What it cannot see: a name that answers the gateway one way and the fetcher another a moment
 // later (DNS rebinding, split horizons). The worker's own calls are checked again on the
@@ -66,6 +68,7 @@ export class HostNameCheck {
     private readonly allowlist: Allowlist,
     servers: readonly string[] = [],
     private readonly timeoutMs = HOST_LOOKUP_TIMEOUT_MS,
+    private readonly searchList: SearchList = systemSearchList(),
   ) {
     this.servers = [...servers];
     // setServers throws on a malformed address: at start, not on a caller's request.
@@ -101,25 +104,31 @@ export class HostNameCheck {
   }
 
   private async judge(hostname: string): Promise<Verdict> {
+    // Every name the fetcher's resolver may try, asked at once; the first in its order that has
+    // an address is the one it fetches (a search domain answering every name, `*.corp.internal`,
+    // must not condemn a public name tried before it).
+    const names = namesTried(hostname, this.searchList);
     // A resolver per name: cancel() ends every query of its resolver.
     const resolver = new Resolver({ timeout: this.timeoutMs, tries: 1 });
     if (this.servers.length > 0) resolver.setServers(this.servers);
     // c-ares's timeout is per server tried; this bounds the whole.
     const deadline = setTimeout(() => resolver.cancel(), this.timeoutMs);
-    const answers = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+    const answers = await Promise.all(names.map((name) => Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)])));
     clearTimeout(deadline);
-    // Every address, not the first: an attacker's DNS could hide 127.0.0.1 among public answers.
-    for (const answer of answers) {
-      if (answer.status !== 'fulfilled') continue;
-      for (const address of answer.value) {
+    for (const [index, name] of names.entries()) {
+      const addresses = answers[index]!.flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []));
+      // Every address, not the first: an attacker's DNS could hide 127.0.0.1 among public answers.
+      for (const address of addresses) {
         const range = forbiddenRange(address, this.allowlist);
-        if (range !== null) return { why: 'internal', detail: `${hostname} resolves to ${address} (${range})` };
+        if (range !== null) return { why: 'internal', detail: `${hostname} resolves to ${address} (${range})${name === hostname ? '' : ` as ${name}`}` };
       }
+      // A failure that an answer may hide (a timeout) leaves open which name, or which of its
+      // addresses, the fetcher gets.
+      const failures = answers[index]!.flatMap((answer) => (answer.status === 'rejected' ? [String((answer.reason as NodeJS.ErrnoException).code ?? answer.reason)] : []));
+      const described = new Set(failures.filter((code) => !NOTHING_TO_FETCH.has(code)).map((code) => (code === 'ETIMEOUT' || code === 'ECANCELLED' ? `no answer within ${this.timeoutMs} ms` : code)));
+      if (described.size > 0) return { why: 'unresolved', detail: `${name}: ${[...described].join(', ')}` };
+      if (addresses.length > 0) return null;
     }
-    const failures = answers.flatMap((answer) => (answer.status === 'rejected' ? [String((answer.reason as NodeJS.ErrnoException).code ?? answer.reason)] : []));
-    const retryable = failures.filter((code) => !NOTHING_TO_FETCH.has(code));
-    const described = new Set(retryable.map((code) => (code === 'ETIMEOUT' || code === 'ECANCELLED' ? `no answer within ${this.timeoutMs} ms` : code)));
-    if (described.size > 0) return { why: 'unresolved', detail: `${hostname}: ${[...described].join(', ')}` };
     return null;
   }
 }

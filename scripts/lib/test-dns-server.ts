@@ -11,6 +11,7 @@ import dnsPacket from 'dns-packet';
 //   v6-fd00--1.nip.test                 AAAA fd00::1
 //   servfail.nip.test                   SERVFAIL
 //   silent.nip.test                     no reply at all (a zone whose server never answers)
+//   anything.wild.test                  A 10.0.0.1 (an internal zone answering every name)
 //
 // A name with addresses of one family has no records of the other (NOERROR, empty). Every other
 // name does not exist (NXDOMAIN), as public names do on a machine without DNS.
@@ -22,6 +23,7 @@ type Reply = { rcode: 'NOERROR' | 'NXDOMAIN' | 'SERVFAIL'; answers: dnsPacket.An
 
 function replyFor(name: string, type: string): Reply {
   const lower = name.toLowerCase().replace(/\.$/, '');
+  if (lower.endsWith('.wild.test')) return { rcode: 'NOERROR', answers: type === 'A' ? [{ type: 'A', name, ttl: 0, data: '10.0.0.1' }] : [] };
   if (!lower.endsWith(ZONE)) return { rcode: 'NXDOMAIN', answers: [] };
   const labels = lower.slice(0, -ZONE.length).split('.');
   if (labels.length === 1 && labels[0] === 'silent') return 'silent';

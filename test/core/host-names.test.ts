@@ -9,6 +9,8 @@ import { startTestDnsServer } from '../../scripts/lib/test-dns-server.ts';
 // real DNS server on loopback, whose answers are written in the names (test-dns-server.ts).
 
 const none = parseOutboundAllowlist('');
+/** This machine's resolv.conf has no search line; a CI machine's may. */
+const NO_SEARCH = { domains: [], ndots: 1 };
 const one = (hostname: string, param = 'p') => [{ hostname, param }];
 
 describe('caller names resolved before anyone is sent there', () => {
@@ -16,13 +18,13 @@ describe('caller names resolved before anyone is sent there', () => {
   let check: HostNameCheck;
   before(async () => {
     dns = await startTestDnsServer();
-    check = new HostNameCheck(none, [dns.address], 300);
+    check = new HostNameCheck(none, [dns.address], 300, NO_SEARCH);
   });
   after(() => dns.stop());
 
   it('refuses a name leading to cloud metadata, unless the allowlist admits it', async () => {
     assert.deepEqual(await check.firstRefused(one('169-254-169-254.nip.test')), { param: 'p', why: 'internal', detail: '169-254-169-254.nip.test resolves to 169.254.169.254 (linkLocal)' });
-    const admitting = new HostNameCheck(parseOutboundAllowlist('169.254.0.0/16'), [dns.address], 300);
+    const admitting = new HostNameCheck(parseOutboundAllowlist('169.254.0.0/16'), [dns.address], 300, NO_SEARCH);
     assert.equal(await admitting.firstRefused(one('169-254-169-254.nip.test')), null);
   });
 
@@ -45,7 +47,7 @@ describe('caller names resolved before anyone is sent there', () => {
   });
 
   it('so is every name when the DNS server cannot be reached', async () => {
-    const unreachable = new HostNameCheck(none, [`127.0.0.1:${await freePort()}`], 300);
+    const unreachable = new HostNameCheck(none, [`127.0.0.1:${await freePort()}`], 300, NO_SEARCH);
     const refusal = await unreachable.firstRefused(one('93-184-216-34.nip.test'));
     assert.equal(refusal?.why, 'unresolved', JSON.stringify(refusal));
   });
@@ -74,6 +76,21 @@ describe('caller names resolved before anyone is sent there', () => {
     assert.ok(!dns.asked.some((query) => query.endsWith(`host-${MAX_NAMES_PER_REQUEST}.example`)));
     // Repeats of names already asked are not more names.
     assert.equal(await check.firstRefused(hosts.slice(0, MAX_NAMES_PER_REQUEST).concat(hosts.slice(0, 3))), null);
+  });
+
+  it("completes names with resolv.conf's search domains in getaddrinfo's order, as the fetcher's resolver does", async () => {
+    // `http://metadata/` on a GCE machine, `http://vllm.default/` in a Kubernetes pod.
+    const searching = new HostNameCheck(none, [dns.address], 300, { domains: ['nothing.example', 'nip.test'], ndots: 1 });
+    assert.deepEqual(await searching.firstRefused(one('169-254-169-254')), { param: 'p', why: 'internal', detail: '169-254-169-254 resolves to 169.254.169.254 (linkLocal) as 169-254-169-254.nip.test' });
+    // Written with its root dot, a name is complete: no domain is added.
+    assert.equal(await searching.firstRefused(one('169-254-169-254.')), null);
+    // A name with ndots dots is tried as given first: a public answer there is what is fetched,
+    // however an internal zone answers its completions.
+    const wildcard = { domains: ['wild.test'] };
+    assert.equal(await new HostNameCheck(none, [dns.address], 300, { ...wildcard, ndots: 1 }).firstRefused(one('93-184-216-34.nip.test')), null);
+    // With fewer (Kubernetes sets ndots:5), the completions come first, and the zone's answer wins.
+    const kubernetes = new HostNameCheck(none, [dns.address], 300, { ...wildcard, ndots: 5 });
+    assert.equal((await kubernetes.firstRefused(one('93-184-216-34.nip.test')))?.detail, '93-184-216-34.nip.test resolves to 10.0.0.1 (private) as 93-184-216-34.nip.test.wild.test');
   });
 
   it('a malformed DNS server address fails at start, not on a caller', () => {
