@@ -61,7 +61,7 @@ export const environmentSchema = z.object({
   // Taken as at most WEBHOOK_TIMEOUT_MAX_MS (webhookTimeoutMs below).
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_WEBHOOK_TIMEOUT_MS),
   OUTBOUND_ALLOWLIST: z.string().default(''),
-  // DNS servers (`ip` or `ip:port`, comma-separated) the api asks for the names in callers' URLs
+  // DNS servers (`ip`, `ip:port` or `[ipv6]:port`, comma-separated) the api asks for the names in callers' URLs
   // (core/host-names.ts); the system's resolv.conf when empty. Give the ones the vendors and
   // model servers inside the network use, if they differ.
   DNS_SERVERS: z.string().default(''),

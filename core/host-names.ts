@@ -23,17 +23,23 @@ import { forbiddenRange, isLiteralOrLocalhost, type Allowlist } from './outbound
 /** How long a name may take to resolve before the caller is told to try again. */
 export const HOST_LOOKUP_TIMEOUT_MS = 3_000;
 
-/** The most distinct names one request may ask the gateway to resolve: two queries each, and a
- * 20 MB chat body could otherwise carry a hundred thousand names of the caller's own zone. */
+/** The most distinct names one request may ask the gateway to resolve (each is two queries per
+ * name the search list makes of it): a 20 MB chat body could otherwise carry a hundred thousand
+ * names of the caller's own zone. */
 export const MAX_NAMES_PER_REQUEST = 16;
 
 // Answers that leave the fetcher, asking the same DNS, nothing to fetch: the URL goes on and
-// fails where it is fetched. No such name, no address of that family, a name no DNS can hold,
-// and a zone whose servers fail (a lame delegation answers SERVFAIL to every asker, and its
-// owner could as well answer NXDOMAIN, which passes). What is left (a timeout, this gateway's
-// own DNS refusing or unreachable) is worth a retry: a slow answer may sit in a caching
-// resolver by the time the fetcher asks, so it is never let through unjudged.
-const NOTHING_TO_FETCH = new Set(['ENOTFOUND', 'ENODATA', 'EBADNAME', 'ESERVFAIL']);
+// fails where it is fetched. No such name, no address of that family (or a server that does not
+// do that family's queries: NOTIMP, FORMERR, as old ones answer AAAA), a name no DNS can hold,
+// and a zone whose servers fail. SERVFAIL is let through knowingly: a lame delegation answers it
+// to every asker, so refusing it would be a 503 that retrying never clears, while a recursive
+// resolver also answers it for a zone that was merely slow, whose later answer may then sit in
+// its cache for the fetcher; an attacker owning the zone gains nothing by it that answering
+// each asker differently (rebinding, out of reach anyway) would not give.
+const NOTHING_TO_FETCH = new Set(['ENOTFOUND', 'ENODATA', 'EBADNAME', 'ESERVFAIL', 'ENOTIMP', 'EFORMERR']);
+// This gateway's own DNS refusing or unreachable: every name fails alike until the operator
+// mends DNS_SERVERS or resolv.conf, so it is logged as theirs to fix. A timeout is the zone's.
+const DNS_FAULTS = new Set(['ECONNREFUSED', 'EREFUSED']);
 
 /** A caller's name, and the field it came in. */
 export interface NamedHost {
@@ -45,11 +51,15 @@ export interface HostRefusal {
   param: string;
   /** `internal`: it resolved to an address the allowlist does not admit; `unresolved`: DNS
    * failed or took too long (worth a retry, unlike a refusal); `too many`: the request named
-   * more than MAX_NAMES_PER_REQUEST hosts, this one the first beyond. */
-  why: 'internal' | 'unresolved' | 'too many';
+   * more than MAX_NAMES_PER_REQUEST hosts, this one the first beyond; `single label`: a name
+   * without a dot (`redis`), which each fetcher completes with its own search domains (its own
+   * Kubernetes namespace first), out of this gateway's view. */
+  why: 'internal' | 'unresolved' | 'too many' | 'single label';
   /** For the log: the address and range, or DNS's errors. Never sent to the caller, who would
    * otherwise map the operator's network by its DNS answers. */
   detail: string;
+  /** The gateway's own DNS refused or could not be reached (the operator's to fix). */
+  dnsFault?: true;
 }
 
 type Verdict = Omit<HostRefusal, 'param'> | null;
@@ -62,7 +72,9 @@ export function dnsServers(value: string): string[] {
 /** Judges callers' names against the allowlist, asking `servers` (DNS_SERVERS; the system's
  * resolv.conf when empty). */
 export class HostNameCheck {
-  private readonly servers: string[];
+  // One resolver for the process: c-ares keeps one socket per server for all queries, and
+  // remembers a server that did not answer, so the next is asked first.
+  private readonly resolver: Resolver;
 
   constructor(
     private readonly allowlist: Allowlist,
@@ -70,22 +82,25 @@ export class HostNameCheck {
     private readonly timeoutMs = HOST_LOOKUP_TIMEOUT_MS,
     private readonly searchList: SearchList = systemSearchList(),
   ) {
-    this.servers = [...servers];
+    // Each server gets its share of the deadline, so a silent first one leaves time to ask the
+    // next (with the whole deadline each, every name waited for the silent one and failed).
+    this.resolver = new Resolver({ timeout: Math.max(100, Math.floor(timeoutMs / Math.max(1, servers.length))), tries: 1 });
     // setServers throws on a malformed address: at start, not on a caller's request.
-    if (this.servers.length > 0) new Resolver().setServers(this.servers);
+    if (servers.length > 0) this.resolver.setServers([...servers]);
   }
 
   /** The first of `hosts` (in the order given) whose name resolves to an address the allowlist
    * does not admit, or could not be resolved; null when none. Each distinct name is asked once,
-   * all at the same time. */
+   * all at the same time, once they are known to be few enough. */
   async firstRefused(hosts: readonly NamedHost[]): Promise<HostRefusal | null> {
-    const verdicts = new Map<string, Promise<Verdict>>();
+    const distinct = new Set<string>();
     for (const { hostname, param } of hosts) {
       const name = hostname.toLowerCase();
-      if (verdicts.has(name)) continue;
-      if (verdicts.size === MAX_NAMES_PER_REQUEST) return { param, why: 'too many', detail: `more than ${MAX_NAMES_PER_REQUEST} names` };
-      verdicts.set(name, this.judge(name));
+      if (!name.replace(/\.$/, '').includes('.')) return { param, why: 'single label', detail: `${hostname} has no dot` };
+      distinct.add(name);
+      if (distinct.size > MAX_NAMES_PER_REQUEST) return { param, why: 'too many', detail: `more than ${MAX_NAMES_PER_REQUEST} names` };
     }
+    const verdicts = new Map([...distinct].map((name) => [name, this.judge(name)]));
     for (const { hostname, param } of hosts) {
       const verdict = await verdicts.get(hostname.toLowerCase())!;
       if (verdict) return { param, ...verdict };
@@ -93,13 +108,16 @@ export class HostNameCheck {
     return null;
   }
 
-  /** As firstRefused, as the caller's error (hostRefusalError), with its detail logged;
-   * `fetcher` names who would have been sent to a field's URL. */
-  async refusalError(hosts: readonly NamedHost[], fetcher: (param: string) => string, log: { info(fields: object, message: string): void }, fields: object = {}): Promise<GatewayError | null> {
+  /** As firstRefused, as the caller's error (hostRefusalError), with its detail logged (as a
+   * warning when this gateway's DNS is at fault); `fetcher` names who would have been sent to a
+   * field's URL. */
+  async refusalError(hosts: readonly NamedHost[], fetcher: (param: string) => string, log: HostCheckLog, fields: object = {}): Promise<GatewayError | null> {
     if (hosts.length === 0) return null;
     const refusal = await this.firstRefused(hosts);
     if (!refusal) return null;
-    log.info({ ...fields, param: refusal.param, why: refusal.why, detail: refusal.detail }, 'caller host refused');
+    const line = { ...fields, param: refusal.param, why: refusal.why, detail: refusal.detail };
+    if (refusal.dnsFault) log.warn(line, "the gateway's DNS refused or could not be reached: every name fails alike; check DNS_SERVERS or resolv.conf");
+    else log.info(line, 'caller host refused');
     return hostRefusalError(refusal, fetcher(refusal.param));
   }
 
@@ -108,13 +126,8 @@ export class HostNameCheck {
     // an address is the one it fetches (a search domain answering every name, `*.corp.internal`,
     // must not condemn a public name tried before it).
     const names = namesTried(hostname, this.searchList);
-    // A resolver per name: cancel() ends every query of its resolver.
-    const resolver = new Resolver({ timeout: this.timeoutMs, tries: 1 });
-    if (this.servers.length > 0) resolver.setServers(this.servers);
-    // c-ares's timeout is per server tried; this bounds the whole.
-    const deadline = setTimeout(() => resolver.cancel(), this.timeoutMs);
-    const answers = await Promise.all(names.map((name) => Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)])));
-    clearTimeout(deadline);
+    const answers = await withinDeadline(Promise.all(names.map((name) => Promise.allSettled([this.resolver.resolve4(name), this.resolver.resolve6(name)]))), this.timeoutMs);
+    if (answers === 'timeout') return { why: 'unresolved', detail: `${hostname}: no answer within ${this.timeoutMs} ms` };
     for (const [index, name] of names.entries()) {
       const addresses = answers[index]!.flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []));
       // Every address, not the first: an attacker's DNS could hide 127.0.0.1 among public answers.
@@ -124,12 +137,38 @@ export class HostNameCheck {
       }
       // A failure that an answer may hide (a timeout) leaves open which name, or which of its
       // addresses, the fetcher gets.
-      const failures = answers[index]!.flatMap((answer) => (answer.status === 'rejected' ? [String((answer.reason as NodeJS.ErrnoException).code ?? answer.reason)] : []));
-      const described = new Set(failures.filter((code) => !NOTHING_TO_FETCH.has(code)).map((code) => (code === 'ETIMEOUT' || code === 'ECANCELLED' ? `no answer within ${this.timeoutMs} ms` : code)));
-      if (described.size > 0) return { why: 'unresolved', detail: `${name}: ${[...described].join(', ')}` };
+      const retryable = failureCodes(answers[index]!).filter((code) => !NOTHING_TO_FETCH.has(code));
+      if (retryable.length > 0) return { why: 'unresolved', detail: `${name}: ${[...new Set(retryable.map(readableCode))].join(', ')}`, ...(retryable.some((code) => DNS_FAULTS.has(code)) ? { dnsFault: true } : {}) };
       if (addresses.length > 0) return null;
     }
     return null;
+  }
+}
+
+export interface HostCheckLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+function failureCodes(answers: PromiseSettledResult<string[]>[]): string[] {
+  return answers.flatMap((answer) => (answer.status === 'rejected' ? [String((answer.reason as NodeJS.ErrnoException).code ?? answer.reason)] : []));
+}
+
+function readableCode(code: string): string {
+  return code === 'ETIMEOUT' ? 'no answer in time' : code;
+}
+
+/** `work`, or 'timeout' once `ms` passed. The queries go on to c-ares's own timeout, which the
+ * shared resolver's per-server share keeps within about the same time. */
+async function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'timeout'>((settle) => {
+    timer = setTimeout(() => settle('timeout'), ms);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -145,6 +184,7 @@ export function isResolvableName(hostname: string): boolean {
 export function hostRefusalError(refusal: HostRefusal, fetcher: string): GatewayError {
   const { param } = refusal;
   if (refusal.why === 'internal') return new GatewayError('invalid_request', `${param}: its host resolves to an internal address, which the gateway does not send ${fetcher} to; give an address on the public internet.`, param);
+  if (refusal.why === 'single label') return new GatewayError('invalid_request', `${param}: its host is a single label, which only a network's own resolver completes (to a host inside it); give the host's full DNS name.`, param);
   if (refusal.why === 'too many') return new GatewayError('invalid_request', `${param}: the request names more than ${MAX_NAMES_PER_REQUEST} distinct hosts, each of which the gateway resolves before sending ${fetcher} there; fetch from fewer hosts, or send the media inline as data: URLs.`, param);
   return new GatewayError('service_unavailable', `${param}: its host could not be resolved just now, and the gateway sends ${fetcher} to no name it has not checked; try again.`, param, { 'retry-after': '1' });
 }

@@ -1,6 +1,5 @@
-import type { FastifyBaseLogger } from 'fastify';
 import { GatewayError } from '../../core/errors.ts';
-import { isResolvableName, type HostNameCheck, type NamedHost } from '../../core/host-names.ts';
+import { isResolvableName, type HostCheckLog, type HostNameCheck, type NamedHost } from '../../core/host-names.ts';
 import { refusedOnSight, type Allowlist } from '../../core/outbound-guard.ts';
 import type { SubmissionInput } from '../../core/video-validation.ts';
 
@@ -15,7 +14,7 @@ import type { SubmissionInput } from '../../core/video-validation.ts';
  * calls the callback, and checks its address again on connecting; the vendor fetches the
  * reference media, and a vendor inside the operator's network (a self-hosted model server)
  * must not be sent to its neighbours either. Null when all may be used. */
-export async function refusedAddressIn(body: SubmissionInput, allowlist: Allowlist, hostNames: HostNameCheck, log?: Pick<FastifyBaseLogger, 'info'>, requestId?: string): Promise<GatewayError | null> {
+export async function refusedAddressIn(body: SubmissionInput, allowlist: Allowlist, hostNames: HostNameCheck, log: HostCheckLog, requestId: string): Promise<GatewayError | null> {
   const names: NamedHost[] = [];
   const callbackUrl = body.metadata?.callback_url;
   if (callbackUrl) {
@@ -34,5 +33,5 @@ export async function refusedAddressIn(body: SubmissionInput, allowlist: Allowli
     if (isResolvableName(url.hostname)) names.push({ hostname: url.hostname, param });
   }
   const fetcher = (param: string) => (param === 'metadata.callback_url' ? 'its callbacks' : 'a vendor');
-  return hostNames.refusalError(names, fetcher, log ?? { info: () => {} }, requestId ? { reqId: requestId } : {});
+  return hostNames.refusalError(names, fetcher, log, { reqId: requestId });
 }

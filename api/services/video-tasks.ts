@@ -44,6 +44,9 @@ export interface VideoTaskServiceOptions {
   stalledAfterMs?: number;
 }
 
+/** The log of a service built without one (tests). */
+const QUIET = { info: () => {}, warn: () => {} };
+
 /** How long a submission waits for Temporal to accept its workflow before answering 503. */
 const START_DEADLINE_MS = 3_000;
 /** How long a submission waits to be stored and to get its hold on the balance before answering
@@ -100,7 +103,7 @@ export class VideoTaskService {
     const validated = validateVideoSubmission(model, body, catalog.upstream(model.upstream).protocol);
     let priceMicros = videoPriceMicros(model, validated.seconds, validated.resolution);
     const callbackUrl = body.metadata?.callback_url;
-    const refusal = await refusedAddressIn(body, this.options.outboundAllowlist, this.options.hostNames, this.options.log, requestId);
+    const refusal = await refusedAddressIn(body, this.options.outboundAllowlist, this.options.hostNames, this.options.log ?? QUIET, requestId);
     // A retry under an Idempotency-Key whose task is stored goes on with that task as stored
     // (below), whatever this process would say of it now: its first attempt was let through (by
     // an older version, an api given another allowlist, or a name that resolved elsewhere then),

@@ -57,6 +57,12 @@ describe('audio in chat calls', () => {
     assert.deepEqual(await stack.ledgerEntries(accountId), []);
   });
 
+  it('the OpenAPI document names the models that take audio', async () => {
+    const document = (await stack.app.inject({ url: '/openapi.json' })).json();
+    const text = JSON.stringify(document);
+    assert.match(text, /Models taking audio here: qwen2-audio\./);
+  });
+
   it('passes to the upstream on a model billing audio as tokens, and charges the tokens it reports', async () => {
     const before = await stack.simulatorStats();
     const response = await postChat(withAudio(SELF_HOSTED_AUDIO.id));

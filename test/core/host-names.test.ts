@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
 import { after, before, describe, it } from 'node:test';
 import { HostNameCheck, MAX_NAMES_PER_REQUEST, isResolvableName } from '../../core/host-names.ts';
 import { freePort } from '../../scripts/lib/processes.ts';
@@ -12,6 +13,13 @@ const none = parseOutboundAllowlist('');
 /** This machine's resolv.conf has no search line; a CI machine's may. */
 const NO_SEARCH = { domains: [], ndots: 1 };
 const one = (hostname: string, param = 'p') => [{ hostname, param }];
+
+/** A DNS server that takes every query and answers none. */
+async function silentServer(): Promise<{ address: string; close: () => void }> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((ready) => socket.bind(0, '127.0.0.1', () => ready()));
+  return { address: `127.0.0.1:${socket.address().port}`, close: () => socket.close() };
+}
 
 describe('caller names resolved before anyone is sent there', () => {
   let dns: Awaited<ReturnType<typeof startTestDnsServer>>;
@@ -42,14 +50,47 @@ describe('caller names resolved before anyone is sent there', () => {
 
   it('a name whose DNS server never answers is "unresolved" at the deadline, not let through', async () => {
     const started = performance.now();
-    assert.deepEqual(await check.firstRefused(one('silent.nip.test')), { param: 'p', why: 'unresolved', detail: 'silent.nip.test: no answer within 300 ms' });
+    const refusal = await check.firstRefused(one('silent.nip.test'));
+    assert.equal(refusal?.why, 'unresolved');
+    assert.match(refusal?.detail ?? '', /^silent\.nip\.test: no answer (within 300 ms|in time)$/);
+    assert.equal(refusal?.dnsFault, undefined);
     assert.ok(performance.now() - started < 2_000);
   });
 
-  it('so is every name when the DNS server cannot be reached', async () => {
+  it("asks the next DNS server when one is silent, within the deadline; with every one silent, gives up at it", async () => {
+    const silent = [await silentServer(), await silentServer()];
+    try {
+      const failover = new HostNameCheck(none, [silent[0]!.address, dns.address], 600, NO_SEARCH);
+      const started = performance.now();
+      assert.equal((await failover.firstRefused(one('169-254-169-254.nip.test')))?.why, 'internal');
+      assert.ok(performance.now() - started < 600, `${performance.now() - started} ms`);
+      const deaf = new HostNameCheck(none, silent.map((server) => server.address), 400, NO_SEARCH);
+      const before = performance.now();
+      assert.equal((await deaf.firstRefused(one('93-184-216-34.nip.test')))?.why, 'unresolved');
+      // The deadline holds whatever c-ares does with its servers.
+      assert.ok(performance.now() - before < 900, `${performance.now() - before} ms`);
+    } finally {
+      for (const server of silent) server.close();
+    }
+  });
+
+  it("so is every name when the gateway's DNS server cannot be reached, logged as the operator's to fix", async () => {
     const unreachable = new HostNameCheck(none, [`127.0.0.1:${await freePort()}`], 300, NO_SEARCH);
     const refusal = await unreachable.firstRefused(one('93-184-216-34.nip.test'));
-    assert.equal(refusal?.why, 'unresolved', JSON.stringify(refusal));
+    assert.deepEqual(refusal, { param: 'p', why: 'unresolved', detail: '93-184-216-34.nip.test: ECONNREFUSED', dnsFault: true });
+    const lines: Array<[string, string]> = [];
+    const log = { info: (_fields: object, message: string) => void lines.push(['info', message]), warn: (_fields: object, message: string) => void lines.push(['warn', message]) };
+    const error = await unreachable.refusalError(one('93-184-216-34.nip.test'), () => 'a vendor', log);
+    assert.equal(error?.status, 503);
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]![0], 'warn');
+    assert.match(lines[0]![1], /check DNS_SERVERS or resolv.conf/);
+  });
+
+  it("refuses a single-label name, which each fetcher completes with its own search domains", async () => {
+    for (const hostname of ['redis', 'redis.']) {
+      assert.deepEqual(await check.firstRefused([{ hostname: 'public.example', param: 'a' }, { hostname, param: 'b' }]), { param: 'b', why: 'single label', detail: `${hostname} has no dot` });
+    }
   });
 
   it('asks each name once, all at once, and reports the first refused in the order given', async () => {
@@ -67,23 +108,25 @@ describe('caller names resolved before anyone is sent there', () => {
     assert.equal(new Set(names).size, 4);
   });
 
-  it(`refuses a request naming more than ${MAX_NAMES_PER_REQUEST} distinct hosts at the first beyond, without asking for it`, async () => {
+  it(`refuses a request naming more than ${MAX_NAMES_PER_REQUEST} distinct hosts at the first beyond, before asking for any`, async () => {
     dns.asked.length = 0;
     const hosts = Array.from({ length: MAX_NAMES_PER_REQUEST + 4 }, (_, index) => ({ hostname: `host-${index % (MAX_NAMES_PER_REQUEST + 1)}.example`, param: `messages.${index}` }));
     const refusal = await check.firstRefused(hosts);
     assert.equal(refusal?.why, 'too many');
     assert.equal(refusal?.param, `messages.${MAX_NAMES_PER_REQUEST}`);
-    assert.ok(!dns.asked.some((query) => query.endsWith(`host-${MAX_NAMES_PER_REQUEST}.example`)));
+    // Counted before any is asked.
+    assert.deepEqual(dns.asked, []);
     // Repeats of names already asked are not more names.
     assert.equal(await check.firstRefused(hosts.slice(0, MAX_NAMES_PER_REQUEST).concat(hosts.slice(0, 3))), null);
   });
 
   it("completes names with resolv.conf's search domains in getaddrinfo's order, as the fetcher's resolver does", async () => {
-    // `http://metadata/` on a GCE machine, `http://vllm.default/` in a Kubernetes pod.
-    const searching = new HostNameCheck(none, [dns.address], 300, { domains: ['nothing.example', 'nip.test'], ndots: 1 });
-    assert.deepEqual(await searching.firstRefused(one('169-254-169-254')), { param: 'p', why: 'internal', detail: '169-254-169-254 resolves to 169.254.169.254 (linkLocal) as 169-254-169-254.nip.test' });
+    // `http://metadata.google/` on a GCE machine (search google.internal), `http://vllm.default/`
+    // in a Kubernetes pod (search svc.cluster.local, ndots:5).
+    const searching = new HostNameCheck(none, [dns.address], 300, { domains: ['nothing.example', 'test'], ndots: 2 });
+    assert.deepEqual(await searching.firstRefused(one('169-254-169-254.nip')), { param: 'p', why: 'internal', detail: '169-254-169-254.nip resolves to 169.254.169.254 (linkLocal) as 169-254-169-254.nip.test' });
     // Written with its root dot, a name is complete: no domain is added.
-    assert.equal(await searching.firstRefused(one('169-254-169-254.')), null);
+    assert.equal(await searching.firstRefused(one('169-254-169-254.nip.')), null);
     // A name with ndots dots is tried as given first: a public answer there is what is fetched,
     // however an internal zone answers its completions.
     const wildcard = { domains: ['wild.test'] };

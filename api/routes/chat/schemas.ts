@@ -61,6 +61,17 @@ const functionTool = z.looseObject({
   ),
 });
 
+const modalities = z
+  .array(z.enum(['text', 'audio'], { error: "must be 'text' or 'audio'" }), { error: 'must be an array: ["text"] or ["text", "audio"]' })
+  .nullish();
+
+/** What the document says of audio: which models take it (catalog entries with
+ * `audio_as_tokens`). */
+function audioNote(audioModels: string[]): string {
+  const taking = audioModels.length > 0 ? `Models taking audio here: ${audioModels.join(', ')}.` : 'No model here takes audio.';
+  return `Audio ("audio" here, the \`audio\` object, \`input_audio\` content parts) is a 400 on a model whose provider bills it at other prices than its text tokens. ${taking}`;
+}
+
 const positiveInteger = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
 
 export const chatCompletionBody = z.looseObject({
@@ -86,10 +97,7 @@ export const chatCompletionBody = z.looseObject({
   web_search_options: z.null({ error: 'is not offered here: the provider bills each web search beyond the tokens, which this gateway\'s prices do not cover' }).optional(),
   // Audio (these, and `input_audio` parts) is refused for a model whose catalog entry does not
   // bill it as tokens (api/services/openai-proxy/chat-audio.ts).
-  modalities: z
-    .array(z.enum(['text', 'audio'], { error: "must be 'text' or 'audio'" }), { error: 'must be an array: ["text"] or ["text", "audio"]' })
-    .nullish()
-    .describe('Audio ("audio", the `audio` object, `input_audio` parts) is a 400 on a model whose provider bills it at other prices than its text tokens.'),
+  modalities,
   audio: z.looseObject({}, { error: 'must be an object: {"voice": ..., "format": ...}' }).nullish(),
 });
 
@@ -125,7 +133,7 @@ export function chatCompletionBodyFor(catalog: Catalog) {
     .nullish();
   const perModel = outputLimitsPerModel(chatModels, largest);
   return chatCompletionBody
-    .extend({ model: modelIdField(catalog, 'chat'), max_tokens: outputLimit, max_completion_tokens: outputLimit })
+    .extend({ model: modelIdField(catalog, 'chat'), max_tokens: outputLimit, max_completion_tokens: outputLimit, modalities: modalities.describe(audioNote(chatModels.filter((model) => model.audio_as_tokens).map((model) => model.id))) })
     .meta({ examples, ...(perModel.length > 0 ? { allOf: perModel } : {}) });
 }
 
