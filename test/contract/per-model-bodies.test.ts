@@ -19,6 +19,7 @@ import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.t
 type Json = Record<string, any>;
 
 const SMALL_CHAT = { id: 'small-chat', kind: 'chat', upstream: 'simulator-openai', upstream_model: 'gpt-4o-mini', owned_by: 'test', tools: true, max_output_tokens: 1_000, price_per_million_input_tokens_micros: 150_000, price_per_million_output_tokens_micros: 600_000 };
+const AUDIO_CHAT = { ...SMALL_CHAT, id: 'audio-chat', max_output_tokens: 4_096, audio_as_tokens: true };
 const PRICED_IMAGE = {
   id: 'priced-image',
   kind: 'image',
@@ -41,6 +42,12 @@ const CHAT_BODIES: Array<[Json, boolean]> = [
   [{ model: 'small-chat', messages, max_completion_tokens: 1_001 }, false],
   [{ model: 'small-chat', messages, max_tokens: null }, true],
   [{ model: 'gpt-4o-mini', messages, max_tokens: 1_001 }, true],
+  // Audio, taken only by a model whose entry bills it as tokens.
+  [{ model: 'gpt-4o-mini', messages, modalities: ['text'], audio: null }, true],
+  [{ model: 'gpt-4o-mini', messages, modalities: ['text', 'audio'] }, false],
+  [{ model: 'gpt-4o-mini', messages, audio: { voice: 'alloy', format: 'wav' } }, false],
+  [{ model: 'gpt-4o-mini', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }] }] }, false],
+  [{ model: 'audio-chat', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }] }], modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } }, true],
 ];
 const IMAGE_BODIES: Array<[Json, boolean]> = [
   [{ model: 'priced-image', prompt: 'a' }, true],
@@ -61,7 +68,7 @@ describe('the OpenAPI document on chat and image bodies, model by model', () => 
   let key: string;
   before(async () => {
     const catalog = JSON.parse(readFileSync(path.join(projectRoot, 'config/catalog.local.json'), 'utf8'));
-    catalog.models.push(SMALL_CHAT, PRICED_IMAGE);
+    catalog.models.push(SMALL_CHAT, AUDIO_CHAT, PRICED_IMAGE);
     directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
     writeFileSync(path.join(directory, 'catalog.json'), JSON.stringify(catalog));
     stack = await startOpenAiStack('per-model-bodies', { CATALOG_FILE: path.join(directory, 'catalog.json') });

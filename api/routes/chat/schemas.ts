@@ -115,6 +115,25 @@ function outputLimitsPerModel(chatModels: ChatModel[], largest: number): object[
     }));
 }
 
+/** Audio refused, model by model, for the document only (JSON Schema `if`/`then` on `model`):
+ * the route refuses it once the model is known (chat-audio.ts) on a model without
+ * `audio_as_tokens`, and a body the document calls valid must be one the gateway accepts. */
+function audioRulesPerModel(chatModels: ChatModel[]): object[] {
+  const noAudioPart = { type: 'array', items: { type: 'object', properties: { type: { not: { const: 'input_audio' } } } } };
+  return chatModels
+    .filter((model) => !model.audio_as_tokens)
+    .map((model) => ({
+      if: { properties: { model: { const: model.id } } },
+      then: {
+        properties: {
+          audio: { type: 'null' },
+          modalities: { anyOf: [{ type: 'null' }, { type: 'array', items: { const: 'text' } }] },
+          messages: { items: { properties: { content: { anyOf: [{ type: 'string' }, { type: 'null' }, noAudioPart] } } } },
+        },
+      },
+    }));
+}
+
 /** The body as the route checks and documents it: `model` lists the catalog's chat models, and
  * the output limits go no higher than the largest model's (each model's own is checked when it
  * is resolved, chat-proxy.ts, and documented per model). */
@@ -131,7 +150,7 @@ export function chatCompletionBodyFor(catalog: Catalog) {
     .positive('must be a positive integer')
     .max(largest, tooMany)
     .nullish();
-  const perModel = outputLimitsPerModel(chatModels, largest);
+  const perModel = [...outputLimitsPerModel(chatModels, largest), ...audioRulesPerModel(chatModels)];
   return chatCompletionBody
     .extend({ model: modelIdField(catalog, 'chat'), max_tokens: outputLimit, max_completion_tokens: outputLimit, modalities: modalities.describe(audioNote(chatModels.filter((model) => model.audio_as_tokens).map((model) => model.id))) })
     .meta({ examples, ...(perModel.length > 0 ? { allOf: perModel } : {}) });
