@@ -8,8 +8,8 @@ import { z } from 'zod';
 // the same pattern the document shows, so no address is valid to one reader and not the other
 // (but for a label starting `xn--` that is not valid punycode, below).
 //
-// A host is a DNS name whose last label starts with a letter (so it is never read as an IPv4
-// number), its labels starting and ending with a letter or digit with hyphens between, runs of
+// A host is a DNS name of two labels or more whose last label starts with a letter (so it is
+// never read as an IPv4 number), its labels starting and ending with a letter or digit with hyphens between, runs of
 // them included (`deploy-preview-42--site.netlify.app`, `green---svc.a.run.app`, the punycode
 // `xn--80ak6aa92e.com`); or a dotted IPv4 address. A label starting `xn--` must also be valid
 // punycode, which only the WHATWG parse (z.url) checks: the pattern cannot. IPv6 literals and
@@ -18,7 +18,11 @@ import { z } from 'zod';
 const octet = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
 const label = '[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?';
 const lastLabel = '[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?';
-const host = `(?:(?:${label}\\.)*${lastLabel}|(?:${octet}\\.){3}${octet})`;
+// A name of one label is completed by each resolver with its own search domains (`metadata` is
+// metadata.google.internal on GCE, `redis` a service of the fetcher's own Kubernetes namespace),
+// so it names no host the gateway can judge (core/host-names.ts): only `localhost` is taken.
+const localhost = '[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]';
+const host = `(?:(?:${label}\\.)+${lastLabel}|${localhost}|(?:${octet}\\.){3}${octet})`;
 // Leading zeros allowed (`:080` is port 80 to every parser), a port of 0 not.
 const port = '0*(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
 const pchar = "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})";
@@ -32,4 +36,4 @@ const CREDENTIALS = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*@/;
 export const httpUrl = z
   .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
   .refine((value) => !CREDENTIALS.test(value), 'must not contain credentials (user:password@); put a secret in the path or query instead')
-  .regex(HTTP_URL_PATTERN, 'must be an absolute http(s) URL with a DNS name or IPv4 address (no IPv6, no port 0), and percent-encoded special characters');
+  .regex(HTTP_URL_PATTERN, 'must be an absolute http(s) URL with a DNS name or IPv4 address (a name of more than one label, or localhost; no IPv6, no port 0), and percent-encoded special characters');

@@ -36,6 +36,9 @@ const refusals: Array<[string, Record<string, unknown>, number, string | undefin
   ['a callback_url whose xn-- label is not punycode', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'https://xn--a.example/hook' } }, 400, 'metadata.callback_url', /absolute http\(s\) URL/],
   ['a callback_url label ending in a hyphen', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'https://hooks-.example/hook' } }, 400, 'metadata.callback_url', /DNS name/],
   ['a callback_url longer than the worker calls', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: `https://hooks.example/${'a'.repeat(2100)}` } }, 400, 'metadata.callback_url', /at most 2048 characters/],
+  // Each resolver completes a single label with its own search domains: no host to judge.
+  ['a callback_url on a single-label name', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://metadata/computeMetadata/v1/' } }, 400, 'metadata.callback_url', /a name of more than one label, or localhost/],
+  ['a reference image on a single-label name', { model: 'seedance-2.0', prompt: 'x', metadata: { content: [{ type: 'image_url', image_url: { url: 'http://redis:6379/a.png' }, role: 'reference_image' }] } }, 400, 'metadata.content.0.image_url.url', /a name of more than one label/],
   ['a callback_url on a private address', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://10.0.0.1:8080/hook' } }, 400, 'metadata.callback_url', /10\.0\.0\.1 is a private address, which the gateway does not call/],
   ['a callback_url on the metadata address', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://169.254.169.254/latest' } }, 400, 'metadata.callback_url', /169\.254\.169\.254 is a link-local address/],
   ['a callback_url on 0.0.0.0', { model: 'seedance-2.0', prompt: 'x', metadata: { callback_url: 'http://0.0.0.0/hook' } }, 400, 'metadata.callback_url', /0\.0\.0\.0 is an unspecified address/],
