@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { bearer } from '../helpers/app.ts';
-import { expectedChatMicros, startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
-import { projectRoot } from '../../scripts/lib/engines.ts';
+import { expectedChatMicros, startOpenAiStackWithModels, type SimulatorStack } from '../helpers/openai-stack.ts';
 
 // Audio in chat calls is refused on a model whose provider bills it at other prices than its
 // text tokens (OpenAI's), and passed on, billed as the tokens the upstream counts, on one whose
@@ -26,21 +22,13 @@ const withAudio = (model: string) => ({
 
 describe('audio in chat calls', () => {
   let stack: SimulatorStack;
-  let directory: string;
   let key: string;
   let accountId: string;
   before(async () => {
-    const catalog = JSON.parse(readFileSync(path.join(projectRoot, 'config/catalog.local.json'), 'utf8'));
-    catalog.models.push(SELF_HOSTED_AUDIO);
-    directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
-    writeFileSync(path.join(directory, 'catalog.json'), JSON.stringify(catalog));
-    stack = await startOpenAiStack('chat-audio', { CATALOG_FILE: path.join(directory, 'catalog.json') });
+    stack = await startOpenAiStackWithModels('chat-audio', [SELF_HOSTED_AUDIO]);
     ({ key, accountId } = await stack.newCaller('audio'));
   });
-  after(async () => {
-    await stack.close();
-    rmSync(directory, { recursive: true, force: true });
-  });
+  after(() => stack.close());
 
   const postChat = (body: object) => stack.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
 

@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { projectRoot } from '../../scripts/lib/engines.ts';
 import { bearer } from '../helpers/app.ts';
 import { validByDocument } from '../helpers/json-schema-judge.ts';
-import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
+import { startOpenAiStackWithModels, type SimulatorStack } from '../helpers/openai-stack.ts';
 
 // A chat or image body the OpenAPI document calls valid is one the gateway accepts, also when
 // the catalog's models differ in what they take: a chat model with a lower output limit than
@@ -63,22 +59,14 @@ const IMAGE_BODIES: Array<[Json, boolean]> = [
 
 describe('the OpenAPI document on chat and image bodies, model by model', () => {
   let stack: SimulatorStack;
-  let directory: string;
   let document: Json;
   let key: string;
   before(async () => {
-    const catalog = JSON.parse(readFileSync(path.join(projectRoot, 'config/catalog.local.json'), 'utf8'));
-    catalog.models.push(SMALL_CHAT, AUDIO_CHAT, PRICED_IMAGE);
-    directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
-    writeFileSync(path.join(directory, 'catalog.json'), JSON.stringify(catalog));
-    stack = await startOpenAiStack('per-model-bodies', { CATALOG_FILE: path.join(directory, 'catalog.json') });
+    stack = await startOpenAiStackWithModels('per-model-bodies', [SMALL_CHAT, AUDIO_CHAT, PRICED_IMAGE]);
     document = (await stack.app.inject({ url: '/openapi.json' })).json();
     ({ key } = await stack.newCaller('per-model', 100));
   });
-  after(async () => {
-    await stack.close();
-    rmSync(directory, { recursive: true, force: true });
-  });
+  after(() => stack.close());
 
   const bodySchema = (route: string): Json => {
     const schema = document.paths[route].post.requestBody.content['application/json'].schema as Json;

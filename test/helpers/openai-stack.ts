@@ -111,6 +111,25 @@ export async function startOpenAiStack(label: string, overrides: Partial<Record<
   };
 }
 
+/** startOpenAiStack with the local catalog's models and `models` besides (a chat model of
+ * another kind, say); the catalog file goes when the stack closes. */
+export async function startOpenAiStackWithModels(label: string, models: object[]): Promise<SimulatorStack> {
+  const catalog = JSON.parse(readFileSync('config/catalog.local.json', 'utf8'));
+  catalog.models.push(...models);
+  const directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
+  const file = path.join(directory, 'catalog.json');
+  writeFileSync(file, JSON.stringify(catalog));
+  const stack = await startOpenAiStack(label, { CATALOG_FILE: file });
+  const closeStack = stack.close;
+  return {
+    ...stack,
+    async close() {
+      await closeStack();
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
 export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
