@@ -178,9 +178,9 @@ export function isResolvableName(hostname: string): boolean {
   return hostname !== '' && !isLiteralOrLocalhost(hostname);
 }
 
-/** The caller's error for `refusal`: a 400 for a name that leads inside or one name too many, a
- * 503 to retry for one that could not be resolved. `fetcher` names who would have been sent
- * there. */
+/** The caller's error for `refusal`: a 400 for a name that leads inside, a single label or one
+ * name too many, a 503 to retry for one that could not be resolved. `fetcher` names who would
+ * have been sent there. */
 export function hostRefusalError(refusal: HostRefusal, fetcher: string): GatewayError {
   const { param } = refusal;
   if (refusal.why === 'internal') return new GatewayError('invalid_request', `${param}: its host resolves to an internal address, which the gateway does not send ${fetcher} to; give an address on the public internet.`, param);

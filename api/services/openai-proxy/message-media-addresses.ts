@@ -57,7 +57,7 @@ function judge(raw: string, param: string, allowlist: Allowlist, names: NamedHos
 /** The first media URL in `messages` the gateway does not send an upstream to on sight, as a
  * 400's message and field; null when there is none. URLs whose parsed form differs from the one
  * sent are replaced by it in `messages`. The names of the others are added to `names`, which
- * the caller resolves before the call (firstRefusedName). */
+ * the caller resolves before the call (HostNameCheck). */
 export function internalMediaAddressIn(messages: readonly unknown[], allowlist: Allowlist, names: NamedHost[] = []): MediaAddressRefusal | null {
   for (const [messageIndex, message] of messages.entries()) {
     if (!isObject(message) || !Array.isArray(message.content)) continue;
