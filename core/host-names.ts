@@ -72,9 +72,10 @@ export function dnsServers(value: string): string[] {
 /** Judges callers' names against the allowlist, asking `servers` (DNS_SERVERS; the system's
  * resolv.conf when empty). */
 export class HostNameCheck {
-  // One resolver for the process: c-ares keeps one socket per server for all queries, and
-  // remembers a server that did not answer, so the next is asked first.
-  private readonly resolver: Resolver;
+  // One resolver per server, for the process (c-ares keeps a socket per server for all queries),
+  // asked in turn by askInTurn: c-ares's own failover, given two servers, waited for the silent
+  // first one past the deadline in 8 of 20 lookups here.
+  private readonly resolvers: Resolver[];
 
   constructor(
     private readonly allowlist: Allowlist,
@@ -82,11 +83,13 @@ export class HostNameCheck {
     private readonly timeoutMs = HOST_LOOKUP_TIMEOUT_MS,
     private readonly searchList: SearchList = systemSearchList(),
   ) {
-    // Each server gets its share of the deadline, so a silent first one leaves time to ask the
-    // next (with the whole deadline each, every name waited for the silent one and failed).
-    this.resolver = new Resolver({ timeout: Math.max(100, Math.floor(timeoutMs / Math.max(1, servers.length))), tries: 1 });
-    // setServers throws on a malformed address: at start, not on a caller's request.
-    if (servers.length > 0) this.resolver.setServers([...servers]);
+    const resolver = (server?: string) => {
+      const made = new Resolver({ timeout: timeoutMs, tries: 1 });
+      // setServers throws on a malformed address: at start, not on a caller's request.
+      if (server !== undefined) made.setServers([server]);
+      return made;
+    };
+    this.resolvers = servers.length > 0 ? servers.map(resolver) : [resolver()];
   }
 
   /** The first of `hosts` (in the order given) whose name resolves to an address the allowlist
@@ -126,7 +129,9 @@ export class HostNameCheck {
     // an address is the one it fetches (a search domain answering every name, `*.corp.internal`,
     // must not condemn a public name tried before it).
     const names = namesTried(hostname, this.searchList);
-    const answers = await withinDeadline(Promise.all(names.map((name) => Promise.allSettled([this.resolver.resolve4(name), this.resolver.resolve6(name)]))), this.timeoutMs);
+    const share = this.timeoutMs / this.resolvers.length;
+    const ask = (query: (resolver: Resolver) => Promise<string[]>) => askInTurn(this.resolvers, share, query);
+    const answers = await withinDeadline(Promise.all(names.map((name) => Promise.allSettled([ask((resolver) => resolver.resolve4(name)), ask((resolver) => resolver.resolve6(name))]))), this.timeoutMs);
     if (answers === 'timeout') return { why: 'unresolved', detail: `${hostname}: no answer within ${this.timeoutMs} ms` };
     for (const [index, name] of names.entries()) {
       const addresses = answers[index]!.flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []));
@@ -158,8 +163,47 @@ function readableCode(code: string): string {
   return code === 'ETIMEOUT' ? 'no answer in time' : code;
 }
 
-/** `work`, or 'timeout' once `ms` passed. The queries go on to c-ares's own timeout, which the
- * shared resolver's per-server share keeps within about the same time. */
+// A server's failures that another server may not share: it is silent, down or refusing.
+const SERVER_FAULTS = new Set(['ETIMEOUT', 'ECONNREFUSED', 'EREFUSED', 'ESERVFAIL']);
+
+/** `query` of the first resolver; of the next one too when the first has not answered within
+ * `shareMs` or failed as a server (SERVER_FAULTS), and so on, as getaddrinfo goes down
+ * resolv.conf's servers. The first answer wins (an address list, or a verdict on the name such
+ * as NXDOMAIN); when every server failed, the last failure. */
+function askInTurn(resolvers: readonly Resolver[], shareMs: number, query: (resolver: Resolver) => Promise<string[]>): Promise<string[]> {
+  return new Promise((answer, fail) => {
+    let asked = 0;
+    let failed = 0;
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (finish: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      finish();
+    };
+    const askNext = () => {
+      clearTimeout(timer);
+      if (settled || asked === resolvers.length) return;
+      const resolver = resolvers[asked]!;
+      asked += 1;
+      if (asked < resolvers.length) timer = setTimeout(askNext, shareMs);
+      query(resolver).then(
+        (addresses) => settle(() => answer(addresses)),
+        (error: NodeJS.ErrnoException) => {
+          failed += 1;
+          if (!SERVER_FAULTS.has(error.code ?? '')) settle(() => fail(error));
+          else if (failed === resolvers.length) settle(() => fail(error));
+          else if (failed === asked) askNext();
+        },
+      );
+    };
+    askNext();
+  });
+}
+
+/** `work`, or 'timeout' once `ms` passed. The queries go on to c-ares's own timeout (the same
+ * `ms`), and are then dropped. */
 async function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'timeout'>((settle) => {
