@@ -64,6 +64,11 @@ describe('caller names resolved before anyone is sent there', () => {
       const started = performance.now();
       assert.equal((await failover.firstRefused(one('169-254-169-254.nip.test')))?.why, 'internal');
       assert.ok(performance.now() - started < 600, `${performance.now() - started} ms`);
+      // A server that is down is passed over at once, not after its share.
+      const down = new HostNameCheck(none, [`127.0.0.1:${await freePort()}`, dns.address], 2_000, NO_SEARCH);
+      const asked = performance.now();
+      assert.equal((await down.firstRefused(one('169-254-169-254.nip.test')))?.why, 'internal');
+      assert.ok(performance.now() - asked < 900, `${performance.now() - asked} ms`);
       const deaf = new HostNameCheck(none, silent.map((server) => server.address), 400, NO_SEARCH);
       const before = performance.now();
       assert.equal((await deaf.firstRefused(one('93-184-216-34.nip.test')))?.why, 'unresolved');
