@@ -96,38 +96,44 @@ export async function startOpenAiStack(label: string, overrides: Partial<Record<
   await simulator.listen({ host: '127.0.0.1', port: 0 });
   const simulatorUrl = `http://127.0.0.1:${(simulator.server.address() as AddressInfo).port}`;
   const stack = await startApi(label, { SIMULATOR_URL: simulatorUrl, ...overrides }, undefined, logStream);
-  const closeApi = stack.close;
-  return {
+  const withSimulator = {
     ...stack,
     simulatorUrl,
     async simulatorStats() {
       const response = await request(`${simulatorUrl}/_sim/stats`);
       return (await response.body.json()) as SimulatorCounts;
     },
-    async close() {
-      await closeApi();
-      await simulator.close();
-    },
   };
+  return closingAlso(withSimulator, () => simulator.close());
 }
 
-/** startOpenAiStack with the local catalog's models and `models` besides (a chat model of
- * another kind, say); the catalog file goes when the stack closes. */
-export async function startOpenAiStackWithModels(label: string, models: object[]): Promise<SimulatorStack> {
-  const catalog = JSON.parse(readFileSync('config/catalog.local.json', 'utf8'));
-  catalog.models.push(...models);
-  const directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
-  const file = path.join(directory, 'catalog.json');
-  writeFileSync(file, JSON.stringify(catalog));
-  const stack = await startOpenAiStack(label, { CATALOG_FILE: file });
+/** `stack`, whose close also runs `cleanup`, once the stack itself is closed. */
+function closingAlso<T extends { close(): Promise<void> }>(stack: T, cleanup: () => unknown): T {
   const closeStack = stack.close;
   return {
     ...stack,
     async close() {
       await closeStack();
-      rmSync(directory, { recursive: true, force: true });
+      await cleanup();
     },
   };
+}
+
+/** The local catalog as `edit` leaves it, in a temporary file, and how to remove it. */
+function temporaryCatalog(edit: (catalog: any) => void): { file: string; remove: () => void } {
+  const catalog = JSON.parse(readFileSync('config/catalog.local.json', 'utf8'));
+  edit(catalog);
+  const directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
+  const file = path.join(directory, 'catalog.json');
+  writeFileSync(file, JSON.stringify(catalog));
+  return { file, remove: () => rmSync(directory, { recursive: true, force: true }) };
+}
+
+/** startOpenAiStack with the local catalog's models and `models` besides (a chat model of
+ * another kind, say); the catalog file goes when the stack closes. */
+export async function startOpenAiStackWithModels(label: string, models: object[]): Promise<SimulatorStack> {
+  const catalog = temporaryCatalog((local) => local.models.push(...models));
+  return closingAlso(await startOpenAiStack(label, { CATALOG_FILE: catalog.file }), catalog.remove);
 }
 
 export interface RecordedRequest {
@@ -173,27 +179,17 @@ export async function startApiBeforeUpstream(
   upstreamUrl: string,
   options: { upstreamChatModel?: string; imageModel?: Record<string, unknown>; upstreamClient?: UpstreamClientOptions } = {},
 ): Promise<OpenAiStack> {
-  const catalog = JSON.parse(readFileSync('config/catalog.local.json', 'utf8'));
-  catalog.upstreams['simulator-openai'].base_url = `${upstreamUrl}/v1`;
-  catalog.upstreams['simulator-openai'].api_key = 'fake-upstream-key';
-  if (options.upstreamChatModel) {
-    const chat = catalog.models.find((model: { id: string }) => model.id === 'gpt-4o-mini');
-    chat.upstream_model = options.upstreamChatModel;
-  }
-  // Fields set on the image model (its prices by quality and size, say).
-  if (options.imageModel) Object.assign(catalog.models.find((model: { id: string }) => model.id === 'gpt-image-1'), options.imageModel);
-  const directory = mkdtempSync(path.join(tmpdir(), 'framegate-catalog-'));
-  const file = path.join(directory, 'catalog.json');
-  writeFileSync(file, JSON.stringify(catalog));
-  const stack = await startApi(label, { CATALOG_FILE: file }, options.upstreamClient);
-  const closeApi = stack.close;
-  return {
-    ...stack,
-    async close() {
-      await closeApi();
-      rmSync(directory, { recursive: true, force: true });
-    },
-  };
+  const catalog = temporaryCatalog((local) => {
+    local.upstreams['simulator-openai'].base_url = `${upstreamUrl}/v1`;
+    local.upstreams['simulator-openai'].api_key = 'fake-upstream-key';
+    if (options.upstreamChatModel) {
+      const chat = local.models.find((model: { id: string }) => model.id === 'gpt-4o-mini');
+      chat.upstream_model = options.upstreamChatModel;
+    }
+    // Fields set on the image model (its prices by quality and size, say).
+    if (options.imageModel) Object.assign(local.models.find((model: { id: string }) => model.id === 'gpt-image-1'), options.imageModel);
+  });
+  return closingAlso(await startApi(label, { CATALOG_FILE: catalog.file }, options.upstreamClient), catalog.remove);
 }
 
 /** Writes an SSE head and returns a function sending one `data:` event. */
