@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { bearer } from '../helpers/app.ts';
+import { bearer, createKey } from '../helpers/app.ts';
 import { startOpenAiStack, type SimulatorStack } from '../helpers/openai-stack.ts';
 import { startTestDnsServer } from '../../scripts/lib/test-dns-server.ts';
 
@@ -68,6 +68,29 @@ describe('caller URLs whose names resolve inside', () => {
       assert.match(response.json().error.message, /could not be resolved just now/);
     }
     assert.deepEqual(await stack.simulatorStats(), before);
+    assert.deepEqual(await stack.ledgerEntries(otherAccount), []);
+  });
+
+  it('chat: a call its key or body already refuses is refused at once, before its media names are asked', async () => {
+    const { key: otherKey, accountId: otherAccount } = await stack.newCaller('refused-first');
+    const imageOnly = (await createKey(stack.app, otherAccount, { name: 'image-only', models: ['gpt-image-1'] })).key;
+    const silentImage = chatWithImage('https://silent.nip.test/cat.png');
+    const withAudio = { ...silentImage, messages: [{ role: 'user', content: [...silentImage.messages[0]!.content, { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] };
+    const cases = [
+      { as: otherKey, body: withAudio, status: 400, param: 'messages.0.content.3.type' },
+      { as: otherKey, body: { ...silentImage, max_tokens: 100_000 }, status: 400, param: 'max_tokens' },
+      { as: imageOnly, body: silentImage, status: 403, param: 'model' },
+    ];
+    dns.asked.length = 0;
+    for (const { as, body, status, param } of cases) {
+      const started = performance.now();
+      const response = await post('/v1/chat/completions', body, as);
+      assert.equal(response.statusCode, status, response.body);
+      assert.equal(response.json().error.param, param);
+      // The silent zone would have held each for the 3 s deadline, and then been a 503.
+      assert.ok(performance.now() - started < 1500, `answered after ${Math.round(performance.now() - started)} ms`);
+    }
+    assert.deepEqual(dns.asked.filter((query) => query.includes('silent.nip.test')), []);
     assert.deepEqual(await stack.ledgerEntries(otherAccount), []);
   });
 

@@ -60,6 +60,8 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRouteOptions> = async (app, o
     if (internal) throw new GatewayError('invalid_request', internal.message, internal.param);
     // Most calls name no host: they skip the await (and its turn of the event loop).
     if (names.length > 0) {
+      // What needs no DNS answer first: a caller refused for its key or body hears so at once.
+      options.chat.refuseUnservable(principal, request.body);
       const leadsInside = await options.hostNames.refusalError(names, () => 'a model provider', request.log);
       if (leadsInside) throw leadsInside;
     }

@@ -219,12 +219,21 @@ export class ChatProxy {
     });
   }
 
-  /** Resolves the model, passes the token limit and reserves the call's worst-case price; with
-   * the body for the upstream as JSON text, kept apart so a stream holds no copy of the prompt. */
-  private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
+  /** The refusals the body and the key decide alone (the model the key may not use, an output
+   * limit above the model's, audio the catalog cannot price): the model when none applies. The
+   * route asks before it resolves media names, so such a call is refused at once rather than
+   * after a DNS wait (a 503 from a silent zone, then this refusal on the retry). */
+  refuseUnservable(principal: Principal, body: ChatCompletionRequest): ChatModel {
     const model = resolveModel(this.options.catalog, principal, body.model, 'chat');
     refuseOutputLimitAboveModel(model, body);
     refuseUnpricedAudio(model, body);
+    return model;
+  }
+
+  /** Resolves the model, passes the token limit and reserves the call's worst-case price; with
+   * the body for the upstream as JSON text, kept apart so a stream holds no copy of the prompt. */
+  private async admit(principal: Principal, body: ChatCompletionRequest, context: CallContext): Promise<{ call: AdmittedChatCall; payload: string }> {
+    const model = this.refuseUnservable(principal, body);
     const { payload, promptTokens, leastPromptTokens, mostPromptTokens, bodyBytes, images, unboundedParts } = upstreamChatRequest(model, body);
     const prediction = (body as { prediction?: unknown }).prediction;
     const predictionBytes = prediction === undefined || prediction === null ? 0 : Buffer.byteLength(JSON.stringify(prediction));
