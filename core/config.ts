@@ -65,6 +65,16 @@ export const environmentSchema = z.object({
   // (core/host-names.ts); the system's resolv.conf when empty. Give the ones the vendors and
   // model servers inside the network use, if they differ.
   DNS_SERVERS: z.string().default(''),
+  // Finished tasks are deleted this many days after their last write (and their webhook's last
+  // attempt), by the worker (worker/task-pruning.ts); 0 keeps them. At least 2: a retry under an
+  // Idempotency-Key (kept 24 hours) whose task was gone would submit it anew.
+  TASK_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(36_500)
+    .refine((days) => days === 0 || days >= 2, 'must be 0 (keep every task) or at least 2 (Idempotency-Key records outlive a task kept 1 day)')
+    .default(0),
   CONSOLE_SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(43_200),
   WEBHOOK_SECRET_GRACE_SECONDS: z.coerce.number().int().min(0).default(86_400),
   // Per key, per UTC minute; operators override them per account or per key (admin API).

@@ -38,6 +38,11 @@ export interface TaskDocument {
 }
 
 const OPEN_STATUSES: TaskStatus[] = ['submitted', 'running'];
+export const FINAL_STATUSES: TaskStatus[] = ['succeeded', 'failed'];
+
+/** The collections that hold a record per task beside the task itself (one insert each). */
+export const TASK_WORKFLOW_STARTS = 'task_workflow_starts';
+export const TASK_DECISIONS = 'task_decisions';
 
 /** Whether a stored task runs or is abandoned: decided once, by whoever inserts first. */
 export type TaskDecision = 'run' | 'abandon';
@@ -72,8 +77,8 @@ export class TaskStore {
 
   constructor(db: Db) {
     this.collection = db.collection<TaskDocument>('tasks');
-    this.starts = db.collection<WorkflowStart>('task_workflow_starts');
-    this.decisions = db.collection<TaskDecisionRecord>('task_decisions');
+    this.starts = db.collection<WorkflowStart>(TASK_WORKFLOW_STARTS);
+    this.decisions = db.collection<TaskDecisionRecord>(TASK_DECISIONS);
   }
 
   /** Decides whether the task runs (its workflow's first step asks) or is abandoned (the api,

@@ -15,6 +15,8 @@ import { webhookTaskQueue } from '../core/video-task.ts';
 import { createVideoWorker } from './create-worker.ts';
 import { startMetricsServer } from './metrics-server.ts';
 import { startSweeper } from './sweeper.ts';
+import { TaskPruning } from './task-pruning.ts';
+import { TaskRetention } from '../store/task-retention.ts';
 import { installTemporalRuntime } from './temporal-runtime.ts';
 import { workerLog } from './worker-log.ts';
 
@@ -62,6 +64,7 @@ const stopSweeper = startSweeper({
   idempotency: new IdempotencyStore(database.db),
   keyCreations: new KeyCreationStore(database.db),
   cursors: new SweeperCursorStore(database.db),
+  pruning: new TaskPruning(new TaskRetention(database.db), config.TASK_RETENTION_DAYS, (message) => log.info(message)),
   client: temporal.client,
   taskQueue: config.TEMPORAL_TASK_QUEUE,
   log: (message) => log.info(message),

@@ -10,6 +10,7 @@ import type { RateLimitBlockStore } from '../store/rate-limit-blocks.ts';
 import type { TaskDocument, TaskStore } from '../store/tasks.ts';
 import { sweepExpiredLeases } from './lease-sweeper.ts';
 import { sweepTerminatedRuns } from './terminated-runs.ts';
+import type { TaskPruning } from './task-pruning.ts';
 import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 
 // An api process that dies between storing a task and starting its workflow leaves a task in
@@ -35,7 +36,8 @@ import type { SweeperCursorStore } from '../store/sweeper-cursors.ts';
 // The same timer releases the spend leases of dead api processes (lease-sweeper.ts) and deletes
 // the rate-limit blocks of past minutes and Idempotency-Key records past their 24 hours, and
 // scrubs the sealed plaintexts of keys created under an Idempotency-Key once their 24 hours are
-// over (FerretDB has no TTL indexes).
+// over (FerretDB has no TTL indexes), and deletes the tasks past the operator's retention
+// (task-pruning.ts).
 
 export interface SweeperOptions {
   tasks: TaskStore;
@@ -90,7 +92,15 @@ async function workflowExists(client: Client, workflowId: string): Promise<boole
   }
 }
 
-export type SweepOptions = SweeperOptions & { leases: BudgetLeaseStore; rateLimitBlocks: RateLimitBlockStore; idempotency: IdempotencyStore; keyCreations: KeyCreationStore; cursors: SweeperCursorStore };
+export type SweepOptions = SweeperOptions & {
+  leases: BudgetLeaseStore;
+  rateLimitBlocks: RateLimitBlockStore;
+  idempotency: IdempotencyStore;
+  keyCreations: KeyCreationStore;
+  cursors: SweeperCursorStore;
+  /** Deletes tasks past TASK_RETENTION_DAYS; absent, tasks are kept. */
+  pruning?: TaskPruning;
+};
 
 /** One round of every sweep, each on its own: one that fails (Temporal unreachable for the
  * unstarted tasks, say) neither skips the others nor stops them at the next round. Resolves
@@ -105,6 +115,7 @@ export async function sweepOnce(options: SweepOptions, now = new Date()): Promis
     ['key plaintexts kept past their time', () => options.keyCreations.scrubExpired(now)],
     ['unstarted tasks', () => sweepUnstartedTasks(options)],
     ['terminated runs', () => sweepTerminatedRuns(options, now)],
+    ['tasks past their retention', () => options.pruning?.run(now) ?? Promise.resolve(0)],
   ];
   const failed: string[] = [];
   for (const [name, step] of steps) {

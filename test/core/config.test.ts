@@ -41,6 +41,12 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ VIDEO_TASK_DEADLINE_SECONDS: '21601' }), /VIDEO_TASK_DEADLINE_SECONDS/);
   });
 
+  it('keeps tasks unless told, and refuses a retention shorter than the Idempotency-Key records it must outlive', () => {
+    assert.equal(loadConfig({}).TASK_RETENTION_DAYS, 0);
+    assert.equal(loadConfig({ TASK_RETENTION_DAYS: '2' }).TASK_RETENTION_DAYS, 2);
+    for (const value of ['1', '-1', '1.5', 'forever']) assert.throws(() => loadConfig({ TASK_RETENTION_DAYS: value }), /TASK_RETENTION_DAYS/, value);
+  });
+
   it('writes the download links\' base with an IPv6 HOST in brackets', () => {
     assert.equal(publicBaseUrl(loadConfig({ HOST: '::1', PORT: '51080' })), 'http://[::1]:51080');
     assert.equal(publicBaseUrl(loadConfig({ HOST: '127.0.0.1', PORT: '8080' })), 'http://127.0.0.1:8080');

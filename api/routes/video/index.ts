@@ -98,7 +98,7 @@ export const videoRoutes: FastifyPluginAsyncZod<VideoRouteOptions> = async (app,
         tags: ['video'],
         operationId: 'getVideoTask',
         summary: 'Read a video task',
-        description: 'The same JSON the webhook delivers. Another account’s task is a 404; a task of a model the key may not use, submitted by another key of the account, is a 403.',
+        description: 'The same JSON the webhook delivers. Another account’s task is a 404, as is a finished task past the operator’s retention (TASK_RETENTION_DAYS, off unless set); a task of a model the key may not use, submitted by another key of the account, is a 403.',
         security: apiKeySecurity,
         params: taskParams,
         // 400: a path whose percent-encoding is malformed (api/plugins/error-handler.ts).
