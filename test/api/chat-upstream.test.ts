@@ -55,6 +55,9 @@ describe('chat against a scripted upstream', () => {
       temperature: 0.3,
       stop: ['END'],
       tools,
+      // Taken on a model without audio (chat-audio.ts refuses only audio asked for), and sent on.
+      modalities: ['text'],
+      audio: null,
       // @ts-expect-error a vendor parameter the client has no type for
       vendor_knob: { depth: 3 },
     });
@@ -71,6 +74,8 @@ describe('chat against a scripted upstream', () => {
     assert.equal(sent.body.user, 'user-7');
     assert.deepEqual(sent.body.metadata, { trace: 'abc' });
     assert.deepEqual(sent.body.vendor_knob, { depth: 3 });
+    assert.deepEqual(sent.body.modalities, ['text']);
+    assert.equal(sent.body.audio, null);
     assert.deepEqual(sent.body.stop, ['END']);
     assert.deepEqual(sent.body.messages, [{ role: 'user', content: 'hello', name: 'ana' }]);
     assert.deepEqual(sent.body.tools, tools);
