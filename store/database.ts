@@ -60,6 +60,8 @@ async function ensureIndexes(db: Db): Promise<void> {
   // pages by (created_at, _id). (Stores from before also keep the older by_account, its prefix.)
   await db.collection('tasks').createIndex({ account_id: 1, created_at: -1, _id: -1 }, { name: 'by_account_page' });
   await db.collection('tasks').createIndex({ workflow_started: 1, created_at: 1 }, { name: 'by_start_state' });
+  // The tasks past TASK_RETENTION_DAYS (store/task-retention.ts), on MongoDB.
+  await db.collection('tasks').createIndex({ status: 1, updated_at: 1 }, { name: 'by_status_updated' });
   await Ledger.ensureIndexes(db);
   await KeyChangeFeed.ensureIndexes(db);
   await SignInFailureStore.ensureIndexes(db);

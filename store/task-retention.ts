@@ -2,8 +2,8 @@ import type { Collection, Db, Filter } from 'mongodb';
 import { FINAL_STATUSES, TASK_DECISIONS, TASK_WORKFLOW_STARTS, type TaskDocument } from './tasks.ts';
 
 // Tasks past the operator's retention (TASK_RETENTION_DAYS), deleted with the records kept beside
-// each (its workflow start, its run-or-abandon decision), since neither MongoDB's TTL indexes
-// nor anything else would (FerretDB has none). Only tasks that nothing writes any more: final,
+// each (its workflow start, its run-or-abandon decision): FerretDB has no TTL indexes, and a TTL
+// index could not tell whether a task's webhook is still tried. Only tasks that nothing writes any more: final,
 // last written before the cut, and with no webhook still being tried (a webhook's retries run
 // for days after the task finished, and each attempt is recorded on it). The money stays: the
 // ledger's entries and the usage records (the console's spend per key) are never deleted here.
@@ -37,7 +37,8 @@ export class TaskRetention {
     const ids = (await this.tasks.find(settledBefore(before), { projection: { _id: 1 }, limit }).toArray()).map((task) => task._id);
     if (ids.length === 0) return { deleted: 0, more: false };
     for (const records of this.beside) await records.deleteMany({ _id: { $in: ids } });
-    // The filter again: a task written since it was read (nothing should) stays.
+    // The filter again, in case a task was written since it was read (nothing writes a settled
+    // task): such a task would stay, without its records, which only an unstarted task needs.
     const { deletedCount } = await this.tasks.deleteMany({ _id: { $in: ids }, ...settledBefore(before) });
     return { deleted: deletedCount, more: ids.length === limit };
   }

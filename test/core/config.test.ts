@@ -43,8 +43,10 @@ describe('configuration', () => {
 
   it('keeps tasks unless told, and refuses a retention shorter than the Idempotency-Key records it must outlive', () => {
     assert.equal(loadConfig({}).TASK_RETENTION_DAYS, 0);
+    assert.equal(loadConfig({ TASK_RETENTION_DAYS: '0' }).TASK_RETENTION_DAYS, 0);
+    assert.equal(loadConfig({ TASK_RETENTION_DAYS: '36500' }).TASK_RETENTION_DAYS, 36_500);
     assert.equal(loadConfig({ TASK_RETENTION_DAYS: '2' }).TASK_RETENTION_DAYS, 2);
-    for (const value of ['1', '-1', '1.5', 'forever']) assert.throws(() => loadConfig({ TASK_RETENTION_DAYS: value }), /TASK_RETENTION_DAYS/, value);
+    for (const value of ['1', '-1', '1.5', '36501', 'forever']) assert.throws(() => loadConfig({ TASK_RETENTION_DAYS: value }), /TASK_RETENTION_DAYS/, value);
   });
 
   it('writes the download links\' base with an IPv6 HOST in brackets', () => {

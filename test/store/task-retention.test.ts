@@ -43,16 +43,22 @@ describe('tasks past their retention', () => {
     await stored('task_ret_failed', { status: 'failed', error: { code: 'vendor_failed', message: 'no' } });
     await stored('task_ret_delivered', { webhook: { url: 'https://hooks.example/a', state: 'delivered', attempts: [attempt(longAgo, 'delivered')] } });
     await stored('task_ret_exhausted', { status: 'failed', webhook: { url: 'https://hooks.example/a', state: 'exhausted', attempts: [attempt(longAgo, 'retry'), attempt(longAgo, 'retry')] } });
+    await stored('task_ret_gone', { webhook: { url: 'https://hooks.example/a', state: 'gone', attempts: [attempt(longAgo, 'gone')] } });
+    await stored('task_ret_refused', { webhook: { url: 'https://hooks.example/a', state: 'refused', attempts: [attempt(longAgo, 'refused')] } });
+    await stored('task_ret_stopped', { webhook: { url: 'https://hooks.example/a', state: 'stopped', attempts: [] } });
     await stored('task_ret_running', { status: 'running', progress: 40 });
     await stored('task_ret_submitted', { status: 'submitted', progress: 0 });
     await stored('task_ret_recent', { updated_at: new Date(cut.getTime() + 60_000) });
     await stored('task_ret_pending', { webhook: { url: 'https://hooks.example/a', state: 'pending', attempts: [attempt(longAgo, 'retry')] } });
     // Finished long ago, its webhook given up only after the cut (retries run for days).
     await stored('task_ret_late_hook', { webhook: { url: 'https://hooks.example/a', state: 'exhausted', attempts: [attempt(longAgo, 'retry'), attempt(new Date(cut.getTime() + 1_000), 'retry')] } });
+    // The cut is exclusive: a write or an attempt at that very moment keeps the task.
+    await stored('task_ret_hook_at_cut', { webhook: { url: 'https://hooks.example/a', state: 'delivered', attempts: [attempt(cut, 'delivered')] } });
+    await stored('task_ret_at_cut', { updated_at: cut });
 
-    const gone = ['task_ret_delivered', 'task_ret_exhausted', 'task_ret_failed', 'task_ret_succeeded'];
-    const kept = ['task_ret_late_hook', 'task_ret_pending', 'task_ret_recent', 'task_ret_running', 'task_ret_submitted'];
-    assert.deepEqual(await retention.pruneSettled(cut, 100), { deleted: 4, more: false });
+    const gone = ['task_ret_delivered', 'task_ret_exhausted', 'task_ret_failed', 'task_ret_gone', 'task_ret_refused', 'task_ret_stopped', 'task_ret_succeeded'];
+    const kept = ['task_ret_at_cut', 'task_ret_hook_at_cut', 'task_ret_late_hook', 'task_ret_pending', 'task_ret_recent', 'task_ret_running', 'task_ret_submitted'];
+    assert.deepEqual(await retention.pruneSettled(cut, 100), { deleted: gone.length, more: false });
     const left = (await tasks.collection.find({ account_id: 'acct_retention' }, { projection: { _id: 1 } }).toArray()).map((task) => task._id).sort();
     assert.deepEqual(left, kept);
     for (const collection of [TASK_WORKFLOW_STARTS, TASK_DECISIONS]) {
