@@ -1,6 +1,7 @@
 import type { Collection, Db } from 'mongodb';
 import { RefreshRounds } from '../core/refresh-rounds.ts';
 import { KeyChangeFeed } from './api-key-changes.ts';
+import { KnownKeyIds } from './known-key-ids.ts';
 import type { ApiKeyDocument } from './api-keys.ts';
 import { keyModels, readKeyModelsOf, type KeyModelsDocument } from './key-models.ts';
 import { keyOverrides, readOverridesOf, type RateLimitOverrideDocument } from './rate-limit-overrides.ts';
@@ -48,6 +49,8 @@ export interface SharedKeyState {
   /** Told of each account whose rate limits the feed reports changed, and (null) when changes
    * may have been missed: the rate limiters that cache accounts' limits (watchAccountChanges). */
   accountWatchers: Set<(accountId: string | null) => void>;
+  /** The ids of the keys that exist (known-key-ids.ts). */
+  known: KnownKeyIds;
 }
 const sharedStates = new WeakMap<Db, SharedKeyState>();
 const CHANGED_AT_KEEP_MS = 30_000;
@@ -69,12 +72,18 @@ export function sharedStateOf(db: Db): SharedKeyState {
         cache.delete(keyId);
         reading.delete(keyId);
       },
+      // By any process (ApiKeyStore.create): nothing cached is stale, the key just exists.
+      created(keyId) {
+        state.known.add(keyId);
+      },
       accountChanged(accountId) {
         for (const watcher of accountWatchers) watcher(accountId);
       },
       lost: () => {
         cache.clear();
         reading.clear();
+        // Keys created meanwhile may not have been announced: listed again.
+        void state.known.list();
         for (const watcher of accountWatchers) watcher(null);
       },
     });
@@ -89,6 +98,7 @@ export function sharedStateOf(db: Db): SharedKeyState {
       watchers: 0,
       reading,
       accountWatchers,
+      known: new KnownKeyIds(db.collection<{ _id: string }>('api_keys')),
     };
     sharedStates.set(db, state);
     shared = state;

@@ -26,10 +26,13 @@ interface KeyChange {
   _id: ObjectId;
   key_id?: string;
   account_id?: string;
+  /** A key created: nothing cached changes, but every process learns that the key exists
+   * (store/known-key-ids.ts). */
+  created_key_id?: string;
   at: Date;
 }
 
-type Subject = { key_id: string } | { account_id: string };
+type Subject = { key_id: string } | { account_id: string } | { created_key_id: string };
 
 export class KeyChangeFeed {
   private readonly collection: Collection<KeyChange>;
@@ -50,6 +53,8 @@ export class KeyChangeFeed {
       changed(keyId: string): void;
       /** An account's rate limits changed; called once per recorded change. */
       accountChanged?(accountId: string): void;
+      /** A key was created; called once per recorded creation. */
+      created?(keyId: string): void;
       /** Changes may have been missed: forget everything read so far. */
       lost(): void;
     },
@@ -74,6 +79,11 @@ export class KeyChangeFeed {
 
   async record(keyId: string): Promise<void> {
     await this.write({ key_id: keyId });
+  }
+
+  /** Announces a key just created to every process (the listener's `created`). */
+  async recordCreation(keyId: string): Promise<void> {
+    await this.write({ created_key_id: keyId });
   }
 
   private async write(subject: Subject): Promise<void> {
@@ -132,7 +142,7 @@ export class KeyChangeFeed {
     this.polling = true;
     try {
       const filter = this.newestAt === undefined ? {} : { at: { $gt: new Date(this.newestAt - MARGIN_MS) } };
-      const changes = await this.collection.find(filter, { projection: { key_id: 1, account_id: 1, at: 1 } }).toArray();
+      const changes = await this.collection.find(filter, { projection: { key_id: 1, account_id: 1, created_key_id: 1, at: 1 } }).toArray();
       if (this.seenUntil !== 0 && now - this.seenUntil > RETAIN_MS - MARGIN_MS) this.listener.lost();
       for (const change of changes) {
         const id = change._id.toHexString();
@@ -142,6 +152,7 @@ export class KeyChangeFeed {
         this.reported.set(id, at);
         if (change.key_id !== undefined) this.listener.changed(change.key_id);
         if (change.account_id !== undefined) this.listener.accountChanged?.(change.account_id);
+        if (change.created_key_id !== undefined) this.listener.created?.(change.created_key_id);
       }
       this.seenUntil = now;
       // What the next poll cannot return need not be remembered.

@@ -87,6 +87,7 @@ export class ApiKeyStore {
     if (this.shared.watchers++ === 0) {
       this.shared.feed.start();
       this.shared.refresh.start();
+      void this.shared.known.list();
     }
   }
 
@@ -115,7 +116,18 @@ export class ApiKeyStore {
       if (!existing) throw error;
       return { key: existing, plaintext: generated.plaintext };
     }
+    // Known here at once, and announced to the other api processes (known-key-ids.ts). The key
+    // exists whether or not the announcement is stored: without it, the others learn of the key
+    // when they first read it.
+    this.shared.known.add(key._id);
+    await this.shared.feed.recordCreation(key._id).catch(() => undefined);
     return { key: { ...key, rate_limits: null }, plaintext: generated.plaintext };
+  }
+
+  /** Whether a key with this plaintext exists (or existed), as far as this process knows: its
+   * read is then no guess (api/plugins/api-key-auth.ts, store/known-key-ids.ts). */
+  mayExist(plaintext: string): boolean {
+    return this.shared.known.has(keyIdForHash(hashApiKey(plaintext)));
   }
 
   /** The live (unrevoked) key with this plaintext, or null. With `mayRead` false, a key that

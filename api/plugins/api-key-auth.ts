@@ -67,11 +67,16 @@ async function apiKeyAuthPlugin(app: FastifyInstance, options: { apiKeys: ApiKey
       const now = Date.now();
       found = options.apiKeys.findActiveByPlaintext(token, now, false);
       if (found === undefined) {
-        // An address past its reads that found no key gets answers from the cache alone.
-        throttled = unknownKeys.admitRead(request.ip);
-        if (!throttled) {
-          admitted = true;
+        if (options.apiKeys.mayExist(token)) {
+          // A key that exists is no guess: read whatever its caller's address did.
           found = options.apiKeys.findActiveByPlaintext(token, now);
+        } else {
+          // An address past its reads that found no key gets answers from the cache alone.
+          throttled = unknownKeys.admitRead(request.ip);
+          if (!throttled) {
+            admitted = true;
+            found = options.apiKeys.findActiveByPlaintext(token, now);
+          }
         }
       }
     } catch (error) {

@@ -7,7 +7,8 @@ import { FailuresByAddress } from '../../core/failures-by-address.ts';
 // with no key to be rate limited by. A security review drove 263 such requests a second into
 // the store from one address. So each caller address may make READS_PER_WINDOW reads that find
 // no key per window; past that, a key this process has not cached is answered 429 without a
-// read until the window ends. Keys in the cache (every key in use) are never held up.
+// read until the window ends. Keys in the cache (every key in use) are never held up, nor keys
+// the process knows to exist (store/known-key-ids.ts): only guesses are.
 
 export const WINDOW_MS = 10_000;
 export const READS_PER_WINDOW = 30;
