@@ -109,19 +109,20 @@ export class ApiKeyStore {
       revoked_at: null,
       last_used_at: null,
     };
+    let existing: ApiKeyDocument | null = null;
     try {
       await this.collection.insertOne(key);
     } catch (error) {
-      const existing = input.plaintext !== undefined && isDuplicateKey(error) ? await this.find(key._id) : null;
+      existing = input.plaintext !== undefined && isDuplicateKey(error) ? await this.find(key._id) : null;
       if (!existing) throw error;
-      return { key: existing, plaintext: generated.plaintext };
     }
-    // Known here at once, and announced to the other api processes (known-key-ids.ts). The key
-    // exists whether or not the announcement is stored: without it, the others learn of the key
-    // when they first read it.
+    // Known here at once, and announced to the other api processes (known-key-ids.ts); again for
+    // a key an earlier try inserted, which may have died before announcing it. The key exists
+    // whether or not the announcement is stored: without it, the others learn of the key when
+    // they list the keys again.
     this.shared.known.add(key._id);
     await this.shared.feed.recordCreation(key._id).catch(() => undefined);
-    return { key: { ...key, rate_limits: null }, plaintext: generated.plaintext };
+    return { key: existing ?? { ...key, rate_limits: null }, plaintext: generated.plaintext };
   }
 
   /** Whether a key with this plaintext exists (or existed), as far as this process knows: its
@@ -175,6 +176,7 @@ export class ApiKeyStore {
     const startedAt = Date.now();
     const [found, settle] = await Promise.all([this.collection.findOne({ _id: id }), readKeySettings(this.side, [id])]);
     const key = found && settle(found);
+    if (!found) this.shared.known.delete(id);
     settleRead(this.shared, id, key, startedAt, now);
     return key;
   }

@@ -21,15 +21,19 @@ const RETRY_AFTER_MS = 30_000;
 export class KnownKeyIds {
   private readonly ids = new Set<string>();
   private listing: Promise<void> | undefined;
-  private listed = false;
+  /** Whether the ids may lack keys nobody announced: never listed, or announcements missed since
+   * (lost), and no listing has succeeded after that. */
+  private stale = true;
+  /** A listing was asked for while one was under way, which may have read past the missed keys. */
+  private again = false;
   private failedAt = -Infinity;
 
   constructor(private readonly keys: Collection<{ _id: string }>) {}
 
   /** Whether a key of this id exists, as far as this process knows. Lists the keys (in the
-   * background) if they were never listed, or the last listing failed a while ago. */
+   * background) while they may lack some, at most every 30 s after a failed listing. */
   has(id: string, now = Date.now()): boolean {
-    if (!this.listed && now - this.failedAt >= RETRY_AFTER_MS) void this.list();
+    if (this.stale && this.listing === undefined && now - this.failedAt >= RETRY_AFTER_MS) void this.list();
     return this.ids.has(id);
   }
 
@@ -37,19 +41,37 @@ export class KnownKeyIds {
     this.ids.add(id);
   }
 
+  /** A read found no key of this id (one deleted from the store): its lookups go through the
+   * throttle again rather than each read the store unthrottled. */
+  delete(id: string): void {
+    this.ids.delete(id);
+  }
+
   /** Lists the keys (again: announcements may have been missed); what was known stays.
    * Resolves when that listing is over, failed or not. */
   list(): Promise<void> {
-    this.listing ??= this.readAll().finally(() => (this.listing = undefined));
+    this.stale = true;
+    if (this.listing) {
+      this.again = true;
+      return this.listing;
+    }
+    this.listing = this.readAll().finally(() => {
+      this.listing = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.list();
+      }
+    });
     return this.listing;
   }
 
   private async readAll(): Promise<void> {
     try {
       for await (const key of this.keys.find({}, { projection: { _id: 1 }, batchSize: 10_000 })) this.ids.add(key._id);
-      this.listed = true;
+      if (!this.again) this.stale = false;
     } catch {
-      // The store is out of reach: uncached keys go through the throttle, as without the list.
+      // The store is out of reach: uncached keys go through the throttle, as without the list,
+      // and a later lookup lists again.
       this.failedAt = Date.now();
     }
   }
