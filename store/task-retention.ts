@@ -3,10 +3,11 @@ import { FINAL_STATUSES, TASK_DECISIONS, TASK_WORKFLOW_STARTS, type TaskDocument
 
 // Tasks past the operator's retention (TASK_RETENTION_DAYS), deleted with the records kept beside
 // each (its workflow start, its run-or-abandon decision): FerretDB has no TTL indexes, and a TTL
-// index could not tell whether a task's webhook is still tried. Only tasks that nothing writes any more: final,
-// last written before the cut, and with no webhook still being tried (a webhook's retries run
-// for days after the task finished, and each attempt is recorded on it). The money stays: the
-// ledger's entries and the usage records (the console's spend per key) are never deleted here.
+// index could not tell whether a task's webhook is still tried. Only tasks that nothing writes
+// any more: final, last written before the cut, and with no webhook still being tried (a
+// webhook's retries run for days after the task finished, and each attempt is recorded on it).
+// The money stays: the ledger's entries and the usage records (the console's spend per key) are
+// never deleted here.
 //
 // The records beside a task go before the task itself: a prune cut short then leaves a final
 // task without them, which the next prune finds again. (The other way round it would leave them
