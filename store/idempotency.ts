@@ -29,6 +29,9 @@ export interface IdempotencyRecord {
   _id: string;
   /** sha256 of the route and the parsed body. */
   fingerprint: string;
+  /** The route it was claimed on (`/v1/video/generations`), so a key reused on another endpoint
+   * is told so; absent on records from before it was kept, and on the console's form claims. */
+  route?: string;
   state: 'in_flight' | 'completed';
   /** The task id a video submission under this record uses. */
   task_id: string;
@@ -86,10 +89,11 @@ export class IdempotencyStore {
   }
 
   /** Claims the record, or returns the one already there (an expired one is replaced). */
-  async claim(input: { id: string; fingerprint: string; taskId: string; now: Date }): Promise<Claim> {
+  async claim(input: { id: string; fingerprint: string; taskId: string; now: Date; route?: string }): Promise<Claim> {
     const record: IdempotencyRecord = {
       _id: input.id,
       fingerprint: input.fingerprint,
+      ...(input.route === undefined ? {} : { route: input.route }),
       state: 'in_flight',
       task_id: input.taskId,
       created_at: input.now,

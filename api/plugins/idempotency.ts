@@ -184,7 +184,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
     // The store's clock, read once the process has a reading: claims, turns and expiries are
     // judged by it in every process.
     const now = await store.current();
-    const claim = await store.claim({ id, fingerprint, taskId: newId('task'), now });
+    const claim = await store.claim({ id, fingerprint, taskId: newId('task'), now, route: request.routeOptions.url });
     if (claim.kind === 'contended') {
       throw new GatewayError('conflict', 'Another request with this Idempotency-Key is being started. Retry after it to get its answer.', 'Idempotency-Key', { 'retry-after': '1' });
     }
@@ -194,7 +194,14 @@ async function idempotencyPlugin(app: FastifyInstance, options: { store: Idempot
       return;
     }
     if (record.fingerprint !== fingerprint) {
-      throw new GatewayError('idempotency_mismatch', 'This Idempotency-Key was already used with a different request body. Use a new key for a new request.', 'Idempotency-Key');
+      const elsewhere = record.route !== undefined && record.route !== request.routeOptions.url;
+      throw new GatewayError(
+        'idempotency_mismatch',
+        elsewhere
+          ? `This Idempotency-Key was already used on POST ${record.route}, another endpoint. Use a new key for a new request.`
+          : 'This Idempotency-Key was already used with a different request body. Use a new key for a new request.',
+        'Idempotency-Key',
+      );
     }
     if (record.state === 'completed') {
       return replay(reply, { statusCode: record.status_code ?? 200, body: await store.answerOf(record), ...(record.content_type ? { contentType: record.content_type } : {}) });

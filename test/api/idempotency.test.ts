@@ -68,6 +68,12 @@ describe('Idempotency-Key', () => {
     const other = await submit(caller.key, 'k', { ...video, prompt: 'another boat' });
     assert.equal(other.statusCode, 422);
     assert.equal(other.json().error.code, 'idempotency_mismatch');
+    assert.match(other.json().error.message, /already used with a different request body/);
+    // The same key on another endpoint says so, rather than blame the body.
+    const images = await stack.app.inject({ method: 'POST', url: '/v1/images/generations', headers: { ...bearer(caller.key), 'idempotency-key': 'k' }, payload: { model: 'gpt-image-1', prompt: 'a boat' } });
+    assert.equal(images.statusCode, 422, images.body);
+    assert.equal(images.json().error.code, 'idempotency_mismatch');
+    assert.match(images.json().error.message, /^This Idempotency-Key was already used on POST \/v1\/video\/generations, another endpoint\./);
 
     const racing = await Promise.all(Array.from({ length: 6 }, () => submit(caller.key, 'race')));
     const statuses = racing.map((response) => response.statusCode).sort();
