@@ -26,6 +26,8 @@ export function formatUsd(micros: number): string {
  * count as available. */
 export function insufficientBalance(cost: string, totals: { availableMicros: number; heldMicros: number; beyondAll?: boolean }, advice: string): GatewayError {
   if (totals.beyondAll) {
+    // "has at most $0.000000, counting what is held" read as a puzzle for an empty account.
+    if (totals.availableMicros + totals.heldMicros <= 0) return new GatewayError('insufficient_balance', `Insufficient balance: ${cost} and the account has no balance, nor anything held for requests in progress. ${advice}`);
     const all = formatUsd(totals.availableMicros + totals.heldMicros);
     return new GatewayError('insufficient_balance', `Insufficient balance: ${cost} and the account has at most ${all}, counting what is held for requests in progress or set aside for its next calls. ${advice}`);
   }

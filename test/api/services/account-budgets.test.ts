@@ -84,6 +84,13 @@ describe('spend leases (account budgets)', () => {
     reservation.charge(1_234, { outputTokens: 5 }, { allowOverage: false });
     const after = await settled(account._id);
     assert.equal(after.balance_micros, 5_000 - 1_234);
+    // An account with nothing at all is told so, not "at most $0.000000, counting what is held".
+    const empty = await accounts.create({ name: 'empty', balanceMicros: 0 });
+    await assert.rejects(async () => budget.reserve(empty._id, 9_800, chatCall, 'or lower max_tokens'), (error: unknown) => {
+      assert.ok(error instanceof GatewayError && error.code === 'insufficient_balance', String(error));
+      assert.match(error.message, /^Insufficient balance: this request may cost up to \$0\.009800 and the account has no balance, nor anything held for requests in progress\. Add credits/);
+      return true;
+    });
     await budget.close();
   });
 
